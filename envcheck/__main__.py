@@ -1,0 +1,8 @@
+"""`python -m envcheck` runs the same CLI as the `envcheck` command."""
+
+from __future__ import annotations
+
+from envcheck._cli import main
+
+if __name__ == "__main__":
+    main()

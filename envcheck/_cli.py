@@ -1,0 +1,175 @@
+"""The command line: parse options, call the library, pick a reporter, write, map the result to an exit code.
+
+Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration error, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from envcheck import __version__
+from envcheck import rules as rules_mod
+from envcheck.check import gather
+from envcheck.engine import evaluate
+from envcheck.errors import EnvcheckError
+from envcheck.facts.derive import Derived
+from envcheck.model import FAIL_ON_LEVELS
+from envcheck.report import FORMATS, render
+from envcheck.ruledoc import rules_json, rules_markdown, rules_text
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
+
+
+class _Group(click.Group):
+    """`envcheck [OPTIONS]` means `envcheck check [OPTIONS]`; user errors exit 2, bugs exit 3, never a traceback."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except EnvcheckError as exc:
+            click.echo(f"envcheck: error: {exc}", err=True)
+            raise click.exceptions.Exit(EXIT_USAGE) from None
+        except KeyboardInterrupt:
+            click.echo("envcheck: interrupted", err=True)
+            raise click.exceptions.Exit(130) from None
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug is exit 3 with one line
+            click.echo(f"envcheck: internal error: {type(exc).__name__}: {exc}", err=True)
+            click.echo(f"  please report it at {ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
+            if os.environ.get("ENVCHECK_DEBUG"):
+                raise
+            raise click.exceptions.Exit(EXIT_INTERNAL) from None
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def _use_color(choice: bool | None, output: str | None) -> bool:
+    if choice is not None:
+        return choice
+    if output or os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value disables colour
+        return False
+    return sys.stdout.isatty()
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None or output == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EnvcheckError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+
+
+_rules_option = click.option(
+    "--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+    help="An extra directory of rule files (repeatable).",
+)
+_python_option = click.option(
+    "--python", "python", metavar="PATH",
+    help="Check another interpreter (a venv's bin/python); envcheck need not be installed there.",
+)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="envcheck")
+def cli() -> None:
+    """Check this Python environment for known PyTorch / CUDA incompatibilities, with the commands that fix them.
+
+    Without a command, runs `envcheck check`.
+    """
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True,
+              help="Lowest severity that makes the exit code 1.")
+@click.option("--select", multiple=True, metavar="ID",
+              help="Only these rules: ids, id prefixes (EC01) or names; repeatable or comma-separated.")
+@click.option("--ignore", multiple=True, metavar="ID", help="Skip these rules (same forms as --select).")
+@click.option("--static", is_flag=True, help="Static tier only: packages, torch build, modules (no probes).")
+@_python_option
+@click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
+@_rules_option
+@click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
+@click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
+              "unless NO_COLOR is set).")
+def check(fmt: str, output: str | None, fail_on: str, select: tuple[str, ...], ignore: tuple[str, ...],
+          static: bool, python: str | None, facts_file: str | None, rule_dirs: tuple[Path, ...],
+          verbose: bool, color: bool | None) -> None:
+    """Check the environment and print a verdict per rule (the default command)."""
+    # NOTE: --static is accepted now so that scripts can pin the cheap tier; this version runs no probes at all.
+    del static
+    all_rules = rules_mod.load(rule_dirs)
+    selectors, ignores = _split(select), _split(ignore)
+    unknown = rules_mod.unknown_selectors(all_rules, selectors + ignores)
+    if unknown:
+        raise click.UsageError(f"no rule matches {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+    facts = gather(all_rules, python=python, facts_file=facts_file)
+    report = evaluate(rules_mod.select(all_rules, selectors, ignores), facts)
+    _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
+    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(fail_on) else EXIT_CLEAN)
+
+
+@cli.command()
+@click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE instead of standard output.")
+@_python_option
+@_rules_option
+def facts(output: str | None, python: str | None, rule_dirs: tuple[Path, ...]) -> None:
+    """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
+    all_rules = rules_mod.load(rule_dirs)
+    snapshot = gather(all_rules, python=python)
+    data = snapshot.to_dict()
+    # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only.
+    data["derived"] = Derived(snapshot).all()
+    _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
+
+
+@cli.command()
+@click.argument("ids", nargs=-1, metavar="[ID|NAME]...")
+@click.option("--all", "show_all", is_flag=True, help="Document every rule.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
+              show_default=True)
+@_rules_option
+def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
+    """Explain rules: what each detects, why it matters, how to fix it, and its references."""
+    files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
+    every = [r for f in files for r in f.rules]
+    if not ids and not show_all:
+        raise click.UsageError("name a rule (e.g. `envcheck rule EC0201`) or pass --all")
+    if ids:
+        unknown = [i for i in ids if not any(r.id == i.upper() or r.name == i for r in every)]
+        if unknown:
+            raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+        wanted = {i.upper() for i in ids} | set(ids)
+        files = [f for f in files if any(r.id in wanted or r.name in wanted for r in f.rules)]
+        chosen = [r for r in every if r.id in wanted or r.name in wanted]
+    else:
+        chosen = every
+    if fmt == "json":
+        click.echo(rules_json(chosen), nl=False)
+    elif fmt == "markdown":
+        click.echo(rules_markdown(files, only={r.id for r in chosen}), nl=False)
+    else:
+        click.echo(rules_text(chosen), nl=False)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")

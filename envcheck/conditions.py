@@ -1,0 +1,588 @@
+"""The rule condition language: leaf predicates over facts, combined with all / any / not, in three-valued logic.
+
+A condition evaluates to True, False or unknown (None). Unknown means a fact it needs is missing (a module that was
+not looked up, a version that is not PEP 440, a source file that was not read); the outcome names those facts so that
+a skipped verdict can say what it lacked. Combinators follow Kleene's logic: `all` is False as soon as one part is
+False, whatever the others; `any` is True as soon as one part is True.
+
+Parsing (`parse`) turns the TOML value of `applies` / `when` into a tree and rejects anything malformed with a
+RuleError naming the file, the rule and the key. The grammar is documented in docs/rule-language.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from envcheck.errors import RuleError
+from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
+from envcheck.facts.derive import DERIVATIONS, Derived, parse_version
+from envcheck.facts.snapshot import Facts
+
+
+@dataclass(frozen=True)
+class Outcome:
+    value: bool | None  # None: unknown
+    missing: frozenset[str] = frozenset()  # what made it unknown
+
+
+TRUE = Outcome(True)
+FALSE = Outcome(False)
+
+
+def unknown(*what: str) -> Outcome:
+    return Outcome(None, frozenset(what))
+
+
+def of(value: bool) -> Outcome:
+    return TRUE if value else FALSE
+
+
+class Context:
+    """What a condition is evaluated against: the facts and their derived facts."""
+
+    def __init__(self, facts: Facts, derived: Derived | None = None) -> None:
+        self.facts = facts
+        self.derived = derived or Derived(facts)
+        self._marker_env: dict[str, str] | None = None
+
+    @property
+    def marker_env(self) -> dict[str, str]:
+        if self._marker_env is None:
+            self._marker_env = {**self.facts.python.marker_environment, "extra": ""}
+        return self._marker_env
+
+
+class Condition(Protocol):
+    def evaluate(self, ctx: Context) -> Outcome: ...
+
+    def leaves(self) -> Iterator[Condition]: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a condition was written, for error messages."""
+
+    file: str
+    rule_id: str | None
+    key: str
+
+    def at(self, sub: str) -> Where:
+        return Where(self.file, self.rule_id, f"{self.key}.{sub}")
+
+    def error(self, message: str) -> RuleError:
+        return RuleError(self.file, message, rule_id=self.rule_id, key=self.key)
+
+
+# --- combinators -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class All:
+    parts: tuple[Condition, ...]
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        missing: set[str] = set()
+        for part in self.parts:
+            out = part.evaluate(ctx)
+            if out.value is False:
+                return FALSE
+            if out.value is None:
+                missing |= out.missing
+        return Outcome(None, frozenset(missing)) if missing else TRUE
+
+    def leaves(self) -> Iterator[Condition]:
+        for part in self.parts:
+            yield from part.leaves()
+
+    def describe(self) -> str:
+        return " and ".join(_grouped(p) for p in self.parts) if self.parts else "always"
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple[Condition, ...]
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        missing: set[str] = set()
+        for part in self.parts:
+            out = part.evaluate(ctx)
+            if out.value is True:
+                return TRUE
+            if out.value is None:
+                missing |= out.missing
+        return Outcome(None, frozenset(missing)) if missing else FALSE
+
+    def leaves(self) -> Iterator[Condition]:
+        for part in self.parts:
+            yield from part.leaves()
+
+    def describe(self) -> str:
+        return " or ".join(_grouped(p) for p in self.parts)
+
+
+@dataclass(frozen=True)
+class Not:
+    part: Condition
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        out = self.part.evaluate(ctx)
+        return out if out.value is None else of(not out.value)
+
+    def leaves(self) -> Iterator[Condition]:
+        yield from self.part.leaves()
+
+    def describe(self) -> str:
+        return f"not {_grouped(self.part)}"
+
+
+def _grouped(part: Condition) -> str:
+    text = part.describe()
+    return f"({text})" if isinstance(part, (All, AnyOf)) and len(part.parts) > 1 else text
+
+
+ALWAYS = All(())
+
+
+# --- leaf predicates -------------------------------------------------------------------------------------------
+
+
+class _Leaf:
+    def leaves(self) -> Iterator[Condition]:
+        yield self  # type: ignore[misc]
+
+
+def _requirement_holds(req: Requirement, ctx: Context) -> Outcome:
+    """Installed, in a version the specifier admits (pre-releases and local versions included), marker true."""
+    if req.marker is not None:
+        try:
+            if not req.marker.evaluate(ctx.marker_env):
+                return FALSE
+        except (UndefinedComparison, UndefinedEnvironmentName):
+            return unknown(f"marker of {req}")
+    dist = ctx.facts.active(req.name)
+    if dist is None:
+        return FALSE
+    if not req.specifier:
+        return TRUE
+    version = parse_version(dist.version)
+    if version is None:
+        return unknown(f"version of {dist.name} ({dist.version!r} is not a PEP 440 version)")
+    return of(req.specifier.contains(version, prereleases=True))
+
+
+@dataclass(frozen=True)
+class Package(_Leaf):
+    """`package = "transformers>=4.26,<5.8"`: installed (the imported copy) in that range, markers holding."""
+
+    requirement: Requirement
+
+    def describe(self) -> str:
+        return f"`{self.requirement}` is installed"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        return _requirement_holds(self.requirement, ctx)
+
+
+@dataclass(frozen=True)
+class Missing(_Leaf):
+    """`missing = "safetensors"` / `"safetensors>=0.4.3"`: no installed copy satisfies it (markers must hold)."""
+
+    requirement: Requirement
+
+    def describe(self) -> str:
+        return f"`{self.requirement}` is not installed"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        req = self.requirement
+        if req.marker is not None:
+            try:
+                if not req.marker.evaluate(ctx.marker_env):
+                    return FALSE  # not required here, so not missing
+            except (UndefinedComparison, UndefinedEnvironmentName):
+                return unknown(f"marker of {req}")
+        bare = Requirement(str(req).split(";")[0])
+        out = _requirement_holds(bare, ctx)
+        return out if out.value is None else of(not out.value)
+
+
+@dataclass(frozen=True)
+class Module(_Leaf):
+    """`module = "apex.normalization"`: importable, as found on the import path without importing anything."""
+
+    name: str
+
+    def describe(self) -> str:
+        return f"module `{self.name}` is importable"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        fact = ctx.facts.modules.get(self.name)
+        if fact is None:
+            return unknown(f"module {self.name} (not looked up in this snapshot)")
+        if fact.error:
+            return unknown(f"module {self.name} ({fact.error})")
+        return of(fact.found)
+
+
+@dataclass(frozen=True)
+class Source(_Leaf):
+    """`source = { file = "dia/layers.py", contains = "REGEX" }` (or `lacks`): the file exists and (not) matches."""
+
+    file: str
+    pattern: str
+    contains: bool
+
+    def describe(self) -> str:
+        return f"`{self.file}` {'contains' if self.contains else 'lacks'} `{self.pattern}`"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        fact = ctx.facts.sources.get(self.file)
+        if fact is None:
+            return unknown(f"source {self.file} (not read in this snapshot)")
+        if fact.error:
+            return unknown(f"source {self.file} ({fact.error})")
+        if fact.path is None:
+            return FALSE
+        found = fact.matches.get(self.pattern)
+        if found is None:
+            return unknown(f"source {self.file} (pattern {self.pattern!r} not searched in this snapshot)")
+        return of(found == self.contains)
+
+
+@dataclass(frozen=True)
+class MarkerCond(_Leaf):
+    """`marker = "sys_platform == 'win32'"`: a PEP 508 marker, for the checked interpreter."""
+
+    marker: Marker
+
+    def describe(self) -> str:
+        return f"marker `{self.marker}`"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        try:
+            return of(self.marker.evaluate(ctx.marker_env))
+        except (UndefinedComparison, UndefinedEnvironmentName):
+            return unknown(f"marker {self.marker}")
+
+
+@dataclass(frozen=True)
+class Python(_Leaf):
+    """`python = ">=3.13"`: the checked interpreter's version."""
+
+    specifier: SpecifierSet
+
+    def describe(self) -> str:
+        return f"Python `{self.specifier}`"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        version = parse_version(ctx.facts.python.version)
+        if version is None:
+            return unknown("python version")
+        return of(self.specifier.contains(version, prereleases=True))
+
+
+@dataclass(frozen=True)
+class Env(_Leaf):
+    """`env = "NAME"` (set) or `env = { name = "NAME", set = false | equals = "x" | in = [...] | matches = "RE" }`."""
+
+    name: str
+    op: str  # "set", "unset", "equals", "in", "matches"
+    values: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return _describe_env(self)
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        value = ctx.facts.env.get(self.name)
+        if self.op == "set":
+            return of(value is not None)
+        if self.op == "unset":
+            return of(value is None)
+        if value is None:
+            return FALSE
+        if self.op == "equals":
+            return of(value == self.values[0])
+        if self.op == "in":
+            return of(value in self.values)
+        return of(re.search(self.values[0], value) is not None)
+
+
+@dataclass(frozen=True)
+class Fact(_Leaf):
+    """`fact = { name = "requirements.missing", nonempty = true }` (or `equals = VALUE`): a derived fact."""
+
+    name: str
+    op: str  # "nonempty", "empty", "equals"
+    value: Any = None
+
+    def describe(self) -> str:
+        return f"fact `{self.name}` is {'non-empty' if self.op == 'nonempty' else 'empty' if self.op == 'empty' else repr(self.value)}"
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        got = ctx.derived.get(self.name)
+        if got is None:
+            return unknown(f"fact {self.name}")
+        if self.op == "nonempty":
+            return of(bool(got))
+        if self.op == "empty":
+            return of(not got)
+        return of(bool(got == self.value))
+
+
+@dataclass(frozen=True)
+class Torch(_Leaf):
+    """`torch = { version = "<2.6", cuda = ">=12.8" | "none" | "any", hip = ... }`: torch's build (version.py).
+
+    False when no torch is importable (there is no build to match); unknown when version.py is unreadable.
+    """
+
+    version: SpecifierSet | None
+    cuda: str | SpecifierSet | None  # "none", "any" or a specifier; None: not constrained
+    hip: str | SpecifierSet | None
+
+    def describe(self) -> str:
+        return _describe_torch(self)
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        build = ctx.facts.torch
+        if build is None:
+            return FALSE
+        if build.problem:
+            return unknown(f"torch build ({build.problem})")
+        if self.version is not None:
+            version = parse_version(build.version or "")
+            if version is None:
+                return unknown(f"torch version ({build.version!r} is not PEP 440)")
+            if not self.version.contains(version, prereleases=True):
+                return FALSE
+        for wanted, got, label in ((self.cuda, build.cuda, "cuda"), (self.hip, build.hip, "hip")):
+            if wanted is None:
+                continue
+            if wanted == "none":
+                if got is not None:
+                    return FALSE
+            elif wanted == "any":
+                if got is None:
+                    return FALSE
+            else:
+                assert isinstance(wanted, SpecifierSet)
+                if got is None:
+                    return FALSE
+                parsed = parse_version(got)
+                if parsed is None:
+                    return unknown(f"torch {label} version ({got!r})")
+                if not wanted.contains(parsed, prereleases=True):
+                    return FALSE
+        return TRUE
+
+
+def _describe_env(env: Env) -> str:
+    if env.op in ("set", "unset"):
+        return f"${env.name} is {env.op}"
+    if env.op == "equals":
+        return f"${env.name} == {env.values[0]!r}"
+    if env.op == "in":
+        return f"${env.name} in {list(env.values)!r}"
+    return f"${env.name} matches `{env.values[0]}`"
+
+
+def _describe_torch(t: Torch) -> str:
+    parts = []
+    if t.version is not None:
+        parts.append(f"version `{t.version}`")
+    for label, value in (("CUDA", t.cuda), ("HIP", t.hip)):
+        if value is not None:
+            parts.append(f"{label} {value if isinstance(value, str) else '`' + str(value) + '`'}")
+    return "torch build: " + ", ".join(parts)
+
+
+# --- parsing ---------------------------------------------------------------------------------------------------
+
+
+def _string(value: object, where: Where) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise where.error(f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _table(value: object, where: Where, allowed: set[str], required: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise where.error(f"expected a table, got {value!r}")
+    unknown_keys = sorted(set(value) - allowed)
+    if unknown_keys:
+        raise where.at(unknown_keys[0]).error(f"unknown key (allowed: {', '.join(sorted(allowed))})")
+    for key in sorted(required):
+        if key not in value:
+            raise where.at(key).error("required")
+    return value
+
+
+def _requirement(value: object, where: Where) -> Requirement:
+    text = _string(value, where)
+    try:
+        return Requirement(text)
+    except InvalidRequirement as exc:
+        raise where.error(f"invalid requirement {text!r}: {exc}") from None
+
+
+def _specifier(value: object, where: Where) -> SpecifierSet:
+    text = _string(value, where)
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise where.error(f"invalid version specifier {text!r}") from None
+
+
+def _regex(value: object, where: Where) -> str:
+    text = _string(value, where)
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise where.error(f"invalid regular expression {text!r}: {exc}") from None
+    return text
+
+
+def _env_collected(name: str) -> bool:
+    return name in _ENV_NAMES or name.startswith(_ENV_PREFIXES)
+
+
+def _p_package(value: object, where: Where) -> Condition:
+    return Package(_requirement(value, where))
+
+
+def _p_missing(value: object, where: Where) -> Condition:
+    return Missing(_requirement(value, where))
+
+
+def _p_module(value: object, where: Where) -> Condition:
+    name = _string(value, where)
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
+        raise where.error(f"invalid module name {name!r}")
+    return Module(name)
+
+
+def _p_source(value: object, where: Where) -> Condition:
+    table = _table(value, where, {"file", "contains", "lacks"}, {"file"})
+    if ("contains" in table) == ("lacks" in table):
+        raise where.error("needs exactly one of 'contains' or 'lacks'")
+    file = _string(table["file"], where.at("file"))
+    if file.startswith(("/", "\\")) or ".." in file.split("/"):
+        raise where.at("file").error("must be relative to the import root, e.g. 'dia/layers.py'")
+    key = "contains" if "contains" in table else "lacks"
+    return Source(file, _regex(table[key], where.at(key)), key == "contains")
+
+
+def _p_marker(value: object, where: Where) -> Condition:
+    text = _string(value, where)
+    try:
+        return MarkerCond(Marker(text))
+    except InvalidMarker as exc:
+        raise where.error(f"invalid marker {text!r}: {exc}") from None
+
+
+def _p_python(value: object, where: Where) -> Condition:
+    return Python(_specifier(value, where))
+
+
+def _p_env(value: object, where: Where) -> Condition:
+    if isinstance(value, str):
+        value = {"name": value}
+    table = _table(value, where, {"name", "set", "equals", "in", "matches"}, {"name"})
+    name = _string(table["name"], where.at("name"))
+    if not _env_collected(name):
+        raise where.at("name").error(f"environment variable {name} is not collected by envcheck")
+    ops = [k for k in ("set", "equals", "in", "matches") if k in table]
+    if len(ops) > 1:
+        raise where.error(f"use one of set / equals / in / matches, not {' and '.join(ops)}")
+    op = ops[0] if ops else "set"
+    if op == "set":
+        flag = table.get("set", True)
+        if not isinstance(flag, bool):
+            raise where.at("set").error("expected true or false")
+        return Env(name, "set" if flag else "unset")
+    if op == "in":
+        items = table["in"]
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise where.at("in").error("expected a list of strings")
+        return Env(name, "in", tuple(items))
+    if op == "matches":
+        return Env(name, "matches", (_regex(table["matches"], where.at("matches")),))
+    if not isinstance(table["equals"], str):
+        raise where.at("equals").error("expected a string")
+    return Env(name, "equals", (table["equals"],))
+
+
+def _p_fact(value: object, where: Where) -> Condition:
+    if isinstance(value, str):
+        value = {"name": value, "nonempty": True}
+    table = _table(value, where, {"name", "nonempty", "equals"}, {"name"})
+    name = _string(table["name"], where.at("name"))
+    if name not in DERIVATIONS:
+        raise where.at("name").error(f"unknown fact {name!r} (known: {', '.join(sorted(DERIVATIONS))})")
+    if ("nonempty" in table) == ("equals" in table):
+        raise where.error("needs exactly one of 'nonempty' or 'equals'")
+    if "nonempty" in table:
+        if not isinstance(table["nonempty"], bool):
+            raise where.at("nonempty").error("expected true or false")
+        return Fact(name, "nonempty" if table["nonempty"] else "empty")
+    return Fact(name, "equals", table["equals"])
+
+
+def _build_field(value: object, where: Where) -> str | SpecifierSet:
+    text = _string(value, where)
+    return text if text in ("none", "any") else _specifier(text, where)
+
+
+def _p_torch(value: object, where: Where) -> Condition:
+    table = _table(value, where, {"version", "cuda", "hip"}, set())
+    if not table:
+        raise where.error("needs at least one of version, cuda, hip")
+    return Torch(
+        version=_specifier(table["version"], where.at("version")) if "version" in table else None,
+        cuda=_build_field(table["cuda"], where.at("cuda")) if "cuda" in table else None,
+        hip=_build_field(table["hip"], where.at("hip")) if "hip" in table else None,
+    )
+
+
+PREDICATES: dict[str, Callable[[object, Where], Condition]] = {
+    "package": _p_package,
+    "missing": _p_missing,
+    "module": _p_module,
+    "source": _p_source,
+    "marker": _p_marker,
+    "python": _p_python,
+    "env": _p_env,
+    "fact": _p_fact,
+    "torch": _p_torch,
+}
+COMBINATORS = ("all", "any", "not")
+
+
+def parse(value: object, where: Where) -> Condition:
+    """A condition from its TOML value. A table with several keys means all of them."""
+    if not isinstance(value, dict) or not value:
+        raise where.error(f"expected a non-empty table such as {{ package = \"torch<2.6\" }}, got {value!r}")
+    parts: list[Condition] = []
+    for key, sub in value.items():
+        here = where.at(key)
+        if key in ("all", "any"):
+            if not isinstance(sub, list) or not sub:
+                raise here.error("expected a non-empty list of conditions")
+            items = tuple(parse(item, here.at(str(i))) for i, item in enumerate(sub))
+            parts.append(All(items) if key == "all" else AnyOf(items))
+        elif key == "not":
+            parts.append(Not(parse(sub, here)))
+        elif key in PREDICATES:
+            parts.append(PREDICATES[key](sub, here))
+        else:
+            known = ", ".join([*COMBINATORS, *sorted(PREDICATES)])
+            raise here.error(f"unknown predicate (known: {known})")
+    return parts[0] if len(parts) == 1 else All(tuple(parts))

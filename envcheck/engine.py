@@ -1,0 +1,70 @@
+"""evaluate(rules, facts) -> Report. Pure: no I/O, no printing, deterministic order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from envcheck import __version__
+from envcheck.conditions import Context
+from envcheck.facts.snapshot import Facts
+from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
+from envcheck.templates import render, render_argv
+
+
+def evaluate(rules: Iterable[Rule], facts: Facts) -> Report:
+    """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict."""
+    ctx = Context(facts)
+    findings: list[Finding] = []
+    for rule in sorted(rules, key=lambda r: r.id):
+        try:
+            findings.extend(_verdicts(rule, ctx))
+        except Exception as exc:  # noqa: BLE001 - one bad rule or odd fact must not cost the other verdicts
+            findings.append(_plain(rule, Status.ERROR, detail=f"{type(exc).__name__}: {exc}"))
+    return Report(
+        findings=tuple(findings),
+        python=facts.python.executable,
+        origin=facts.origin,
+        envcheck_version=__version__,
+        collection_problems=facts.problems,
+    )
+
+
+def _plain(rule: Rule, status: Status, *, missing: frozenset[str] = frozenset(), detail: str = "") -> Finding:
+    return Finding(rule_id=rule.id, name=rule.name, severity=rule.severity, status=status, summary=rule.name,
+                   missing=tuple(sorted(missing)), detail=detail, references=rule.references, area=rule.area)
+
+
+def _found(rule: Rule, ctx: Context, item: dict[str, str] | None) -> Finding:
+    facts = ctx.facts
+    return Finding(
+        rule_id=rule.id,
+        name=rule.name,
+        severity=rule.severity,
+        status=FINDING_STATUS[rule.severity],
+        summary=render(rule.summary, facts, item),
+        why=render(rule.why, facts, item),
+        fix=render(rule.fix, facts, item),
+        commands=tuple(render_argv(argv, facts, item) for argv in rule.commands),
+        references=rule.references,
+        item=item,
+        area=rule.area,
+    )
+
+
+def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
+    applies = rule.applies.evaluate(ctx)
+    if applies.value is False:
+        return [_plain(rule, Status.NA)]
+    if applies.value is None:
+        return [_plain(rule, Status.SKIPPED, missing=applies.missing)]
+    when = rule.when.evaluate(ctx)
+    if when.value is None:
+        return [_plain(rule, Status.SKIPPED, missing=when.missing)]
+    if when.value is False:
+        return [_plain(rule, Status.PASS)]
+    if rule.foreach is None:
+        return [_found(rule, ctx, None)]
+    items = ctx.derived.get(rule.foreach)
+    if not items:
+        return [_plain(rule, Status.PASS)]
+    return [_found(rule, ctx, dict(item)) for item in items]

@@ -1,0 +1,444 @@
+"""Static fact collector. Standard library only; runs inside the interpreter being checked.
+
+The same file serves two ways:
+- in the envcheck process, `collect(request)` is called directly (the checked interpreter is envcheck's own);
+- for `--python PATH`, its source is piped to `PATH -` and `main()` writes the facts to a file. envcheck need not be
+  installed there, so this module imports nothing from envcheck and keeps to syntax that Python 3.8 accepts.
+
+Principle: no third-party code runs. Distributions are read through `importlib.metadata` (files only), torch's build
+comes from `torch/version.py` read as text, and modules are located with `PathFinder`, which never executes a
+package's `__init__`. Every failure becomes a recorded problem, never an exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.machinery
+import json
+import os
+import platform
+import re
+import sys
+
+try:  # Python >= 3.8
+    import importlib.metadata as _metadata
+except ImportError:  # pragma: no cover - only reached on Python 3.7 and older, reported below
+    _metadata = None  # type: ignore[assignment]
+
+# Bumped whenever the shape of the snapshot changes; envcheck refuses snapshots of another major schema.
+SCHEMA = 1
+
+# Variables that change how torch, CUDA, NCCL or the import system behave. Exact names, then prefixes.
+_ENV_NAMES = frozenset(
+    [
+        "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_LAUNCH_BLOCKING",
+        "CUDA_MODULE_LOADING", "LD_LIBRARY_PATH", "LD_PRELOAD", "DYLD_LIBRARY_PATH", "PATH", "PYTHONPATH",
+        "PYTHONNOUSERSITE", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+        "DS_SKIP_CUDA_CHECK", "TF_ENABLE_ONEDNN_OPTS",
+    ]
+)
+_ENV_PREFIXES = ("PYTORCH_", "TORCH_", "NCCL_", "CUDA_", "CUDNN_", "CUBLAS_", "TRITON_", "XFORMERS_", "HF_",
+                 "TRANSFORMERS_", "ACCELERATE_")
+# A snapshot ends up in bug reports: a credential's value is never recorded, only that it is set.
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|AUTH", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+_MAX_SOURCE_BYTES = 4 * 1024 * 1024  # a source file larger than this is not a module a rule should grep
+_NAME_NORMALIZE = re.compile(r"[-_.]+")
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503 normalisation, as packaging.utils.canonicalize_name does it (which cannot be imported here)."""
+    return _NAME_NORMALIZE.sub("-", name).lower()
+
+
+# --- interpreter -----------------------------------------------------------------------------------------------
+
+
+def search_path():
+    """The import path a program started in the current directory would see.
+
+    `sys.path[0]` is the directory of whatever started this process (envcheck's console script, or '' for `-`):
+    replace it with the working directory, which is what `python -m project` or `python -c` would put there.
+    """
+    rest = [p for p in sys.path[1:] if p]
+    return [os.getcwd()] + rest
+
+
+def _libc():
+    try:
+        value = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; fast, no file read
+        if value:
+            name, _, version = value.partition(" ")
+            return {"name": name, "version": version}
+    except (AttributeError, ValueError, OSError):
+        pass
+    if sys.platform.startswith("linux"):
+        try:
+            name, version = platform.libc_ver()
+            if name:
+                return {"name": name, "version": version}
+        except OSError:
+            pass
+        return {"name": "unknown", "version": ""}  # musl and friends: confstr is glibc's
+    return None
+
+
+def _marker_environment():
+    """PEP 508 marker variables of this interpreter (what packaging's default_environment computes)."""
+    impl = sys.implementation
+    iv = impl.version
+    impl_version = "%d.%d.%d" % (iv.major, iv.minor, iv.micro)
+    if iv.releaselevel != "final":
+        impl_version += iv.releaselevel[0] + str(iv.serial)
+    return {
+        "implementation_name": impl.name,
+        "implementation_version": impl_version,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
+def _python_facts(path):
+    user_site = None
+    try:
+        import site
+
+        if site.ENABLE_USER_SITE:
+            user_site = site.getusersitepackages()
+    except Exception:  # noqa: BLE001 - a broken site module must not stop the collection
+        user_site = None
+    return {
+        "version": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "virtualenv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
+        "conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
+        "platform": sys.platform,
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "release": platform.release(),
+        "libc": _libc(),
+        "user_site": user_site,
+        "cwd": os.getcwd(),
+        "path": list(path),
+        "marker_environment": _marker_environment(),
+    }
+
+
+# --- distributions ---------------------------------------------------------------------------------------------
+
+
+def _headers(text):
+    """Core-metadata headers (RFC 822 style) up to the first blank line; the long description is never parsed."""
+    headers = {}
+    last = None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[0] in " \t":
+            if last is not None:  # folded continuation of the previous header
+                headers[last][-1] += " " + line.strip()
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        last = key.strip().lower()
+        headers.setdefault(last, []).append(value.strip())
+    return headers
+
+
+def _read(dist, filename):
+    """(text or None, problem or None): a metadata file of a distribution, never an exception."""
+    try:
+        return dist.read_text(filename), None
+    except UnicodeDecodeError as exc:
+        return None, "%s is not valid UTF-8 (%s)" % (filename, exc.reason)
+    except OSError as exc:
+        return None, "%s cannot be read (%s)" % (filename, exc.strerror or exc)
+
+
+def _top_level(dist):
+    text, _ = _read(dist, "top_level.txt")
+    if text is not None:
+        return sorted({line.strip().split("/")[0] for line in text.splitlines() if line.strip()})
+    record, _ = _read(dist, "RECORD")
+    if record is None:
+        return []
+    names = set()
+    for row in record.splitlines():
+        first = row.split(",", 1)[0].split("/", 1)
+        head = first[0]
+        if not head or head.startswith("..") or head.endswith((".dist-info", ".data", ".pth")) or head == "__pycache__":
+            continue
+        if len(first) == 1:
+            if head.endswith(".py"):
+                names.add(head[:-3])
+            elif ".cpython-" in head or head.endswith((".so", ".pyd")):
+                names.add(head.split(".", 1)[0])
+        else:
+            names.add(head)
+    return sorted(names)
+
+
+def _folder_name_guess(meta_dir):
+    base = os.path.basename(meta_dir.rstrip("/\\"))
+    stem = base.rsplit(".", 1)[0]  # drop .dist-info / .egg-info
+    name, _, version = stem.partition("-")
+    return name, version.split("-")[0] if version else ""
+
+
+def _distribution(dist):
+    meta_dir = str(getattr(dist, "_path", "") or "")  # PathDistribution keeps its folder here; best effort
+    try:
+        location = str(dist.locate_file(""))
+    except Exception:  # noqa: BLE001 - custom Distribution classes from third-party finders
+        location = os.path.dirname(meta_dir)
+    problems = []
+    text, problem = _read(dist, "METADATA")
+    if text is None and problem is None:
+        text, problem = _read(dist, "PKG-INFO")  # egg-info
+    if problem:
+        problems.append(problem)
+    elif text is None:
+        problems.append("no METADATA file")
+    headers = _headers(text) if text else {}
+    guess_name, guess_version = _folder_name_guess(meta_dir)
+    name = (headers.get("name") or [""])[0]
+    version = (headers.get("version") or [""])[0]
+    if text is not None and not name:
+        problems.append("METADATA has no Name")
+    if text is not None and not version:
+        problems.append("METADATA has no Version")
+    installer, _ = _read(dist, "INSTALLER")
+    editable = False
+    direct_url, _ = _read(dist, "direct_url.json")
+    if direct_url:
+        try:
+            editable = bool(json.loads(direct_url).get("dir_info", {}).get("editable", False))
+        except (ValueError, AttributeError):
+            problems.append("direct_url.json is not valid JSON")
+    name = name or guess_name
+    return {
+        "name": name,
+        "canonical_name": canonical_name(name),
+        "version": version or guess_version,
+        "location": location,
+        "metadata_dir": meta_dir,
+        "requires": headers.get("requires-dist", []),
+        "requires_python": (headers.get("requires-python") or [None])[0],
+        "top_level": _top_level(dist),
+        "installer": installer.strip() if installer else None,
+        "editable": editable,
+        "problems": problems,
+    }
+
+
+def _distributions(path):
+    out = []
+    try:
+        found = list(_metadata.distributions(path=path))
+    except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
+        return [], ["listing distributions failed: %s: %s" % (type(exc).__name__, exc)]
+    for dist in found:
+        try:
+            out.append(_distribution(dist))
+        except Exception as exc:  # noqa: BLE001 - one corrupt folder is a fact about that folder
+            meta_dir = str(getattr(dist, "_path", "") or "")
+            name, version = _folder_name_guess(meta_dir)
+            out.append({
+                "name": name, "canonical_name": canonical_name(name), "version": version,
+                "location": os.path.dirname(meta_dir), "metadata_dir": meta_dir, "requires": [],
+                "requires_python": None, "top_level": [], "installer": None, "editable": False,
+                "problems": ["%s: %s" % (type(exc).__name__, exc)],
+            })
+    return out, []
+
+
+# --- modules, sources, torch -----------------------------------------------------------------------------------
+
+
+def find_spec(name, path):
+    """Locate a (dotted) module without executing any package's code; None when it is absent.
+
+    `PathFinder.find_spec(fullname, path)` looks only in the given directories, so a submodule is found from its
+    parent's search locations without importing the parent. Names that only a meta-path finder knows (editable
+    installs) are asked of those finders for the top-level name, as an import would.
+    """
+    parts = name.split(".")
+    spec = importlib.machinery.PathFinder.find_spec(parts[0], path)
+    if spec is None:
+        if parts[0] in sys.builtin_module_names:
+            return importlib.machinery.ModuleSpec(parts[0], None, origin="built-in")
+        for finder in sys.meta_path:
+            if finder is importlib.machinery.PathFinder or not hasattr(finder, "find_spec"):
+                continue
+            try:
+                spec = finder.find_spec(parts[0], None)
+            except Exception:  # noqa: BLE001 - a broken third-party finder means "not found by it"
+                spec = None
+            if spec is not None:
+                break
+    for i in range(1, len(parts)):
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]),
+                                                        list(spec.submodule_search_locations))
+    return spec
+
+
+def _module_fact(name, path):
+    try:
+        spec = find_spec(name, path)
+    except Exception as exc:  # noqa: BLE001 - e.g. a path entry that is an unreadable folder
+        return {"found": False, "origin": None, "error": "%s: %s" % (type(exc).__name__, exc)}
+    if spec is None:
+        return {"found": False, "origin": None}
+    origin = spec.origin if spec.origin not in (None, "namespace") else None
+    if origin is None and spec.submodule_search_locations:
+        origin = list(spec.submodule_search_locations)[0]
+    return {"found": True, "origin": origin}
+
+
+def _source_file(relative, path):
+    """Absolute path of a file given relative to the import root of its top-level package, or None."""
+    parts = relative.replace("\\", "/").split("/")
+    spec = find_spec(parts[0].split(".")[0] if len(parts) == 1 else parts[0], path)
+    if spec is None:
+        return None
+    if len(parts) == 1:
+        return spec.origin if spec.origin and os.path.basename(spec.origin) == parts[0] else None
+    for base in spec.submodule_search_locations or []:
+        candidate = os.path.join(base, *parts[1:])
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _source_fact(relative, patterns, path):
+    try:
+        found = _source_file(relative, path)
+    except Exception as exc:  # noqa: BLE001
+        return {"path": None, "matches": {}, "error": "%s: %s" % (type(exc).__name__, exc)}
+    if found is None:
+        return {"path": None, "matches": {}}
+    try:
+        with open(found, "rb") as fh:
+            data = fh.read(_MAX_SOURCE_BYTES)
+    except OSError as exc:
+        return {"path": found, "matches": {}, "error": "cannot read: %s" % (exc.strerror or exc)}
+    text = data.decode("utf-8", errors="replace")
+    matches = {}
+    for pattern in patterns:
+        try:
+            matches[pattern] = re.search(pattern, text, re.MULTILINE) is not None
+        except re.error:
+            continue  # envcheck validates patterns when it loads rules; an invalid one is simply not answered
+    return {"path": found, "matches": matches}
+
+
+def _literal_assignments(text):
+    values = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            if value is None or isinstance(value, (str, bool, int, float)):
+                values[node.targets[0].id] = value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            if value is None or isinstance(value, (str, bool, int, float)):
+                values[node.target.id] = value
+    return values
+
+
+def _torch_build(path):
+    """torch's build, from torch/version.py read as text. None when no torch is importable."""
+    try:
+        spec = find_spec("torch", path)
+    except Exception:  # noqa: BLE001
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = list(spec.submodule_search_locations)[0]
+    version_py = os.path.join(root, "version.py")
+    fact = {"location": root, "version": None, "cuda": None, "hip": None, "git_version": None,
+            "debug": None, "fields": {}, "problem": None}
+    try:
+        with open(version_py, encoding="utf-8") as fh:
+            fields = _literal_assignments(fh.read())
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+        fact["problem"] = "cannot read %s: %s" % (version_py, exc)
+        return fact
+    fact["fields"] = fields
+    for key in ("cuda", "hip", "git_version", "debug"):
+        fact[key] = fields.get(key)
+    fact["version"] = fields.get("__version__")
+    if fact["version"] is None:
+        fact["problem"] = "%s has no __version__" % version_py
+    return fact
+
+
+def _environment():
+    env = {}
+    for name, value in os.environ.items():
+        if name in _ENV_NAMES or name.startswith(_ENV_PREFIXES):
+            env[name] = REDACTED if _SECRET.search(name) else value
+    return dict(sorted(env.items()))
+
+
+# --- entry points ----------------------------------------------------------------------------------------------
+
+
+def collect(request=None, path=None):
+    """All static facts as a JSON-ready dict. `request` names the modules and source files rules ask about."""
+    request = request or {}
+    path = list(path) if path is not None else search_path()
+    problems = []
+    if _metadata is None:
+        distributions = []
+        problems.append("Python %s has no importlib.metadata (Python >= 3.8 needed)" % platform.python_version())
+    else:
+        distributions, listing_problems = _distributions(path)
+        problems.extend(listing_problems)
+    modules = {name: _module_fact(name, path) for name in sorted(set(request.get("modules", [])))}
+    sources = {}
+    for item in request.get("sources", []):
+        sources[item["file"]] = _source_fact(item["file"], sorted(set(item.get("patterns", []))), path)
+    return {
+        "schema": SCHEMA,
+        "python": _python_facts(path),
+        "distributions": distributions,
+        "torch": _torch_build(path),
+        "modules": modules,
+        "sources": dict(sorted(sources.items())),
+        "env": _environment(),
+        "problems": problems,
+    }
+
+
+def main(argv):
+    """`python - REQUEST_JSON OUT_FILE`: write the facts of this interpreter to OUT_FILE."""
+    request = json.loads(argv[1]) if len(argv) > 1 and argv[1] else {}
+    facts = collect(request)
+    with open(argv[2], "w", encoding="utf-8") as fh:
+        json.dump(facts, fh)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,85 @@
+"""Getting a Facts snapshot: from this interpreter, from another one (`--python`), or from a saved file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from envcheck import __version__
+from envcheck.errors import CollectError, FactsError
+from envcheck.facts import _collector
+from envcheck.facts.snapshot import Facts
+
+# Running the collector in another interpreter costs one interpreter start (~20-50 ms); a minute means it is stuck.
+_FOREIGN_TIMEOUT_S = 60.0
+
+
+def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, Any]:
+    """The collector's request: which modules to locate and which source files to grep for which patterns."""
+    return {
+        "modules": sorted(modules),
+        "sources": [{"file": f, "patterns": sorted(p)} for f, p in sorted(sources.items())],
+    }
+
+
+def collect(request: dict[str, Any], python: str | None = None) -> Facts:
+    """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck)."""
+    if python is None:
+        raw = _collector.collect(request)
+        origin = "local"
+    else:
+        raw = _collect_foreign(python, request)
+        origin = f"python:{python}"
+    raw["envcheck_version"] = __version__
+    return Facts.from_dict(raw, file=origin, origin=origin)
+
+
+def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
+    source = Path(_collector.__file__).read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="envcheck-") as tmp:
+        out = Path(tmp) / "facts.json"
+        # `python -` reads the program from stdin, so sys.path[0] is the working directory, as for `python -m`.
+        # The facts come back through a file: a .pth hook that prints must not corrupt them.
+        try:
+            proc = subprocess.run(
+                [python, "-", json.dumps(request), str(out)],
+                input=source, capture_output=True, text=True, timeout=_FOREIGN_TIMEOUT_S, check=False,
+            )
+        except FileNotFoundError:
+            raise CollectError(f"--python {python}: no such file") from None
+        except PermissionError:
+            raise CollectError(f"--python {python}: not executable") from None
+        except OSError as exc:
+            raise CollectError(f"--python {python}: cannot run it ({exc.strerror or exc})") from None
+        except subprocess.TimeoutExpired:
+            raise CollectError(f"--python {python}: no answer within {_FOREIGN_TIMEOUT_S:.0f} s") from None
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise CollectError(f"--python {python}: the fact collector failed (exit {proc.returncode}): {tail}")
+        try:
+            data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise CollectError(f"--python {python}: the fact collector wrote invalid JSON ({exc})") from None
+        return data
+
+
+def load(file: str) -> Facts:
+    """A snapshot saved by `envcheck facts -o FILE` ("-" reads standard input via the caller)."""
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FactsError(file, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FactsError(file, f"cannot be read ({exc})") from None
+    return loads(text, file)
+
+
+def loads(text: str, file: str) -> Facts:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise FactsError(file, f"is not JSON ({exc})") from None
+    return Facts.from_dict(data, file=file, origin=f"file:{file}")

@@ -1,0 +1,227 @@
+"""Derived facts: cross-fact computations that a declarative rule cannot express, computed from a Facts snapshot.
+
+Each derivation is a small named function; rules read its result through the `fact` predicate or iterate it with
+`foreach`. A derivation is pure (Facts in, JSON-ready value out) and runs only when a selected rule asks for it.
+List-valued derivations return items sorted deterministically, each a flat dict of strings that templates can use
+as `{item.KEY}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck.facts.snapshot import Distribution, Facts
+
+Item = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Derivation:
+    name: str
+    doc: str  # one sentence: what the value is
+    fields: tuple[str, ...]  # keys of each item, for list-valued derivations (validated in rule templates)
+    compute: Callable[[Derived], Any]  # may read other derivations through the Derived it is given
+
+
+@lru_cache(maxsize=8192)
+def parse_requirement(text: str) -> Requirement | None:
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None
+
+
+@lru_cache(maxsize=8192)
+def parse_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _marker_holds(req: Requirement, facts: Facts, extra: str) -> bool | None:
+    if req.marker is None:
+        return True
+    env = dict(facts.python.marker_environment)
+    env["extra"] = extra
+    try:
+        return req.marker.evaluate(env)
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return None
+
+
+def _unsatisfied(derived: Derived) -> list[Item]:
+    """Every Requires-Dist of every imported distribution checked against what is installed, extras followed.
+
+    Like `pip check`, only the unconditional requirements of each distribution are roots (which extras a user
+    asked for is not recorded anywhere). Unlike it, a requirement with extras (`accelerate[torch]`) also checks the
+    extra's own requirements, and markers are evaluated for the checked interpreter, not for envcheck's.
+    """
+    facts = derived.facts
+    problems: dict[tuple[str, str, str], Item] = {}
+    work: list[tuple[Distribution, str, str]] = []  # (distribution, extra, how we got here)
+    for dists in facts.names.values():
+        work.append((dists[0], "", dists[0].name))
+    seen: set[tuple[str, str]] = set()
+    while work:
+        dist, extra, via = work.pop()
+        if (dist.canonical_name, extra) in seen or dist.problems:
+            continue
+        seen.add((dist.canonical_name, extra))
+        for line in dist.requires:
+            req = parse_requirement(line)
+            if req is None:
+                continue  # reported by corrupt-distributions
+            holds = _marker_holds(req, facts, extra)
+            if not holds:
+                continue
+            target = facts.active(req.name)
+            item = {
+                "package": dist.name,
+                "package_version": dist.version,
+                "via": via,
+                "requirement": str(req),
+                "dependency": req.name,
+                "specifier": str(req.specifier) or "any version",
+                "installed": "",
+                "kind": "missing",
+            }
+            if target is None:
+                problems.setdefault((dist.canonical_name, extra, str(req)), item)
+                continue
+            version = parse_version(target.version)
+            if version is None:
+                continue  # not comparable; reported by invalid-versions
+            if not req.specifier.contains(version, prereleases=True):
+                item["installed"] = target.version
+                item["kind"] = "conflict"
+                problems.setdefault((dist.canonical_name, extra, str(req)), item)
+                continue
+            for wanted in sorted(req.extras):
+                work.append((target, wanted, f"{via} -> {target.name}[{wanted}]"))
+    return sorted(problems.values(), key=lambda i: (i["package"].lower(), i["dependency"].lower(), i["via"]))
+
+
+def _missing(derived: Derived) -> list[Item]:
+    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "missing"]
+
+
+def _conflicts(derived: Derived) -> list[Item]:
+    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "conflict"]
+
+
+def _duplicates(derived: Derived) -> list[Item]:
+    facts = derived.facts
+    out = []
+    for dists in facts.names.values():
+        if len(dists) < 2:
+            continue
+        active = dists[0]
+        for shadowed in dists[1:]:
+            out.append({
+                "name": active.name,
+                "active_version": active.version,
+                "active_location": active.location,
+                "shadowed_version": shadowed.version,
+                "shadowed_location": shadowed.location,
+                "shadowed_metadata_dir": shadowed.metadata_dir,
+                "same_location": "yes" if shadowed.location == active.location else "no",
+            })
+    return sorted(out, key=lambda i: (i["name"].lower(), i["shadowed_metadata_dir"]))
+
+
+def _corrupt(derived: Derived) -> list[Item]:
+    facts = derived.facts
+    out = []
+    for dist in facts.distributions:
+        problems = list(dist.problems)
+        problems += [f"invalid Requires-Dist {line!r}" for line in dist.requires if parse_requirement(line) is None]
+        if problems:
+            out.append({"name": dist.name or "?", "metadata_dir": dist.metadata_dir, "problem": "; ".join(problems)})
+    return sorted(out, key=lambda i: (i["name"].lower(), i["metadata_dir"]))
+
+
+def _invalid_versions(derived: Derived) -> list[Item]:
+    facts = derived.facts
+    out = [
+        {"name": d.name, "version": d.version, "metadata_dir": d.metadata_dir}
+        for d in facts.distributions
+        if not d.problems and parse_version(d.version) is None
+    ]
+    return sorted(out, key=lambda i: (i["name"].lower(), i["metadata_dir"]))
+
+
+def _requires_python(derived: Derived) -> list[Item]:
+    facts = derived.facts
+    python = parse_version(facts.python.version)
+    out: list[Item] = []
+    if python is None:
+        return out
+    for dists in facts.names.values():
+        dist = dists[0]
+        if not dist.requires_python:
+            continue
+        try:
+            spec = SpecifierSet(dist.requires_python)
+        except InvalidSpecifier:
+            continue
+        if not spec.contains(python, prereleases=True):
+            out.append({"name": dist.name, "version": dist.version, "requires_python": dist.requires_python,
+                        "python": facts.python.version})
+    return sorted(out, key=lambda i: i["name"].lower())
+
+
+_UNSAT_FIELDS = ("package", "package_version", "via", "requirement", "dependency", "specifier", "installed", "kind")
+
+DERIVATIONS: dict[str, Derivation] = {
+    d.name: d
+    for d in [
+        Derivation("requirements.unsatisfied",
+                   "Requirements that are missing or conflicting: the union of the two below, as `pip check` "
+                   "reports them.", _UNSAT_FIELDS, _unsatisfied),
+        Derivation("requirements.missing",
+                   "Requirements (Requires-Dist, markers evaluated, extras followed) whose distribution is not "
+                   "installed.", _UNSAT_FIELDS, _missing),
+        Derivation("requirements.conflicting",
+                   "Requirements whose distribution is installed in a version outside the required range.",
+                   _UNSAT_FIELDS, _conflicts),
+        Derivation("distributions.duplicates",
+                   "Distributions installed more than once on the import path; the first is imported, the rest "
+                   "shadowed.",
+                   ("name", "active_version", "active_location", "shadowed_version", "shadowed_location",
+                    "shadowed_metadata_dir", "same_location"), _duplicates),
+        Derivation("distributions.corrupt",
+                   "Distributions whose metadata is missing, unreadable, undecodable or malformed.",
+                   ("name", "metadata_dir", "problem"), _corrupt),
+        Derivation("distributions.invalid-versions",
+                   "Distributions whose version is not a valid PEP 440 version (e.g. 1.0-custom).",
+                   ("name", "version", "metadata_dir"), _invalid_versions),
+        Derivation("distributions.requires-python",
+                   "Imported distributions whose Requires-Python excludes the checked interpreter.",
+                   ("name", "version", "requires_python", "python"), _requires_python),
+    ]
+}
+
+
+class Derived:
+    """Lazily computed derived facts of one snapshot: each derivation runs at most once, and only if asked."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+        self._values: dict[str, Any] = {}
+
+    def get(self, name: str) -> Any:
+        if name not in self._values:
+            self._values[name] = DERIVATIONS[name].compute(self)
+        return self._values[name]
+
+    def all(self) -> dict[str, Any]:
+        return {name: self.get(name) for name in sorted(DERIVATIONS)}

@@ -1,0 +1,106 @@
+"""The domain: severities, verdicts, rules, findings and the report. Plain frozen data; no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envcheck.conditions import Condition
+
+
+class Severity(str, Enum):
+    """How bad a rule's hazard is when its condition holds."""
+
+    ERROR = "error"  # the project will crash or compute wrong results
+    WARNING = "warning"  # likely trouble, or trouble under common conditions
+    INFO = "info"  # worth knowing; never fails a check by default
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+class Status(str, Enum):
+    """The verdict of one rule (or one item of a `foreach` rule) on one environment."""
+
+    FAIL = "fail"  # condition true, severity error
+    WARN = "warn"  # condition true, severity warning
+    INFO = "info"  # condition true, severity info
+    PASS = "pass"  # the rule applies and its condition is false
+    NA = "n/a"  # the rule does not apply (e.g. the package it is about is not installed)
+    SKIPPED = "skipped"  # a fact the rule needs is unknown; `missing` names it
+    ERROR = "error"  # the rule could not be evaluated; `detail` says why. Reported, never fatal
+
+    @property
+    def is_finding(self) -> bool:
+        return self in (Status.FAIL, Status.WARN, Status.INFO)
+
+
+FINDING_STATUS = {Severity.ERROR: Status.FAIL, Severity.WARNING: Status.WARN, Severity.INFO: Status.INFO}
+
+# `--fail-on` levels: the lowest severity whose findings make the exit code 1.
+FAIL_ON_LEVELS = ("error", "warning", "info", "never")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One known hazard, loaded from a TOML file under rules/ (see docs/rule-language.md)."""
+
+    id: str  # stable code, never reused: "EC0301"
+    name: str  # kebab-case, states the bad thing: "apex-fused-rmsnorm-breaks-fp16-t5"
+    severity: Severity
+    summary: str  # the problem in one line; may hold {placeholders}
+    why: str  # the mechanism, in two or three sentences
+    fix: str  # the action, in words
+    commands: tuple[tuple[str, ...], ...]  # argv templates: ("{python}", "-m", "pip", "uninstall", "-y", "apex")
+    references: tuple[str, ...]  # upstream issues and docs
+    applies: Condition  # false -> n/a
+    when: Condition  # true -> finding; false -> pass
+    foreach: str | None  # a list-valued derived fact: one verdict per item, templates see {item.KEY}
+    area: str  # the rule file's stem: "dependencies", "libraries", ...
+    file: str  # where it was loaded from, for error messages
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A verdict of one rule, rendered for the checked interpreter."""
+
+    rule_id: str
+    name: str
+    severity: Severity
+    status: Status
+    summary: str
+    why: str = ""
+    fix: str = ""
+    commands: tuple[tuple[str, ...], ...] = ()  # argv, placeholders filled in
+    references: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()  # for SKIPPED: the unknown facts
+    detail: str = ""  # for ERROR: what went wrong
+    item: dict[str, str] | None = None  # for `foreach` rules: the item this verdict is about
+    area: str = ""
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every verdict of one check, in rule-id order."""
+
+    findings: tuple[Finding, ...]
+    python: str  # the checked interpreter's executable
+    origin: str  # where the facts came from: "local", "python:PATH", "file:PATH"
+    envcheck_version: str
+    collection_problems: tuple[str, ...] = field(default=())
+
+    def count(self, status: Status) -> int:
+        return sum(1 for f in self.findings if f.status is status)
+
+    def counts(self) -> dict[str, int]:
+        return {s.value: self.count(s) for s in Status}
+
+    def at_or_above(self, fail_on: str) -> list[Finding]:
+        """Findings that make the check fail under `--fail-on fail_on`."""
+        if fail_on == "never":
+            return []
+        floor = Severity(fail_on).rank
+        return [f for f in self.findings if f.status.is_finding and f.severity.rank >= floor]

@@ -1,0 +1,206 @@
+"""Loading and validating the rule pack: TOML files, one `[[rule]]` table per rule.
+
+Everything a rule file can get wrong is caught here, before any fact is collected, as one RuleError naming the
+file, the rule id and the key: unknown keys, bad ids, bad specifiers, markers or regexes, unknown predicates,
+unknown facts, placeholders that cannot be filled, duplicate ids or names across files.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envcheck.conditions import ALWAYS, Where, parse
+from envcheck.errors import RuleError
+from envcheck.facts.derive import DERIVATIONS
+from envcheck.model import Rule, Severity
+from envcheck.templates import invalid_placeholder, placeholders
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 in CI
+    import tomli as tomllib
+
+RULE_ID = re.compile(r"EC\d{4}")
+RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+_FILE_KEYS = {"title", "description", "rule"}
+_REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
+_OPTIONAL = ("commands", "applies", "when", "foreach")
+
+
+@dataclass(frozen=True)
+class RuleFile:
+    """One file of the pack: its area (the file's stem), a title for the docs, and its rules."""
+
+    path: Path
+    area: str
+    title: str
+    description: str
+    rules: tuple[Rule, ...]
+
+
+def builtin_rules_dir() -> Path:
+    """The shipped rule pack: inside the installed wheel, or the repository's rules/ in a source checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_rules"
+    return packaged if packaged.is_dir() else here.parent / "rules"
+
+
+def _text(rule: dict[str, Any], key: str, where: Where) -> str:
+    value = rule[key]
+    if not isinstance(value, str) or not value.strip():
+        raise where.at(key).error("expected a non-empty string")
+    return value.strip()
+
+
+def _check_placeholders(text: str, where: Where, item_fields: tuple[str, ...] | None) -> None:
+    for name in placeholders(text):
+        problem = invalid_placeholder(name, item_fields)
+        if problem:
+            raise where.error(problem)
+
+
+def _rule(raw: object, index: int, file: str, area: str) -> Rule:
+    where = Where(file, None, f"rule[{index}]")
+    if not isinstance(raw, dict):
+        raise where.error("expected a table ([[rule]])")
+    rule_id = raw.get("id")
+    if isinstance(rule_id, str) and RULE_ID.fullmatch(rule_id):
+        where = Where(file, rule_id, "")
+    else:
+        raise where.at("id").error(f"expected an id like 'EC0101', got {rule_id!r}")
+
+    def at(key: str) -> Where:
+        return Where(file, rule_id, key)
+
+    extra = sorted(set(raw) - set(_REQUIRED) - set(_OPTIONAL))
+    if extra:
+        raise at(extra[0]).error(f"unknown key (allowed: {', '.join(sorted((*_REQUIRED, *_OPTIONAL)))})")
+    for key in _REQUIRED:
+        if key not in raw:
+            raise at(key).error("required")
+    name = _text(raw, "name", where)
+    if not RULE_NAME.fullmatch(name):
+        raise at("name").error(f"expected kebab-case, got {name!r}")
+    try:
+        severity = Severity(raw["severity"])
+    except ValueError:
+        raise at("severity").error(f"expected error, warning or info, got {raw['severity']!r}") from None
+
+    foreach = raw.get("foreach")
+    item_fields: tuple[str, ...] | None = None
+    if foreach is not None:
+        if foreach not in DERIVATIONS or not DERIVATIONS[foreach].fields:
+            listy = sorted(n for n, d in DERIVATIONS.items() if d.fields)
+            raise at("foreach").error(f"expected a list-valued fact ({', '.join(listy)}), got {foreach!r}")
+        item_fields = DERIVATIONS[foreach].fields
+    if "when" not in raw and foreach is None:
+        raise at("when").error("required (or 'foreach')")
+
+    texts = {key: _text(raw, key, where) for key in ("summary", "why", "fix")}
+    for key, text in texts.items():
+        _check_placeholders(text, at(key), item_fields)
+
+    commands_raw = raw.get("commands", [])
+    if not isinstance(commands_raw, list):
+        raise at("commands").error("expected a list of argv lists, e.g. [[\"{python}\", \"-m\", \"pip\", ...]]")
+    commands: list[tuple[str, ...]] = []
+    for i, argv in enumerate(commands_raw):
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+            raise at(f"commands[{i}]").error("expected a non-empty list of non-empty strings")
+        for arg in argv:
+            _check_placeholders(arg, at(f"commands[{i}]"), item_fields)
+        if argv[0] in ("pip", "pip3", "python", "python3"):
+            # Principle 5: a bare pip may belong to another environment than the one checked.
+            raise at(f"commands[{i}]").error("start with \"{python}\" so the command targets the checked interpreter")
+        commands.append(tuple(argv))
+
+    refs = raw["references"]
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.startswith("https://")
+                                                         for r in refs):
+        raise at("references").error("expected a non-empty list of https:// URLs")
+
+    return Rule(
+        id=rule_id,
+        name=name,
+        severity=severity,
+        summary=texts["summary"],
+        why=texts["why"],
+        fix=texts["fix"],
+        commands=tuple(commands),
+        references=tuple(refs),
+        applies=parse(raw["applies"], at("applies")) if "applies" in raw else ALWAYS,
+        when=parse(raw["when"], at("when")) if "when" in raw else ALWAYS,
+        foreach=foreach,
+        area=area,
+        file=file,
+    )
+
+
+def load_file(path: Path) -> RuleFile:
+    file = str(path)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise RuleError(file, f"cannot be read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleError(file, f"invalid TOML: {exc}") from None
+    extra = sorted(set(data) - _FILE_KEYS)
+    if extra:
+        raise RuleError(file, f"unknown top-level key (allowed: {', '.join(sorted(_FILE_KEYS))})", key=extra[0])
+    raw_rules = data.get("rule", [])
+    if not isinstance(raw_rules, list):
+        raise RuleError(file, "expected [[rule]] tables", key="rule")
+    area = path.stem
+    rules = tuple(_rule(raw, i, file, area) for i, raw in enumerate(raw_rules))
+    title = data.get("title", area.replace("-", " ").capitalize())
+    description = data.get("description", "")
+    if not isinstance(title, str) or not isinstance(description, str):
+        raise RuleError(file, "title and description must be strings", key="title")
+    return RuleFile(path=path, area=area, title=title, description=description, rules=rules)
+
+
+def load_files(dirs: Sequence[Path]) -> list[RuleFile]:
+    """Every *.toml in `dirs` (sorted), with ids and names unique across all of them."""
+    files: list[RuleFile] = []
+    for directory in dirs:
+        if not directory.is_dir():
+            raise RuleError(str(directory), "rule directory does not exist")
+        files.extend(load_file(p) for p in sorted(directory.glob("*.toml")))
+    seen_ids: dict[str, str] = {}
+    seen_names: dict[str, str] = {}
+    for rule_file in files:
+        for rule in rule_file.rules:
+            if rule.id in seen_ids:
+                raise RuleError(rule.file, f"duplicate id (also in {seen_ids[rule.id]})", rule_id=rule.id, key="id")
+            if rule.name in seen_names:
+                raise RuleError(rule.file, f"duplicate name {rule.name!r} (also in {seen_names[rule.name]})",
+                                rule_id=rule.id, key="name")
+            seen_ids[rule.id] = rule.file
+            seen_names[rule.name] = rule.file
+    return files
+
+
+def load(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
+    """The shipped pack plus any extra rule directories."""
+    return [rule for f in load_files([builtin_rules_dir(), *extra_dirs]) for rule in f.rules]
+
+
+def select(rules: Iterable[Rule], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
+    """Rules matching any `select` entry and no `ignore` entry. An entry is an id prefix ("EC01") or a name."""
+
+    def matches(rule: Rule, patterns: Sequence[str]) -> bool:
+        return any(rule.id.startswith(p.upper()) or rule.name == p for p in patterns)
+
+    return [r for r in rules if (not select or matches(r, select)) and not matches(r, ignore)]
+
+
+def unknown_selectors(rules: Iterable[Rule], selectors: Sequence[str]) -> list[str]:
+    """Entries of --select / --ignore that match no rule: almost always a typo, so the CLI refuses them."""
+    rules = list(rules)
+    return [s for s in selectors if not any(r.id.startswith(s.upper()) or r.name == s for r in rules)]

@@ -1,0 +1,74 @@
+"""Placeholders in a rule's summary, why, fix and commands: `{python}`, `{item.KEY}`, `{NAME.version}`, ...
+
+Commands are argv lists: each element is filled in on its own, so a value with spaces stays one argument, and the
+shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+
+from envcheck.facts.snapshot import Facts
+
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_FORMS = (
+    re.compile(r"python"),  # the checked interpreter's executable
+    re.compile(r"python\.version"),
+    re.compile(r"torch\.(cuda|hip)"),  # torch's build, from torch/version.py
+    re.compile(r"item\.\w+"),  # a field of the current item of a `foreach` rule
+    re.compile(rf"{_NAME}\.version"),  # the imported version of a distribution
+)
+NOT_INSTALLED = "(not installed)"
+
+
+def placeholders(text: str) -> list[str]:
+    """The placeholders in `text`; `{{` and `}}` are literal braces."""
+    return PLACEHOLDER.findall(text.replace("{{", "").replace("}}", ""))
+
+
+def invalid_placeholder(name: str, item_fields: Iterable[str] | None) -> str | None:
+    """Why `{name}` cannot be used in a rule (None when it can). `item_fields` is None outside `foreach` rules."""
+    if not any(form.fullmatch(name) for form in _FORMS):
+        return f"unknown placeholder {{{name}}} (use {{python}}, {{NAME.version}}, {{torch.cuda}} or {{item.KEY}})"
+    if name.startswith("item."):
+        if item_fields is None:
+            return f"{{{name}}} is only available in a rule with 'foreach'"
+        if name[5:] not in item_fields:
+            return f"{{{name}}}: items have no key {name[5:]!r} (they have: {', '.join(item_fields)})"
+    return None
+
+
+def _value(name: str, facts: Facts, item: dict[str, str] | None) -> str:
+    if name == "python":
+        return facts.python.executable
+    if name == "python.version":
+        return facts.python.version
+    if name.startswith("item.") and item is not None:
+        return item.get(name[5:], "")
+    if name in ("torch.cuda", "torch.hip"):
+        build = facts.torch
+        value = None if build is None else getattr(build, name[6:])
+        return value or "none"
+    dist = facts.active(name[: -len(".version")])
+    return dist.version if dist is not None else NOT_INSTALLED
+
+
+def render(text: str, facts: Facts, item: dict[str, str] | None = None) -> str:
+    def sub(match: re.Match[str]) -> str:
+        return _value(match.group(1), facts, item)
+
+    # Protect doubled braces, substitute, then restore them as single literal braces.
+    protected = text.replace("{{", "\0").replace("}}", "\1")
+    return PLACEHOLDER.sub(sub, protected).replace("\0", "{").replace("\1", "}")
+
+
+def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None) -> tuple[str, ...]:
+    return tuple(render(arg, facts, item) for arg in argv)
+
+
+def shell(argv: Iterable[str]) -> str:
+    """The command as a POSIX shell line, each argument quoted only where needed."""
+    return shlex.join(list(argv))
