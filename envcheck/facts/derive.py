@@ -126,6 +126,10 @@ def _duplicates(derived: Derived) -> list[Item]:
             continue
         active = dists[0]
         for shadowed in dists[1:]:
+            if shadowed.version == active.version and shadowed.location == active.location:
+                # e.g. Debian's python3-cryptography ships an .egg-info and a .dist-info for one install: every
+                # reader gets the same version and there is one module to import, so nothing can disagree.
+                continue
             out.append({
                 "name": active.name,
                 "active_version": active.version,

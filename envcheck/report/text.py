@@ -27,8 +27,10 @@ class _Style:
 
 
 def _wrap(label: str, text: str, style: _Style) -> list[str]:
-    lines = textwrap.wrap(text, width=_WIDTH - 4, initial_indent="", subsequent_indent="       ") or [""]
-    return [f"    {style('1', label)} {lines[0]}", *(f"    {line}" for line in lines[1:])]
+    """`    why: text...` with continuation lines aligned under the text, not under the label."""
+    indent = " " * (4 + len(label) + 1)
+    lines = textwrap.wrap(text, width=_WIDTH - len(indent)) or [""]
+    return [f"    {style('1', label)} {lines[0]}", *(f"{indent}{line}" for line in lines[1:])]
 
 
 def _problem(f: Finding, style: _Style) -> list[str]:
