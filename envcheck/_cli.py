@@ -47,7 +47,7 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("envcheck: interrupted", err=True)
             raise click.exceptions.Exit(130) from None
-        except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug is exit 3 with one line
+        except Exception as exc:  # the last line of defence: a bug is exit 3 with one line, not a traceback
             click.echo(f"envcheck: internal error: {type(exc).__name__}: {exc}", err=True)
             click.echo(f"  please report it at {ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
             if os.environ.get("ENVCHECK_DEBUG"):

@@ -324,7 +324,8 @@ class Fact(_Leaf):
     value: Any = None
 
     def describe(self) -> str:
-        return f"fact `{self.name}` is {'non-empty' if self.op == 'nonempty' else 'empty' if self.op == 'empty' else repr(self.value)}"
+        wanted = {"nonempty": "non-empty", "empty": "empty"}.get(self.op, repr(self.value))
+        return f"fact `{self.name}` is {wanted}"
 
     def evaluate(self, ctx: Context) -> Outcome:
         got = ctx.derived.get(self.name)

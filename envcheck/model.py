@@ -28,7 +28,7 @@ class Status(str, Enum):
     FAIL = "fail"  # condition true, severity error
     WARN = "warn"  # condition true, severity warning
     INFO = "info"  # condition true, severity info
-    PASS = "pass"  # the rule applies and its condition is false
+    PASS = "pass"  # noqa: S105 - a verdict, not a password. The rule applies and its condition is false
     NA = "n/a"  # the rule does not apply (e.g. the package it is about is not installed)
     SKIPPED = "skipped"  # a fact the rule needs is unknown; `missing` names it
     ERROR = "error"  # the rule could not be evaluated; `detail` says why. Reported, never fatal

@@ -8,7 +8,6 @@ from collections.abc import Collection, Sequence
 from envcheck.conditions import ALWAYS
 from envcheck.model import Rule
 from envcheck.rules import RuleFile
-from envcheck.templates import shell
 
 
 def _trigger(rule: Rule) -> str:

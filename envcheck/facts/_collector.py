@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import sys
+from typing import Any
 
 try:  # Python >= 3.8
     import importlib.metadata as _metadata
@@ -56,17 +57,19 @@ def canonical_name(name: str) -> str:
 # --- interpreter -----------------------------------------------------------------------------------------------
 
 
-def search_path():
+def search_path() -> list[str]:
     """The import path a program started in the current directory would see.
 
     `sys.path[0]` is the directory of whatever started this process (envcheck's console script, or '' for `-`):
     replace it with the working directory, which is what `python -m project` or `python -c` would put there.
     """
     rest = [p for p in sys.path[1:] if p]
-    return [os.getcwd()] + rest
+    return [os.getcwd(), *rest]
 
 
-def _libc():
+def _libc() -> dict[str, str] | None:
+    if not sys.platform.startswith("linux"):
+        return None  # only Linux wheels are tagged by libc (manylinux / musllinux)
     try:
         value = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; fast, no file read
         if value:
@@ -74,18 +77,16 @@ def _libc():
             return {"name": name, "version": version}
     except (AttributeError, ValueError, OSError):
         pass
-    if sys.platform.startswith("linux"):
-        try:
-            name, version = platform.libc_ver()
-            if name:
-                return {"name": name, "version": version}
-        except OSError:
-            pass
-        return {"name": "unknown", "version": ""}  # musl and friends: confstr is glibc's
-    return None
+    try:
+        name, version = platform.libc_ver()
+        if name:
+            return {"name": name, "version": version}
+    except OSError:
+        pass
+    return {"name": "unknown", "version": ""}  # musl and friends: confstr is glibc's
 
 
-def _marker_environment():
+def _marker_environment() -> dict[str, str]:
     """PEP 508 marker variables of this interpreter (what packaging's default_environment computes)."""
     impl = sys.implementation
     iv = impl.version
@@ -107,7 +108,7 @@ def _marker_environment():
     }
 
 
-def _python_facts(path):
+def _python_facts(path: list[str]) -> dict[str, Any]:
     user_site = None
     try:
         import site
@@ -139,9 +140,9 @@ def _python_facts(path):
 # --- distributions ---------------------------------------------------------------------------------------------
 
 
-def _headers(text):
+def _headers(text: str) -> dict[str, list[str]]:
     """Core-metadata headers (RFC 822 style) up to the first blank line; the long description is never parsed."""
-    headers = {}
+    headers: dict[str, list[str]] = {}
     last = None
     for line in text.splitlines():
         if not line.strip():
@@ -158,7 +159,7 @@ def _headers(text):
     return headers
 
 
-def _read(dist, filename):
+def _read(dist: Any, filename: str) -> tuple[str | None, str | None]:
     """(text or None, problem or None): a metadata file of a distribution, never an exception."""
     try:
         return dist.read_text(filename), None
@@ -168,14 +169,14 @@ def _read(dist, filename):
         return None, "%s cannot be read (%s)" % (filename, exc.strerror or exc)
 
 
-def _top_level(dist):
+def _top_level(dist: Any) -> list[str]:
     text, _ = _read(dist, "top_level.txt")
     if text is not None:
         return sorted({line.strip().split("/")[0] for line in text.splitlines() if line.strip()})
     record, _ = _read(dist, "RECORD")
     if record is None:
         return []
-    names = set()
+    names: set[str] = set()
     for row in record.splitlines():
         first = row.split(",", 1)[0].split("/", 1)
         head = first[0]
@@ -191,20 +192,20 @@ def _top_level(dist):
     return sorted(names)
 
 
-def _folder_name_guess(meta_dir):
+def _folder_name_guess(meta_dir: str) -> tuple[str, str]:
     base = os.path.basename(meta_dir.rstrip("/\\"))
     stem = base.rsplit(".", 1)[0]  # drop .dist-info / .egg-info
     name, _, version = stem.partition("-")
     return name, version.split("-")[0] if version else ""
 
 
-def _distribution(dist):
+def _distribution(dist: Any) -> dict[str, Any]:
     meta_dir = str(getattr(dist, "_path", "") or "")  # PathDistribution keeps its folder here; best effort
     try:
         location = str(dist.locate_file(""))
     except Exception:  # noqa: BLE001 - custom Distribution classes from third-party finders
         location = os.path.dirname(meta_dir)
-    problems = []
+    problems: list[str] = []
     text, problem = _read(dist, "METADATA")
     if text is None and problem is None:
         text, problem = _read(dist, "PKG-INFO")  # egg-info
@@ -236,7 +237,7 @@ def _distribution(dist):
         "location": location,
         "metadata_dir": meta_dir,
         "requires": headers.get("requires-dist", []),
-        "requires_python": (headers.get("requires-python") or [None])[0],
+        "requires_python": headers["requires-python"][0] if "requires-python" in headers else None,
         "top_level": _top_level(dist),
         "installer": installer.strip() if installer else None,
         "editable": editable,
@@ -244,8 +245,8 @@ def _distribution(dist):
     }
 
 
-def _distributions(path):
-    out = []
+def _distributions(path: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    out: list[dict[str, Any]] = []
     try:
         found = list(_metadata.distributions(path=path))
     except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
@@ -268,7 +269,7 @@ def _distributions(path):
 # --- modules, sources, torch -----------------------------------------------------------------------------------
 
 
-def find_spec(name, path):
+def find_spec(name: str, path: list[str]) -> importlib.machinery.ModuleSpec | None:
     """Locate a (dotted) module without executing any package's code; None when it is absent.
 
     `PathFinder.find_spec(fullname, path)` looks only in the given directories, so a submodule is found from its
@@ -297,7 +298,7 @@ def find_spec(name, path):
     return spec
 
 
-def _module_fact(name, path):
+def _module_fact(name: str, path: list[str]) -> dict[str, Any]:
     try:
         spec = find_spec(name, path)
     except Exception as exc:  # noqa: BLE001 - e.g. a path entry that is an unreadable folder
@@ -306,11 +307,11 @@ def _module_fact(name, path):
         return {"found": False, "origin": None}
     origin = spec.origin if spec.origin not in (None, "namespace") else None
     if origin is None and spec.submodule_search_locations:
-        origin = list(spec.submodule_search_locations)[0]
+        origin = next(iter(spec.submodule_search_locations))
     return {"found": True, "origin": origin}
 
 
-def _source_file(relative, path):
+def _source_file(relative: str, path: list[str]) -> str | None:
     """Absolute path of a file given relative to the import root of its top-level package, or None."""
     parts = relative.replace("\\", "/").split("/")
     spec = find_spec(parts[0].split(".")[0] if len(parts) == 1 else parts[0], path)
@@ -325,7 +326,7 @@ def _source_file(relative, path):
     return None
 
 
-def _source_fact(relative, patterns, path):
+def _source_fact(relative: str, patterns: list[str], path: list[str]) -> dict[str, Any]:
     try:
         found = _source_file(relative, path)
     except Exception as exc:  # noqa: BLE001
@@ -338,7 +339,7 @@ def _source_fact(relative, patterns, path):
     except OSError as exc:
         return {"path": found, "matches": {}, "error": "cannot read: %s" % (exc.strerror or exc)}
     text = data.decode("utf-8", errors="replace")
-    matches = {}
+    matches: dict[str, bool] = {}
     for pattern in patterns:
         try:
             matches[pattern] = re.search(pattern, text, re.MULTILINE) is not None
@@ -347,8 +348,8 @@ def _source_fact(relative, patterns, path):
     return {"path": found, "matches": matches}
 
 
-def _literal_assignments(text):
-    values = {}
+def _literal_assignments(text: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
@@ -367,7 +368,7 @@ def _literal_assignments(text):
     return values
 
 
-def _torch_build(path):
+def _torch_build(path: list[str]) -> dict[str, Any] | None:
     """torch's build, from torch/version.py read as text. None when no torch is importable."""
     try:
         spec = find_spec("torch", path)
@@ -375,9 +376,9 @@ def _torch_build(path):
         spec = None
     if spec is None or not spec.submodule_search_locations:
         return None
-    root = list(spec.submodule_search_locations)[0]
+    root = next(iter(spec.submodule_search_locations))
     version_py = os.path.join(root, "version.py")
-    fact = {"location": root, "version": None, "cuda": None, "hip": None, "git_version": None,
+    fact: dict[str, Any] = {"location": root, "version": None, "cuda": None, "hip": None, "git_version": None,
             "debug": None, "fields": {}, "problem": None}
     try:
         with open(version_py, encoding="utf-8") as fh:
@@ -394,8 +395,8 @@ def _torch_build(path):
     return fact
 
 
-def _environment():
-    env = {}
+def _environment() -> dict[str, str]:
+    env: dict[str, str] = {}
     for name, value in os.environ.items():
         if name in _ENV_NAMES or name.startswith(_ENV_PREFIXES):
             env[name] = REDACTED if _SECRET.search(name) else value
@@ -405,19 +406,20 @@ def _environment():
 # --- entry points ----------------------------------------------------------------------------------------------
 
 
-def collect(request=None, path=None):
+def collect(request: dict[str, Any] | None = None, path: list[str] | None = None) -> dict[str, Any]:
     """All static facts as a JSON-ready dict. `request` names the modules and source files rules ask about."""
     request = request or {}
     path = list(path) if path is not None else search_path()
-    problems = []
+    problems: list[str] = []
+    distributions: list[dict[str, Any]]
     if _metadata is None:
-        distributions = []
+        distributions = []  # type: ignore[unreachable]
         problems.append("Python %s has no importlib.metadata (Python >= 3.8 needed)" % platform.python_version())
     else:
         distributions, listing_problems = _distributions(path)
         problems.extend(listing_problems)
     modules = {name: _module_fact(name, path) for name in sorted(set(request.get("modules", [])))}
-    sources = {}
+    sources: dict[str, Any] = {}
     for item in request.get("sources", []):
         sources[item["file"]] = _source_fact(item["file"], sorted(set(item.get("patterns", []))), path)
     return {
@@ -432,7 +434,7 @@ def collect(request=None, path=None):
     }
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     """`python - REQUEST_JSON OUT_FILE`: write the facts of this interpreter to OUT_FILE."""
     request = json.loads(argv[1]) if len(argv) > 1 and argv[1] else {}
     facts = collect(request)

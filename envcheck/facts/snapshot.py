@@ -45,14 +45,14 @@ class _Reader:
             raise FactsError(self.file, f"expected {wanted}, got {type(value).__name__}", key=self._path(name))
         return value
 
-    def str(self, name: str) -> str:
+    def req_str(self, name: str) -> str:
         return str(self._get(name, (str,), optional=False))
 
     def opt_str(self, name: str) -> str | None:
         value = self._get(name, (str,), optional=True)
         return None if value is None else str(value)
 
-    def bool(self, name: str, default: bool = False) -> bool:
+    def flag(self, name: str, default: bool = False) -> bool:
         return bool(self._get(name, (bool,), optional=True, default=default))
 
     def str_list(self, name: str) -> tuple[str, ...]:
@@ -102,12 +102,12 @@ class PythonFacts:
     def from_reader(cls, r: _Reader) -> PythonFacts:
         libc = r.obj("libc", optional=True)
         return cls(
-            version=r.str("version"), implementation=r.str("implementation"), executable=r.str("executable"),
-            prefix=r.str("prefix"), base_prefix=r.str("base_prefix"), virtualenv=r.bool("virtualenv"),
-            conda=r.bool("conda"), platform=r.str("platform"), machine=r.str("machine"), system=r.str("system"),
-            release=r.str("release"),
-            libc=None if libc is None else {"name": libc.str("name"), "version": libc.str("version")},
-            user_site=r.opt_str("user_site"), cwd=r.str("cwd"), path=r.str_list("path"),
+            version=r.req_str("version"), implementation=r.req_str("implementation"),
+            executable=r.req_str("executable"), prefix=r.req_str("prefix"), base_prefix=r.req_str("base_prefix"),
+            virtualenv=r.flag("virtualenv"), conda=r.flag("conda"), platform=r.req_str("platform"),
+            machine=r.req_str("machine"), system=r.req_str("system"), release=r.req_str("release"),
+            libc=None if libc is None else {"name": libc.req_str("name"), "version": libc.req_str("version")},
+            user_site=r.opt_str("user_site"), cwd=r.req_str("cwd"), path=r.str_list("path"),
             marker_environment=r.str_map("marker_environment"),
         )
 
@@ -130,12 +130,12 @@ class Distribution:
 
     @classmethod
     def from_reader(cls, r: _Reader) -> Distribution:
-        name = r.str("name")
+        name = r.req_str("name")
         return cls(
-            name=name, canonical_name=r.opt_str("canonical_name") or canonical_name(name), version=r.str("version"),
-            location=r.str("location"), metadata_dir=r.opt_str("metadata_dir") or "",
+            name=name, canonical_name=r.opt_str("canonical_name") or canonical_name(name), version=r.req_str("version"),
+            location=r.req_str("location"), metadata_dir=r.opt_str("metadata_dir") or "",
             requires=r.str_list("requires"), requires_python=r.opt_str("requires_python"),
-            top_level=r.str_list("top_level"), installer=r.opt_str("installer"), editable=r.bool("editable"),
+            top_level=r.str_list("top_level"), installer=r.opt_str("installer"), editable=r.flag("editable"),
             problems=r.str_list("problems"),
         )
 
@@ -160,7 +160,7 @@ class TorchBuild:
             raise FactsError(r.file, "expected an object", key=r._path("fields"))
         debug = r.raw("debug")
         return cls(
-            location=r.str("location"), version=r.opt_str("version"), cuda=r.opt_str("cuda"), hip=r.opt_str("hip"),
+            location=r.req_str("location"), version=r.opt_str("version"), cuda=r.opt_str("cuda"), hip=r.opt_str("hip"),
             git_version=r.opt_str("git_version"), debug=debug if isinstance(debug, bool) else None,
             fields=dict(fields), problem=r.opt_str("problem"),
         )
@@ -176,7 +176,7 @@ class ModuleFact:
 
     @classmethod
     def from_reader(cls, r: _Reader) -> ModuleFact:
-        return cls(found=r.bool("found"), origin=r.opt_str("origin"), error=r.opt_str("error"))
+        return cls(found=r.flag("found"), origin=r.opt_str("origin"), error=r.opt_str("error"))
 
 
 @dataclass(frozen=True)
