@@ -76,7 +76,8 @@ class Where:
     key: str
 
     def at(self, sub: str) -> Where:
-        return Where(self.file, self.rule_id, f"{self.key}.{sub}")
+        # A rule's own top-level keys start from an empty key: "name", not ".name".
+        return Where(self.file, self.rule_id, f"{self.key}.{sub}" if self.key else sub)
 
     def error(self, message: str) -> RuleError:
         return RuleError(self.file, message, rule_id=self.rule_id, key=self.key)
@@ -367,21 +368,18 @@ class Torch(_Leaf):
         for wanted, got, label in ((self.cuda, build.cuda, "cuda"), (self.hip, build.hip, "hip")):
             if wanted is None:
                 continue
-            if wanted == "none":
-                if got is not None:
+            # isinstance first: `SpecifierSet(...) == "none"` parses "none" as a specifier and raises.
+            if isinstance(wanted, str):  # "none" or "any"
+                if (got is None) != (wanted == "none"):
                     return FALSE
-            elif wanted == "any":
-                if got is None:
-                    return FALSE
-            else:
-                assert isinstance(wanted, SpecifierSet)
-                if got is None:
-                    return FALSE
-                parsed = parse_version(got)
-                if parsed is None:
-                    return unknown(f"torch {label} version ({got!r})")
-                if not wanted.contains(parsed, prereleases=True):
-                    return FALSE
+                continue
+            if got is None:
+                return FALSE
+            parsed = parse_version(got)
+            if parsed is None:
+                return unknown(f"torch {label} version ({got!r})")
+            if not wanted.contains(parsed, prereleases=True):
+                return FALSE
         return TRUE
 
 
@@ -426,12 +424,17 @@ def _table(value: object, where: Where, allowed: set[str], required: set[str]) -
     return value
 
 
+def _first_line(exc: Exception) -> str:
+    # packaging's parse errors add the input and a caret on further lines; a RuleError is one line.
+    return (str(exc).splitlines() or [""])[0]
+
+
 def _requirement(value: object, where: Where) -> Requirement:
     text = _string(value, where)
     try:
         return Requirement(text)
     except InvalidRequirement as exc:
-        raise where.error(f"invalid requirement {text!r}: {exc}") from None
+        raise where.error(f"invalid requirement {text!r}: {_first_line(exc)}") from None
 
 
 def _specifier(value: object, where: Where) -> SpecifierSet:
@@ -486,7 +489,7 @@ def _p_marker(value: object, where: Where) -> Condition:
     try:
         return MarkerCond(Marker(text))
     except InvalidMarker as exc:
-        raise where.error(f"invalid marker {text!r}: {exc}") from None
+        raise where.error(f"invalid marker {text!r}: {_first_line(exc)}") from None
 
 
 def _p_python(value: object, where: Where) -> Condition:

@@ -108,6 +108,18 @@ def _marker_environment() -> dict[str, str]:
     }
 
 
+def _externally_managed() -> bool:
+    """PEP 668: pip refuses to install into this interpreter (a distro's system Python outside any venv)."""
+    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        return False  # virtual environments are never externally managed
+    try:
+        import sysconfig
+
+        return os.path.isfile(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
+    except Exception:  # noqa: BLE001 - an odd sysconfig means "not known to be managed"
+        return False
+
+
 def _python_facts(path: list[str]) -> dict[str, Any]:
     user_site = None
     try:
@@ -125,6 +137,7 @@ def _python_facts(path: list[str]) -> dict[str, Any]:
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "virtualenv": sys.prefix != getattr(sys, "base_prefix", sys.prefix),
         "conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
+        "externally_managed": _externally_managed(),
         "platform": sys.platform,
         "machine": platform.machine(),
         "system": platform.system(),
@@ -266,7 +279,51 @@ def _distributions(path: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
     return out, []
 
 
+def _partial_installs(path: list[str]) -> list[str]:
+    """Entries pip leaves when an install or uninstall is interrupted: `~orch`, `~umpy-1.26.4.dist-info`.
+
+    pip renames a package to `~name` while replacing it; if it dies midway, the folder stays, pip warns
+    "Ignoring invalid distribution ~orch" forever, and the package may be half-removed.
+    """
+    found: list[str] = []
+    for entry in path:
+        if not entry.endswith(("site-packages", "dist-packages")):
+            continue  # pip only ever works inside these
+        try:
+            with os.scandir(entry) as it:
+                found.extend(e.path for e in it if e.name.startswith("~"))
+        except OSError:
+            continue
+    return sorted(found)
+
+
 # --- modules, sources, torch -----------------------------------------------------------------------------------
+
+
+def _locations(spec: importlib.machinery.ModuleSpec) -> list[str]:
+    """A package's directories. A namespace package's `_NamespacePath` recomputes itself from its parent *module*
+    in sys.modules (KeyError for `nvidia.cudnn` when `nvidia` was never imported) or from sys.path (not the path
+    searched): read the list it was found with instead."""
+    locations = spec.submodule_search_locations
+    if locations is None:
+        return []
+    return list(getattr(locations, "_path", locations))
+
+
+def _path_spec(fullname: str, path: list[str]) -> importlib.machinery.ModuleSpec | None:
+    """`PathFinder.find_spec`, except that a namespace package keeps its plain list of directories.
+
+    find_spec wraps one in a `_NamespacePath`, whose constructor looks the parent module up in sys.modules: a
+    KeyError for `nvidia.cudnn` (the nvidia-* wheels are namespace packages) when `nvidia` was never imported,
+    which is always here. `_get_spec` (Python 3.4 to 3.13 at least) is the same search without that wrapping.
+    """
+    get_spec = getattr(importlib.machinery.PathFinder, "_get_spec", None)
+    if get_spec is None:  # pragma: no cover - a future Python without it: the public call, KeyError and all
+        return importlib.machinery.PathFinder.find_spec(fullname, path)
+    spec: importlib.machinery.ModuleSpec | None = get_spec(fullname, path)
+    if spec is None or (spec.loader is None and not spec.submodule_search_locations):
+        return None
+    return spec
 
 
 def find_spec(name: str, path: list[str]) -> importlib.machinery.ModuleSpec | None:
@@ -277,7 +334,7 @@ def find_spec(name: str, path: list[str]) -> importlib.machinery.ModuleSpec | No
     installs) are asked of those finders for the top-level name, as an import would.
     """
     parts = name.split(".")
-    spec = importlib.machinery.PathFinder.find_spec(parts[0], path)
+    spec = _path_spec(parts[0], path)
     if spec is None:
         if parts[0] in sys.builtin_module_names:
             return importlib.machinery.ModuleSpec(parts[0], None, origin="built-in")
@@ -291,10 +348,9 @@ def find_spec(name: str, path: list[str]) -> importlib.machinery.ModuleSpec | No
             if spec is not None:
                 break
     for i in range(1, len(parts)):
-        if spec is None or not spec.submodule_search_locations:
+        if spec is None or not _locations(spec):
             return None
-        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]),
-                                                        list(spec.submodule_search_locations))
+        spec = _path_spec(".".join(parts[: i + 1]), _locations(spec))
     return spec
 
 
@@ -306,8 +362,8 @@ def _module_fact(name: str, path: list[str]) -> dict[str, Any]:
     if spec is None:
         return {"found": False, "origin": None}
     origin = spec.origin if spec.origin not in (None, "namespace") else None
-    if origin is None and spec.submodule_search_locations:
-        origin = next(iter(spec.submodule_search_locations))
+    if origin is None and _locations(spec):
+        origin = _locations(spec)[0]
     return {"found": True, "origin": origin}
 
 
@@ -319,7 +375,7 @@ def _source_file(relative: str, path: list[str]) -> str | None:
         return None
     if len(parts) == 1:
         return spec.origin if spec.origin and os.path.basename(spec.origin) == parts[0] else None
-    for base in spec.submodule_search_locations or []:
+    for base in _locations(spec):
         candidate = os.path.join(base, *parts[1:])
         if os.path.isfile(candidate):
             return candidate
@@ -354,14 +410,14 @@ def _literal_assignments(text: str) -> dict[str, Any]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError):  # TypeError: an unhashable literal key, `{[]: 1}`
                 continue
             if value is None or isinstance(value, (str, bool, int, float)):
                 values[node.targets[0].id] = value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             try:
                 value = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError):
                 continue
             if value is None or isinstance(value, (str, bool, int, float)):
                 values[node.target.id] = value
@@ -374,9 +430,9 @@ def _torch_build(path: list[str]) -> dict[str, Any] | None:
         spec = find_spec("torch", path)
     except Exception:  # noqa: BLE001
         spec = None
-    if spec is None or not spec.submodule_search_locations:
+    if spec is None or not _locations(spec):
         return None
-    root = next(iter(spec.submodule_search_locations))
+    root = _locations(spec)[0]
     version_py = os.path.join(root, "version.py")
     fact: dict[str, Any] = {"location": root, "version": None, "cuda": None, "hip": None, "git_version": None,
             "debug": None, "fields": {}, "problem": None}
@@ -430,6 +486,7 @@ def collect(request: dict[str, Any] | None = None, path: list[str] | None = None
         "modules": modules,
         "sources": dict(sorted(sources.items())),
         "env": _environment(),
+        "partial_installs": _partial_installs(path),
         "problems": problems,
     }
 

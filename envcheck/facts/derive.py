@@ -183,6 +183,21 @@ def _requires_python(derived: Derived) -> list[Item]:
     return sorted(out, key=lambda i: i["name"].lower())
 
 
+def _partial_installs(derived: Derived) -> list[Item]:
+    out = []
+    for path in derived.facts.partial_installs:
+        folder, _, leaf = path.replace("\\", "/").rpartition("/")
+        out.append({"path": path, "folder": folder, "entry": leaf})
+    return out
+
+
+def _interpreter_flag(name: str) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return getattr(derived.facts.python, name)
+
+    return compute
+
+
 _UNSAT_FIELDS = ("package", "package_version", "via", "requirement", "dependency", "specifier", "installed", "kind")
 
 DERIVATIONS: dict[str, Derivation] = {
@@ -208,6 +223,15 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("distributions.invalid-versions",
                    "Distributions whose version is not a valid PEP 440 version (e.g. 1.0-custom).",
                    ("name", "version", "metadata_dir"), _invalid_versions),
+        Derivation("distributions.partial-installs",
+                   "`~name` entries in site-packages left by an interrupted pip install or uninstall.",
+                   ("path", "folder", "entry"), _partial_installs),
+        Derivation("python.virtualenv", "The checked interpreter runs in a virtual environment (venv, virtualenv, "
+                   "uv).", (), _interpreter_flag("virtualenv")),
+        Derivation("python.conda", "The checked interpreter belongs to a conda environment.", (),
+                   _interpreter_flag("conda")),
+        Derivation("python.externally-managed", "PEP 668: pip refuses to install into the checked interpreter.", (),
+                   _interpreter_flag("externally_managed")),
         Derivation("distributions.requires-python",
                    "Imported distributions whose Requires-Python excludes the checked interpreter.",
                    ("name", "version", "requires_python", "python"), _requires_python),

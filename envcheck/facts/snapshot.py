@@ -88,6 +88,7 @@ class PythonFacts:
     base_prefix: str
     virtualenv: bool  # prefix != base_prefix (venv, virtualenv, uv)
     conda: bool  # prefix has conda-meta/
+    externally_managed: bool  # PEP 668: `pip install` into it is refused (a distro's Python outside a venv)
     platform: str  # sys.platform: "linux", "win32", "darwin"
     machine: str  # "x86_64", "aarch64", "arm64", "AMD64"
     system: str  # platform.system()
@@ -104,7 +105,8 @@ class PythonFacts:
         return cls(
             version=r.req_str("version"), implementation=r.req_str("implementation"),
             executable=r.req_str("executable"), prefix=r.req_str("prefix"), base_prefix=r.req_str("base_prefix"),
-            virtualenv=r.flag("virtualenv"), conda=r.flag("conda"), platform=r.req_str("platform"),
+            virtualenv=r.flag("virtualenv"), conda=r.flag("conda"),
+            externally_managed=r.flag("externally_managed"), platform=r.req_str("platform"),
             machine=r.req_str("machine"), system=r.req_str("system"), release=r.req_str("release"),
             libc=None if libc is None else {"name": libc.req_str("name"), "version": libc.req_str("version")},
             user_site=r.opt_str("user_site"), cwd=r.req_str("cwd"), path=r.str_list("path"),
@@ -155,7 +157,7 @@ class TorchBuild:
 
     @classmethod
     def from_reader(cls, r: _Reader) -> TorchBuild:
-        fields = r.raw("fields") or {}
+        fields = {} if r.raw("fields") is None else r.raw("fields")  # `or {}` would accept [] and ""
         if not isinstance(fields, dict):
             raise FactsError(r.file, "expected an object", key=r._path("fields"))
         debug = r.raw("debug")
@@ -189,7 +191,7 @@ class SourceFact:
 
     @classmethod
     def from_reader(cls, r: _Reader) -> SourceFact:
-        matches = r.raw("matches") or {}
+        matches = {} if r.raw("matches") is None else r.raw("matches")
         if not isinstance(matches, dict) or not all(isinstance(v, bool) for v in matches.values()):
             raise FactsError(r.file, "expected an object of booleans", key=r._path("matches"))
         return cls(path=r.opt_str("path"), matches=dict(matches), error=r.opt_str("error"))
@@ -206,6 +208,7 @@ class Facts:
     sources: dict[str, SourceFact]
     env: dict[str, str]  # relevant environment variables; credentials appear as "<redacted>"
     problems: tuple[str, ...]  # collection problems that are not about one distribution
+    partial_installs: tuple[str, ...] = ()  # `~name` leftovers of interrupted pip runs in site-packages
     envcheck_version: str = ""  # version of envcheck that collected the snapshot
     origin: str = "local"  # "local", "python:PATH" or "file:PATH": where these facts came from
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
@@ -239,11 +242,14 @@ class Facts:
             "schema": SCHEMA,
             "envcheck_version": self.envcheck_version,
             "python": asdict(self.python),
-            "distributions": [asdict(d) for d in self.distributions],
+            # asdict keeps tuples as tuples; the JSON shape (and from_dict) has lists.
+            "distributions": [{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(d).items()}
+                              for d in self.distributions],
             "torch": None if self.torch is None else asdict(self.torch),
             "modules": {k: asdict(v) for k, v in sorted(self.modules.items())},
             "sources": {k: asdict(v) for k, v in sorted(self.sources.items())},
             "env": dict(sorted(self.env.items())),
+            "partial_installs": list(self.partial_installs),
             "problems": list(self.problems),
         }
         out["python"]["path"] = list(self.python.path)
@@ -278,6 +284,7 @@ class Facts:
             },
             env=r.str_map("env"),
             problems=r.str_list("problems"),
+            partial_installs=r.str_list("partial_installs"),
             envcheck_version=r.opt_str("envcheck_version") or "",
             origin=origin,
         )

@@ -15,24 +15,24 @@ def problems(report: Report) -> list[Finding]:
     return sorted(shown, key=lambda f: (_STATUS_ORDER[f.status], f.rule_id))
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def tally(report: Report) -> str:
-    """"2 problems (1 error, 1 warning); 10 passed, 3 n/a, 1 skipped" or "no problems; 10 passed, ..."."""
-    parts = []
+    """"1 error, 2 warnings, 1 note; 10 passed, 3 n/a, 1 skipped" or "no problems; 10 passed, 3 n/a"."""
     by_severity = {s: 0 for s in Severity}
     for f in report.findings:
         if f.status.is_finding:
             by_severity[f.severity] += 1
-    n_problems = sum(by_severity.values())
-    errors = report.count(Status.ERROR)
-    if n_problems:
-        detail = ", ".join(f"{n} {s.value}{'s' if n != 1 and s is not Severity.INFO else ''}"
-                           for s, n in by_severity.items() if n)
-        parts.append(f"{n_problems} problem{'s' if n_problems != 1 else ''} ({detail})")
-    else:
-        parts.append("no problems")
+    head = [_plural(n, word) for n, word in ((by_severity[Severity.ERROR], "error"),
+                                             (by_severity[Severity.WARNING], "warning"),
+                                             (by_severity[Severity.INFO], "note")) if n]
+    if not by_severity[Severity.ERROR] and not by_severity[Severity.WARNING]:
+        head.insert(0, "no problems")
     rest = [f"{report.count(Status.PASS)} passed", f"{report.count(Status.NA)} n/a"]
     if report.count(Status.SKIPPED):
         rest.append(f"{report.count(Status.SKIPPED)} skipped")
-    if errors:
-        rest.append(f"{errors} rule error{'s' if errors != 1 else ''}")
-    return f"{parts[0]}; " + ", ".join(rest)
+    if report.count(Status.ERROR):
+        rest.append(_plural(report.count(Status.ERROR), "rule error"))
+    return ", ".join(head) + "; " + ", ".join(rest)
