@@ -84,9 +84,13 @@ def _unsatisfied(derived: Derived) -> list[Item]:
             if not holds:
                 continue
             target = facts.active(req.name)
+            # "torchvision 0.21.0", or for a requirement reached through extras
+            # "accelerate 1.0.0 (needed as transformers -> accelerate[torch])".
+            requirer = f"{dist.name} {dist.version}" + (f" (needed as {via})" if extra else "")
             item = {
                 "package": dist.name,
                 "package_version": dist.version,
+                "requirer": requirer,
                 "via": via,
                 "requirement": str(req),
                 "dependency": req.name,
@@ -198,7 +202,7 @@ def _interpreter_flag(name: str) -> Callable[[Derived], Any]:
     return compute
 
 
-_UNSAT_FIELDS = ("package", "package_version", "via", "requirement", "dependency", "specifier", "installed", "kind")
+_UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier", "installed", "kind")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
