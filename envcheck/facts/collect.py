@@ -58,11 +58,21 @@ def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
             raise CollectError(f"--python {python}: no answer within {_FOREIGN_TIMEOUT_S:.0f} s") from None
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            if tail.startswith("SyntaxError"):
+                # The collector needs Python 3.8 (`from __future__ import annotations`, importlib.metadata).
+                raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
+                                   f"(Python 3.8 or later is needed): {tail}")
             raise CollectError(f"--python {python}: the fact collector failed (exit {proc.returncode}): {tail}")
         try:
             data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise CollectError(f"--python {python}: the fact collector wrote invalid JSON ({exc})") from None
+        version = str(data.get("python", {}).get("version", ""))
+        if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (3, 8):
+            # Without importlib.metadata no distribution can be listed, and every package rule would pass
+            # vacuously: refuse rather than report a clean environment that was never looked at.
+            raise CollectError(f"--python {python}: Python {version} cannot be checked (Python 3.8 or later is "
+                               "needed to list installed distributions)")
         return data
 
 
