@@ -69,7 +69,9 @@ def _use_color(choice: bool | None, output: str | None) -> bool:
 
 def _write(text: str, output: str | None) -> None:
     if output is None or output == "-":
-        click.echo(text, nl=False)
+        # color=True: the reporter already chose (--color / NO_COLOR / a terminal); click would otherwise strip
+        # the codes whenever stdout is not a terminal, so `envcheck --color | less -R` showed none.
+        click.echo(text, nl=False, color=True)
         return
     try:
         Path(output).write_text(text, encoding="utf-8")

@@ -265,6 +265,10 @@ def _distributions(path: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
     except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
         return [], ["listing distributions failed: %s: %s" % (type(exc).__name__, exc)]
     for dist in found:
+        if os.path.basename(str(getattr(dist, "_path", "") or "").rstrip("/\\")).startswith("~"):
+            # pip's leftover of an interrupted run (`~orch-2.5.1.dist-info`, a partial install): pip and
+            # importlib.metadata.version() ignore it, so it must not count as an install, let alone the active one.
+            continue
         try:
             out.append(_distribution(dist))
         except Exception as exc:  # noqa: BLE001 - one corrupt folder is a fact about that folder

@@ -202,7 +202,8 @@ def _interpreter_flag(name: str) -> Callable[[Derived], Any]:
     return compute
 
 
-_UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier", "installed", "kind")
+_UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
+                 "installed", "kind")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d

@@ -1,0 +1,181 @@
+"""Shared fakes at the seams: real .dist-info folders, real package trees, and Facts built from either.
+
+Distributions are written as real folders under tmp_path and read by the real collector through the real
+`importlib.metadata`; nothing of importlib is mocked. Pure-logic tests build Facts from a minimal dict instead.
+Test modules import the helpers (`from conftest import write_dist, collect_facts, ...`): pytest puts tests/ on
+sys.path (rootdir-relative "prepend" import mode, no __init__.py), and parametrize tables need them at import time.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.facts import _collector
+from envcheck.facts.snapshot import Facts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EXT_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]  # ".cpython-311-x86_64-linux-gnu.so" on CPython/Linux
+SITE = "/opt/venv/lib/python3.11/site-packages"
+
+_GENERATE = object()  # write_dist's default: generate METADATA from the keyword arguments
+
+
+def write_dist(
+    site: Path,
+    name: str,
+    version: str,
+    *,
+    requires: Iterable[str] = (),
+    requires_python: str | None = None,
+    top_level: Iterable[str] | None = None,
+    record: Iterable[str] | None = None,
+    installer: str | None = "pip",
+    metadata: Any = _GENERATE,
+    folder: str | None = None,
+) -> Path:
+    """A real `NAME-VERSION.dist-info` folder in `site`.
+
+    `metadata` replaces the generated METADATA (str or bytes, written as is) or, when None, leaves it out.
+    `top_level` writes top_level.txt, `record` writes RECORD rows; either may be left out.
+    """
+    dist_info = site / (folder or f"{name.replace('-', '_')}-{version}.dist-info")
+    dist_info.mkdir(parents=True)
+    if metadata is _GENERATE:
+        lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        if requires_python is not None:
+            lines.append(f"Requires-Python: {requires_python}")
+        lines += [f"Requires-Dist: {r}" for r in requires]
+        metadata = "\n".join(lines) + "\n\nA long description.\nName: not-a-header\n"
+    if isinstance(metadata, bytes):
+        (dist_info / "METADATA").write_bytes(metadata)
+    elif metadata is not None:
+        (dist_info / "METADATA").write_text(metadata, encoding="utf-8")
+    if top_level is not None:
+        (dist_info / "top_level.txt").write_text("".join(f"{t}\n" for t in top_level), encoding="utf-8")
+    if record is not None:
+        (dist_info / "RECORD").write_text("".join(f"{r},,\n" for r in record), encoding="utf-8")
+    if installer is not None:
+        (dist_info / "INSTALLER").write_text(f"{installer}\n", encoding="utf-8")
+    return dist_info
+
+
+def write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
+    """Files under `root`, given as relative path -> content."""
+    for relative, content in files.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content, encoding="utf-8")
+
+
+# Importing any of these raises: a collector that executes package code fails the test that wrote them.
+POISON = 'raise RuntimeError("must not be imported")\n'
+FUSED_LAYER_NORM = "class FusedRMSNorm:\n    pass\n\nclass FusedLayerNorm:\n    pass\n"
+
+
+def write_apex(site: Path) -> None:
+    """A fake NVIDIA apex: a package whose __init__ raises, a subpackage, and a compiled extension module."""
+    write_tree(site, {
+        "apex/__init__.py": POISON,
+        "apex/normalization/__init__.py": POISON,
+        "apex/normalization/fused_layer_norm.py": FUSED_LAYER_NORM,
+        f"fused_layer_norm_cuda{EXT_SUFFIX}": b"\x7fELF not really a shared object",
+    })
+
+
+def write_torch(site: Path, version_py: str | None) -> None:
+    """A fake torch package whose __init__ raises; torch/version.py holds `version_py` (absent when None)."""
+    files: dict[str, str | bytes] = {"torch/__init__.py": POISON}
+    if version_py is not None:
+        files["torch/version.py"] = version_py
+    write_tree(site, files)
+
+
+def collect_facts(*sites: Path, request: dict[str, Any] | None = None) -> Facts:
+    """Facts from the real collector run in this process over exactly `sites` (the import path, in order)."""
+    raw = _collector.collect(request or {}, path=[str(s) for s in sites])
+    return Facts.from_dict(json.loads(json.dumps(raw)), file="<collected>")
+
+
+# --- Facts from a minimal dict, for pure-logic tests -----------------------------------------------------------
+
+MARKER_ENV = {
+    "implementation_name": "cpython", "implementation_version": "3.11.7", "os_name": "posix",
+    "platform_machine": "x86_64", "platform_release": "6.1.0-18-amd64", "platform_system": "Linux",
+    "platform_version": "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1", "python_full_version": "3.11.7",
+    "platform_python_implementation": "CPython", "python_version": "3.11", "sys_platform": "linux",
+}
+
+
+def python_dict(**changes: Any) -> dict[str, Any]:
+    """The `python` section of a snapshot of a Linux venv interpreter, with `changes` applied."""
+    base: dict[str, Any] = {
+        "version": "3.11.7", "implementation": "cpython", "executable": "/opt/venv/bin/python",
+        "prefix": "/opt/venv", "base_prefix": "/usr", "virtualenv": True, "conda": False,
+        "platform": "linux", "machine": "x86_64", "system": "Linux", "release": "6.1.0-18-amd64",
+        "libc": {"name": "glibc", "version": "2.36"}, "user_site": None, "cwd": "/opt/project",
+        "path": ["/opt/project", SITE], "marker_environment": dict(MARKER_ENV),
+    }
+    base.update(changes)
+    return base
+
+
+def dist_dict(name: str, version: str, *requires: str, location: str = SITE, **changes: Any) -> dict[str, Any]:
+    """One `distributions` entry of a snapshot."""
+    base: dict[str, Any] = {
+        "name": name, "version": version, "location": location,
+        "metadata_dir": f"{location}/{name.replace('-', '_')}-{version}.dist-info", "requires": list(requires),
+        "requires_python": None, "top_level": [name.replace("-", "_")], "installer": "pip", "editable": False,
+        "problems": [],
+    }
+    base.update(changes)
+    return base
+
+
+def torch_dict(version: str | None = "2.5.1+cu124", cuda: str | None = "12.4", hip: str | None = None,
+               problem: str | None = None) -> dict[str, Any]:
+    """The `torch` section of a snapshot (torch/version.py as the collector reads it)."""
+    return {"location": f"{SITE}/torch", "version": version, "cuda": cuda, "hip": hip, "git_version": None,
+            "debug": False, "fields": {}, "problem": problem}
+
+
+def facts_dict(
+    *,
+    dists: Iterable[dict[str, Any]] = (),
+    torch: dict[str, Any] | None = None,
+    modules: Mapping[str, Any] | None = None,
+    sources: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    python: Mapping[str, Any] | None = None,
+    problems: Iterable[str] = (),
+) -> dict[str, Any]:
+    """A complete snapshot dict; every section not given is empty."""
+    return {
+        "schema": _collector.SCHEMA, "envcheck_version": "0.0.0", "python": python_dict(**(python or {})),
+        "distributions": list(dists), "torch": torch, "modules": dict(modules or {}),
+        "sources": dict(sources or {}), "env": dict(env or {}), "problems": list(problems),
+    }
+
+
+def build_facts(**kwargs: Any) -> Facts:
+    """Facts from `facts_dict(**kwargs)`."""
+    return Facts.from_dict(facts_dict(**kwargs), file="<test>")
+
+
+# --- fixtures --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """An empty site-packages folder."""
+    path = tmp_path / "site-packages"
+    path.mkdir()
+    return path

@@ -1,0 +1,200 @@
+"""Derived facts over real dist-info folders: `pip check` semantics, duplicates, corrupt metadata, Requires-Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MARKER_ENV, SITE, build_facts, collect_facts, dist_dict, facts_dict, write_dist
+
+from envcheck.facts.derive import DERIVATIONS, Derived
+from envcheck.facts.snapshot import Facts
+
+
+def _derived(facts: Facts, name: str) -> Any:
+    return Derived(facts).get(name)
+
+
+def _unsatisfied(facts: Facts) -> list[tuple[str, str, str, str]]:
+    """(package, requirement, kind, via) of every unsatisfied requirement."""
+    return [(i["package"], i["requirement"], i["kind"], i["via"])
+            for i in _derived(facts, "requirements.unsatisfied")]
+
+
+def test_exact_pin_conflict(site: Path) -> None:
+    """torchvision 0.21.0 pinning torch==2.6.0 next to torch 2.13.0 is a conflict naming both versions."""
+    write_dist(site, "torch", "2.13.0")
+    write_dist(site, "torchvision", "0.21.0", requires=["numpy", "torch==2.6.0", "pillow!=8.3.*,>=5.3.0"])
+    write_dist(site, "numpy", "2.1.0")
+    write_dist(site, "pillow", "11.0.0")
+    facts = collect_facts(site)
+    [item] = _derived(facts, "requirements.conflicting")
+    assert item == {"package": "torchvision", "package_version": "0.21.0", "requirer": "torchvision 0.21.0",
+                    "via": "torchvision",
+                    "requirement": "torch==2.6.0", "dependency": "torch", "specifier": "==2.6.0",
+                    "installed": "2.13.0", "kind": "conflict"}
+    assert _derived(facts, "requirements.missing") == []
+    assert _derived(facts, "requirements.unsatisfied") == [item]
+
+
+def test_missing_dependency(site: Path) -> None:
+    """A requirement whose distribution is not installed is reported as missing, with 'any version'."""
+    write_dist(site, "transformers", "4.46.0", requires=["safetensors>=0.4.1", "tokenizers"])
+    write_dist(site, "tokenizers", "0.20.0")
+    [item] = _derived(collect_facts(site), "requirements.missing")
+    assert (item["dependency"], item["specifier"], item["installed"], item["kind"]) == (
+        "safetensors", ">=0.4.1", "", "missing")
+    write_dist(site, "plain", "1.0", requires=["absent-dep"])
+    items = _derived(collect_facts(site), "requirements.missing")
+    assert [(i["package"], i["specifier"]) for i in items] == [("plain", "any version"),
+                                                               ("transformers", ">=0.4.1")]
+
+
+@pytest.mark.parametrize(
+    ("requirement", "reported"),
+    [
+        pytest.param('pywin32; sys_platform == "win32"', False, id="other-platform"),
+        pytest.param('uvloop; sys_platform == "linux"', True, id="this-platform"),
+        pytest.param('tomli; python_version < "3.11"', False, id="other-python"),
+        pytest.param('extra-dep; extra == "x"', False, id="extra-not-asked"),
+        pytest.param("not a requirement!", False, id="invalid-requirement"),
+    ],
+)
+def test_markers_are_evaluated_for_the_checked_interpreter(site: Path, requirement: str, reported: bool) -> None:
+    """Markers use the snapshot's marker environment (Linux, Python 3.11), and `extra ==` needs that extra."""
+    write_dist(site, "pkg", "1.0", requires=[requirement])
+    raw = collect_facts(site).to_dict()
+    raw["python"]["marker_environment"] = dict(MARKER_ENV)
+    facts = Facts.from_dict(raw)
+    assert bool(_derived(facts, "requirements.missing")) is reported
+
+
+def test_extras_are_followed(site: Path) -> None:
+    """a requires b[fast]; b's `c; extra == "fast"` is then required and, missing, reported via the chain."""
+    write_dist(site, "a", "1.0", requires=["b[fast]>=1"])
+    write_dist(site, "b", "1.2", requires=['c; extra == "fast"', 'd[gpu]; extra == "fast"', 'e; extra == "slow"'])
+    write_dist(site, "d", "3.0", requires=['f>=2; extra == "gpu"'])
+    write_dist(site, "f", "1.0")
+    facts = collect_facts(site)
+    assert _unsatisfied(facts) == [
+        ("b", 'c; extra == "fast"', "missing", "a -> b[fast]"),
+        ("d", 'f>=2; extra == "gpu"', "conflict", "a -> b[fast] -> d[gpu]"),
+    ]
+    assert _derived(facts, "requirements.missing")[0]["requirer"] == "b 1.2 (needed as a -> b[fast])"
+
+
+def test_extras_of_an_unsatisfied_requirement_are_not_followed(site: Path) -> None:
+    """A conflicting `b[fast]` is reported once; the extra of the wrong version is not checked as well."""
+    write_dist(site, "a", "1.0", requires=["b[fast]>=2"])
+    write_dist(site, "b", "1.0", requires=['c; extra == "fast"'])
+    assert _unsatisfied(collect_facts(site)) == [("a", "b[fast]>=2", "conflict", "a")]
+
+
+@pytest.mark.parametrize(
+    ("installed", "requirement", "satisfied"),
+    [
+        pytest.param("2.7.0rc1", "torch>=2.6", True, id="prerelease-satisfies"),
+        pytest.param("2.6.0+cu124", "torch==2.6.0", True, id="local-version-satisfies-pin"),
+        pytest.param("2.6.0", "torch<2.6", False, id="upper-bound"),
+        pytest.param("1.0-custom", "torch>=1", True, id="invalid-version-not-compared"),
+    ],
+)
+def test_version_semantics(site: Path, installed: str, requirement: str, satisfied: bool) -> None:
+    """Pre-releases satisfy a range (as in pip check); a version that is not PEP 440 is never a conflict."""
+    write_dist(site, "torch", installed)
+    write_dist(site, "user", "1.0", requires=[requirement])
+    assert (_derived(collect_facts(site), "requirements.unsatisfied") == []) is satisfied
+
+
+def test_only_the_active_copy_is_checked(tmp_path: Path) -> None:
+    """The shadowed copy's requirements are not checked, and requirements are checked against the active copy."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    write_dist(first, "user", "2.0", requires=["torch>=2"])
+    write_dist(second, "user", "1.0", requires=["absent-dep"])
+    write_dist(first, "torch", "2.5.0")
+    write_dist(second, "torch", "1.13.0")
+    assert _derived(collect_facts(first, second), "requirements.unsatisfied") == []
+
+
+def test_distribution_with_problems_is_not_a_root(site: Path) -> None:
+    """Requirements of a distribution whose metadata is broken are not trusted, but it is reported as corrupt."""
+    write_dist(site, "broken", "1.0", metadata="Metadata-Version: 2.1\nVersion: 1.0\nRequires-Dist: absent\n")
+    facts = collect_facts(site)
+    assert _derived(facts, "requirements.unsatisfied") == []
+    [item] = _derived(facts, "distributions.corrupt")
+    assert (item["name"], item["problem"]) == ("broken", "METADATA has no Name")
+
+
+def test_duplicates(tmp_path: Path) -> None:
+    """Two versions of one name are a duplicate; one version with two metadata folders in one folder is not."""
+    user, venv = tmp_path / "user", tmp_path / "venv"
+    write_dist(user, "numpy", "2.1.0")
+    write_dist(venv, "numpy", "1.26.4")
+    write_dist(venv, "cryptography", "41.0.7")
+    write_dist(venv, "cryptography", "41.0.7", folder="cryptography-41.0.7.egg-info")
+    write_dist(venv, "six", "1.16.0")
+    write_dist(user, "six", "1.16.0")
+    items = _derived(collect_facts(user, venv), "distributions.duplicates")
+    assert [(i["name"], i["active_version"], i["shadowed_version"], i["same_location"]) for i in items] == [
+        ("numpy", "2.1.0", "1.26.4", "no"), ("six", "1.16.0", "1.16.0", "no")]
+    assert items[0]["active_location"] == str(user)
+    assert items[0]["shadowed_metadata_dir"] == str(venv / "numpy-1.26.4.dist-info")
+
+
+def test_stale_metadata_in_one_folder_is_a_duplicate(site: Path) -> None:
+    """Two versions' metadata folders side by side (a half-finished upgrade) are reported as in one location."""
+    write_dist(site, "torch", "2.5.1")
+    write_dist(site, "torch", "2.6.0")
+    [item] = _derived(collect_facts(site), "distributions.duplicates")
+    assert item["same_location"] == "yes"
+    assert {item["active_version"], item["shadowed_version"]} == {"2.5.1", "2.6.0"}
+
+
+def test_corrupt_and_invalid_versions(site: Path) -> None:
+    """Unreadable metadata and invalid Requires-Dist lines are corrupt; `1.0-custom` is an invalid version."""
+    write_dist(site, "nometa", "1.0", metadata=None)
+    write_dist(site, "badreq", "1.0", requires=["ok>=1", "bad req !!"])
+    write_dist(site, "ok", "1.0")
+    write_dist(site, "custom", "1.0-custom")
+    facts = collect_facts(site)
+    corrupt = {i["name"]: i["problem"] for i in _derived(facts, "distributions.corrupt")}
+    assert corrupt == {"badreq": "invalid Requires-Dist 'bad req !!'", "nometa": "no METADATA file"}
+    assert [(i["name"], i["version"]) for i in _derived(facts, "distributions.invalid-versions")] == [
+        ("custom", "1.0-custom")]
+
+
+@pytest.mark.parametrize(
+    ("requires_python", "reported"),
+    [
+        pytest.param(">=3.12", True, id="too-new"),
+        pytest.param(">=3.9,<3.11", True, id="too-old"),
+        pytest.param(">=3.10", False, id="fits"),
+        pytest.param(">=3.11.7rc1", False, id="prerelease-bound"),
+        pytest.param("not a specifier", False, id="invalid-ignored"),
+    ],
+)
+def test_requires_python(requires_python: str, reported: bool) -> None:
+    """An imported distribution whose Requires-Python excludes the checked interpreter (3.11.7) is reported."""
+    facts = build_facts(dists=[dist_dict("pkg", "1.0", requires_python=requires_python)])
+    items = _derived(facts, "distributions.requires-python")
+    assert items == ([{"name": "pkg", "version": "1.0", "requires_python": requires_python, "python": "3.11.7"}]
+                     if reported else [])
+
+
+def test_list_derivations_declare_their_item_fields() -> None:
+    """Every item of a list-valued derivation has exactly the fields it declares (rules validate against them)."""
+    raw = facts_dict(dists=[
+        dist_dict("a", "1", "b>=2", "c", requires_python=">=3.12"), dist_dict("b", "1"),
+        dist_dict("b", "0.5", location="/elsewhere"), dist_dict("x", "1.0-custom"),
+        dist_dict("y", "1", problems=["no METADATA file"])])
+    raw["partial_installs"] = [f"{SITE}/~orch"]
+    derived = Derived(Facts.from_dict(raw))
+    for name, derivation in DERIVATIONS.items():
+        if not derivation.fields:
+            continue
+        items = derived.get(name)
+        assert items, f"{name} is empty in this fixture"
+        for item in items:
+            assert tuple(item) == derivation.fields, name
+            assert all(isinstance(v, str) for v in item.values()), name
