@@ -11,6 +11,7 @@ RuleError naming the file, the rule and the key. The grammar is documented in do
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -210,7 +211,8 @@ class Missing(_Leaf):
                     return FALSE  # not required here, so not missing
             except (UndefinedComparison, UndefinedEnvironmentName):
                 return unknown(f"marker of {req}")
-        bare = Requirement(str(req).split(";")[0])
+        bare = copy.copy(req)
+        bare.marker = None  # already evaluated above; a URL requirement may itself contain ';'
         out = _requirement_holds(bare, ctx)
         return out if out.value is None else of(not out.value)
 

@@ -1,0 +1,96 @@
+"""Every shipped rule, evaluated on an environment where it must fire and one where it must not."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SITE, dist_dict, facts_dict
+
+from envcheck import rules as rules_mod
+from envcheck.check import collection_request
+from envcheck.engine import evaluate
+from envcheck.facts.snapshot import Facts
+from envcheck.model import Rule, Status
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CASES: dict[str, dict[str, dict[str, Any]]] = tomllib.loads(
+    (Path(__file__).parent / "fixtures" / "rule_cases.toml").read_text(encoding="utf-8")
+)
+PACK: list[Rule] = rules_mod.load()
+BY_ID = {r.id: r for r in PACK}
+REQUEST = collection_request(PACK)
+
+
+def _snapshot(case: dict[str, Any]) -> Facts:
+    """A Facts snapshot from a compact case spec (see the header of rule_cases.toml)."""
+    dists = []
+    for name, version, *rest in case.get("dists", []):
+        location = rest.pop(0)[1:] if rest and rest[0].startswith("@") else SITE
+        requires = [r for r in rest if not r.startswith((">=", "<"))]
+        requires_python = next((r for r in rest if r.startswith((">=", "<"))), None)
+        dists.append(dist_dict(name, version, *requires, location=location, requires_python=requires_python))
+    for name, version, problem in case.get("bad_dists", []):
+        dists.append(dist_dict(name, version, problems=[problem]))
+    python = dict(case.get("python", {}))
+    marker = {}
+    if "version" in python:
+        marker.update(python_full_version=python["version"], python_version=".".join(python["version"].split(".")[:2]))
+    if "platform" in python:
+        marker["sys_platform"] = python["platform"]
+    torch = case.get("torch")
+    found = set(case.get("modules", []))
+    modules = {m: {"found": m in found, "origin": f"{SITE}/{m}" if m in found else None} for m in REQUEST["modules"]}
+    sources = {}
+    for spec in REQUEST["sources"]:
+        matches = case.get("sources", {}).get(spec["file"])
+        sources[spec["file"]] = {"path": f"{SITE}/{spec['file']}" if matches else None, "matches": matches or {}}
+    data = facts_dict(dists=dists, modules=modules, sources=sources, env=case.get("env", {}),
+                      torch=None if torch is None else {"location": f"{SITE}/torch", "version": torch["version"],
+                                                        "cuda": torch.get("cuda"), "hip": torch.get("hip"),
+                                                        "git_version": None, "debug": False, "fields": {},
+                                                        "problem": None},
+                      python=python)
+    data["python"]["marker_environment"].update(marker)
+    data["partial_installs"] = case.get("partial_installs", [])
+    return Facts.from_dict(data, file="<rule case>")
+
+
+@pytest.mark.parametrize("rule_id", sorted(BY_ID))
+def test_every_rule_has_both_cases(rule_id: str) -> None:
+    """A rule without a firing and a non-firing case fails CI: untested rules cannot ship."""
+    assert set(CASES.get(rule_id, {})) == {"fires", "passes"}, f"add [{rule_id}.fires] and [{rule_id}.passes]"
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_cases_name_shipped_rules(rule_id: str) -> None:
+    """A case for a rule that no longer exists is stale and must go."""
+    assert rule_id in BY_ID
+
+
+@pytest.mark.parametrize("rule_id", sorted(set(BY_ID) & set(CASES)))
+def test_rule_fires(rule_id: str) -> None:
+    """In its `fires` environment the rule reports its finding, with every placeholder filled in."""
+    case = CASES[rule_id]["fires"]
+    report = evaluate([BY_ID[rule_id]], _snapshot(case))
+    found = [f for f in report.findings if f.status.is_finding]
+    assert [f.status for f in report.findings if not f.status.is_finding] == []
+    assert len(found) == case.get("expect", 1)
+    for finding in found:
+        rendered = " ".join([finding.summary, finding.why, finding.fix, *(" ".join(a) for a in finding.commands)])
+        assert "{" not in rendered.replace("{{", ""), rendered
+        assert all(argv[0] == "/opt/venv/bin/python" for argv in finding.commands if argv[0].endswith("python"))
+
+
+@pytest.mark.parametrize("rule_id", sorted(set(BY_ID) & set(CASES)))
+def test_rule_does_not_fire(rule_id: str) -> None:
+    """In its `passes` environment the rule is quiet, with exactly the verdict the case expects."""
+    case = CASES[rule_id]["passes"]
+    report = evaluate([BY_ID[rule_id]], _snapshot(case))
+    assert [f.status for f in report.findings] == [Status(case["expect"])]
