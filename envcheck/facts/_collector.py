@@ -49,9 +49,15 @@ _MAX_SOURCE_BYTES = 4 * 1024 * 1024  # a source file larger than this is not a m
 _NAME_NORMALIZE = re.compile(r"[-_.]+")
 
 
+_CANONICAL: dict[str, str] = {}
+
+
 def canonical_name(name: str) -> str:
     """PEP 503 normalisation, as packaging.utils.canonicalize_name does it (which cannot be imported here)."""
-    return _NAME_NORMALIZE.sub("-", name).lower()
+    found = _CANONICAL.get(name)
+    if found is None:
+        found = _CANONICAL[name] = _NAME_NORMALIZE.sub("-", name).lower()
+    return found
 
 
 # --- interpreter -----------------------------------------------------------------------------------------------
@@ -157,7 +163,9 @@ def _headers(text: str) -> dict[str, list[str]]:
     """Core-metadata headers (RFC 822 style) up to the first blank line; the long description is never parsed."""
     headers: dict[str, list[str]] = {}
     last = None
-    for line in text.splitlines():
+    # Cut at the first blank line before splitting: the long description can be most of the file.
+    head = text.replace("\r\n", "\n").split("\n\n", 1)[0]
+    for line in head.splitlines():
         if not line.strip():
             break
         if line[0] in " \t":

@@ -8,9 +8,9 @@ as `{item.KEY}`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
 Item = dict[str, str]
@@ -31,34 +32,56 @@ class Derivation:
     compute: Callable[[Derived], Any]  # may read other derivations through the Derived it is given
 
 
-@lru_cache(maxsize=8192)
+# Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
+# purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
+# thrashes (every line missed on every pass).
+_REQUIREMENTS: dict[str, Requirement | None] = {}
+_VERSIONS: dict[str, Version | None] = {}
+# `name...; extra == "gpu"`: the common shape of an extra's requirement. Such a line matters only when that extra
+# is reached, so it is not parsed otherwise (most lines of large distributions are extras).
+_ONLY_EXTRA = re.compile(r""";\s*extra\s*==\s*['"]([^'"]+)['"]\s*$""")
+
+
 def parse_requirement(text: str) -> Requirement | None:
-    try:
-        return Requirement(text)
-    except InvalidRequirement:
-        return None
+    if text not in _REQUIREMENTS:
+        try:
+            _REQUIREMENTS[text] = Requirement(text)
+        except InvalidRequirement:
+            _REQUIREMENTS[text] = None
+    return _REQUIREMENTS[text]
 
 
-@lru_cache(maxsize=8192)
 def parse_version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+    if text not in _VERSIONS:
+        try:
+            _VERSIONS[text] = Version(text)
+        except InvalidVersion:
+            _VERSIONS[text] = None
+    return _VERSIONS[text]
 
 
-def _marker_holds(req: Requirement, facts: Facts, extra: str) -> bool | None:
+def _normalize_extra(name: str) -> str:
+    return canonical_name(name)  # PEP 685: extras compare normalised, like distribution names
+
+
+def _marker_holds(req: Requirement, env: dict[str, str]) -> bool | None:
     if req.marker is None:
         return True
-    env = dict(facts.python.marker_environment)
-    env["extra"] = extra
     try:
         return req.marker.evaluate(env)
     except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
         return None
 
 
-def _unsatisfied(derived: Derived) -> list[Item]:
+@dataclass
+class _Walk:
+    """The result of checking every reachable requirement once: the unsatisfied ones and unparsable lines."""
+
+    problems: list[Item]
+    invalid: dict[str, list[str]]  # canonical distribution name -> Requires-Dist lines that do not parse
+
+
+def _walk(derived: Derived) -> _Walk:
     """Every Requires-Dist of every imported distribution checked against what is installed, extras followed.
 
     Like `pip check`, only the unconditional requirements of each distribution are roots (which extras a user
@@ -66,52 +89,58 @@ def _unsatisfied(derived: Derived) -> list[Item]:
     extra's own requirements, and markers are evaluated for the checked interpreter, not for envcheck's.
     """
     facts = derived.facts
+    base_env = {**facts.python.marker_environment, "extra": ""}
     problems: dict[tuple[str, str, str], Item] = {}
-    work: list[tuple[Distribution, str, str]] = []  # (distribution, extra, how we got here)
-    for dists in facts.names.values():
-        work.append((dists[0], "", dists[0].name))
+    invalid: dict[str, list[str]] = {}
+    work: list[tuple[Distribution, str, str]] = [(d[0], "", d[0].name) for d in facts.names.values()]
     seen: set[tuple[str, str]] = set()
     while work:
         dist, extra, via = work.pop()
         if (dist.canonical_name, extra) in seen or dist.problems:
             continue
         seen.add((dist.canonical_name, extra))
+        env = base_env if not extra else {**base_env, "extra": extra}
         for line in dist.requires:
+            only = _ONLY_EXTRA.search(line)
+            if only is not None and _normalize_extra(only.group(1)) != extra:
+                continue
             req = parse_requirement(line)
             if req is None:
-                continue  # reported by corrupt-distributions
-            holds = _marker_holds(req, facts, extra)
-            if not holds:
+                invalid.setdefault(dist.canonical_name, []).append(line)
+                continue
+            if not _marker_holds(req, env):
                 continue
             target = facts.active(req.name)
+            installed = ""
+            if target is not None:
+                version = parse_version(target.version)
+                if version is None:
+                    continue  # not comparable; reported by invalid-versions
+                if req.specifier.contains(version, prereleases=True):
+                    for wanted in sorted(req.extras):
+                        work.append((target, _normalize_extra(wanted), f"{via} -> {target.name}[{wanted}]"))
+                    continue
+                installed = target.version
             # "torchvision 0.21.0", or for a requirement reached through extras
             # "accelerate 1.0.0 (needed as transformers -> accelerate[torch])".
-            requirer = f"{dist.name} {dist.version}" + (f" (needed as {via})" if extra else "")
-            item = {
+            text = str(req)
+            problems.setdefault((dist.canonical_name, extra, text), {
                 "package": dist.name,
                 "package_version": dist.version,
-                "requirer": requirer,
+                "requirer": f"{dist.name} {dist.version}" + (f" (needed as {via})" if extra else ""),
                 "via": via,
-                "requirement": str(req),
+                "requirement": text,
                 "dependency": req.name,
                 "specifier": str(req.specifier) or "any version",
-                "installed": "",
-                "kind": "missing",
-            }
-            if target is None:
-                problems.setdefault((dist.canonical_name, extra, str(req)), item)
-                continue
-            version = parse_version(target.version)
-            if version is None:
-                continue  # not comparable; reported by invalid-versions
-            if not req.specifier.contains(version, prereleases=True):
-                item["installed"] = target.version
-                item["kind"] = "conflict"
-                problems.setdefault((dist.canonical_name, extra, str(req)), item)
-                continue
-            for wanted in sorted(req.extras):
-                work.append((target, wanted, f"{via} -> {target.name}[{wanted}]"))
-    return sorted(problems.values(), key=lambda i: (i["package"].lower(), i["dependency"].lower(), i["via"]))
+                "installed": installed,
+                "kind": "conflict" if installed else "missing",
+            })
+    ordered = sorted(problems.values(), key=lambda i: (i["package"].lower(), i["dependency"].lower(), i["via"]))
+    return _Walk(ordered, invalid)
+
+
+def _unsatisfied(derived: Derived) -> list[Item]:
+    return derived.walk().problems
 
 
 def _missing(derived: Derived) -> list[Item]:
@@ -148,10 +177,12 @@ def _duplicates(derived: Derived) -> list[Item]:
 
 def _corrupt(derived: Derived) -> list[Item]:
     facts = derived.facts
+    invalid = derived.walk().invalid  # only the lines the requirement walk reached are parsed, and so judged
     out = []
     for dist in facts.distributions:
         problems = list(dist.problems)
-        problems += [f"invalid Requires-Dist {line!r}" for line in dist.requires if parse_requirement(line) is None]
+        if dist is facts.active(dist.name):
+            problems += [f"invalid Requires-Dist {line!r}" for line in invalid.get(dist.canonical_name, [])]
         if problems:
             out.append({"name": dist.name or "?", "metadata_dir": dist.metadata_dir, "problem": "; ".join(problems)})
     return sorted(out, key=lambda i: (i["name"].lower(), i["metadata_dir"]))
@@ -250,6 +281,13 @@ class Derived:
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
         self._values: dict[str, Any] = {}
+        self._walk: _Walk | None = None
+
+    def walk(self) -> _Walk:
+        """The requirement walk, done once per snapshot and shared by the derivations that need it."""
+        if self._walk is None:
+            self._walk = _walk(self)
+        return self._walk
 
     def get(self, name: str) -> Any:
         if name not in self._values:
