@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
 
-from envcheck.conditions import FALSE, TRUE, All, AnyOf, Condition, Context, Not, Outcome, Where, parse, unknown
+from envcheck.conditions import Condition, Context, Outcome, Where, parse
+from envcheck.conditions.core import FALSE, TRUE, All, AnyOf, Not, unknown
 
 U_A, U_B = unknown("a"), unknown("b")
 

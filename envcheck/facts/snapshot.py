@@ -14,67 +14,11 @@ from typing import Any
 
 from envcheck.errors import FactsError
 from envcheck.facts._collector import SCHEMA, canonical_name
+from envcheck.facts._reader import Reader
+from envcheck.facts.gpus import NvmlFacts
+from envcheck.facts.probe_results import ProbeResult
 
 __all__ = ["SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact", "TorchBuild"]
-
-
-class _Reader:
-    """Typed access to one JSON object, raising FactsError that names the file and the dotted key."""
-
-    def __init__(self, data: object, file: str, key: str) -> None:
-        if not isinstance(data, dict):
-            raise FactsError(file, f"expected an object, got {type(data).__name__}", key=key or None)
-        self.data: dict[str, Any] = data
-        self.file = file
-        self.key = key
-
-    def _path(self, name: str) -> str:
-        return f"{self.key}.{name}" if self.key else name
-
-    def _get(self, name: str, kinds: tuple[type, ...], *, optional: bool, default: Any = None) -> Any:
-        if name not in self.data:
-            if optional:
-                return default
-            raise FactsError(self.file, "missing", key=self._path(name))
-        value = self.data[name]
-        if value is None and optional:
-            return default
-        # bool is an int subclass: refuse it where a number is expected, accept it only where bool is asked.
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            wanted = " or ".join(k.__name__ for k in kinds)
-            raise FactsError(self.file, f"expected {wanted}, got {type(value).__name__}", key=self._path(name))
-        return value
-
-    def req_str(self, name: str) -> str:
-        return str(self._get(name, (str,), optional=False))
-
-    def opt_str(self, name: str) -> str | None:
-        value = self._get(name, (str,), optional=True)
-        return None if value is None else str(value)
-
-    def flag(self, name: str, default: bool = False) -> bool:
-        return bool(self._get(name, (bool,), optional=True, default=default))
-
-    def str_list(self, name: str) -> tuple[str, ...]:
-        items = self._get(name, (list,), optional=True, default=[])
-        for i, item in enumerate(items):
-            if not isinstance(item, str):
-                raise FactsError(self.file, "expected a string", key=f"{self._path(name)}[{i}]")
-        return tuple(items)
-
-    def str_map(self, name: str) -> dict[str, str]:
-        items = self._get(name, (dict,), optional=True, default={})
-        for k, v in items.items():
-            if not isinstance(v, str):
-                raise FactsError(self.file, "expected a string", key=f"{self._path(name)}.{k}")
-        return dict(items)
-
-    def obj(self, name: str, *, optional: bool = False) -> _Reader | None:
-        value = self._get(name, (dict,), optional=optional)
-        return None if value is None else _Reader(value, self.file, self._path(name))
-
-    def raw(self, name: str) -> Any:
-        return self.data.get(name)
 
 
 @dataclass(frozen=True)
@@ -100,7 +44,7 @@ class PythonFacts:
     marker_environment: dict[str, str]  # PEP 508 marker variables, used to evaluate markers for this interpreter
 
     @classmethod
-    def from_reader(cls, r: _Reader) -> PythonFacts:
+    def from_reader(cls, r: Reader) -> PythonFacts:
         libc = r.obj("libc", optional=True)
         return cls(
             version=r.req_str("version"), implementation=r.req_str("implementation"),
@@ -131,7 +75,7 @@ class Distribution:
     problems: tuple[str, ...]  # unreadable or corrupt metadata, in words; empty when healthy
 
     @classmethod
-    def from_reader(cls, r: _Reader) -> Distribution:
+    def from_reader(cls, r: Reader) -> Distribution:
         name = r.req_str("name")
         return cls(
             name=name, canonical_name=r.opt_str("canonical_name") or canonical_name(name), version=r.req_str("version"),
@@ -156,7 +100,7 @@ class TorchBuild:
     problem: str | None  # why version.py could not be read; None when it was
 
     @classmethod
-    def from_reader(cls, r: _Reader) -> TorchBuild:
+    def from_reader(cls, r: Reader) -> TorchBuild:
         fields = {} if r.raw("fields") is None else r.raw("fields")  # `or {}` would accept [] and ""
         if not isinstance(fields, dict):
             raise FactsError(r.file, "expected an object", key=r._path("fields"))
@@ -177,7 +121,7 @@ class ModuleFact:
     error: str | None = None  # why the search itself failed (the module then counts as unknown)
 
     @classmethod
-    def from_reader(cls, r: _Reader) -> ModuleFact:
+    def from_reader(cls, r: Reader) -> ModuleFact:
         return cls(found=r.flag("found"), origin=r.opt_str("origin"), error=r.opt_str("error"))
 
 
@@ -190,7 +134,7 @@ class SourceFact:
     error: str | None = None
 
     @classmethod
-    def from_reader(cls, r: _Reader) -> SourceFact:
+    def from_reader(cls, r: Reader) -> SourceFact:
         matches = {} if r.raw("matches") is None else r.raw("matches")
         if not isinstance(matches, dict) or not all(isinstance(v, bool) for v in matches.values()):
             raise FactsError(r.file, "expected an object of booleans", key=r._path("matches"))
@@ -209,6 +153,8 @@ class Facts:
     env: dict[str, str]  # relevant environment variables; credentials appear as "<redacted>"
     problems: tuple[str, ...]  # collection problems that are not about one distribution
     partial_installs: tuple[str, ...] = ()  # `~name` leftovers of interrupted pip runs in site-packages
+    nvml: NvmlFacts | None = None  # the driver and GPUs; None: not collected (GPU predicates are then unknown)
+    probes: dict[str, ProbeResult] = field(default_factory=dict)  # live probe results; empty with --static
     envcheck_version: str = ""  # version of envcheck that collected the snapshot
     origin: str = "local"  # "local", "python:PATH" or "file:PATH": where these facts came from
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
@@ -250,6 +196,8 @@ class Facts:
             "sources": {k: asdict(v) for k, v in sorted(self.sources.items())},
             "env": dict(sorted(self.env.items())),
             "partial_installs": list(self.partial_installs),
+            "nvml": None if self.nvml is None else asdict(self.nvml),
+            "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
         }
         out["python"]["path"] = list(self.python.path)
@@ -257,7 +205,7 @@ class Facts:
 
     @classmethod
     def from_dict(cls, data: object, *, file: str = "<facts>", origin: str = "local") -> Facts:
-        r = _Reader(data, file, "")
+        r = Reader(data, file, "")
         schema = r.raw("schema")
         if schema != SCHEMA:
             raise FactsError(file, f"schema {schema!r} is not supported (this envcheck reads schema {SCHEMA})",
@@ -270,21 +218,27 @@ class Facts:
         torch = r.obj("torch", optional=True)
         modules = r.obj("modules", optional=True)
         sources = r.obj("sources", optional=True)
+        nvml = r.obj("nvml", optional=True)
+        probes = r.obj("probes", optional=True)
         return cls(
             python=PythonFacts.from_reader(python),
             distributions=tuple(
-                Distribution.from_reader(_Reader(d, file, f"distributions[{i}]")) for i, d in enumerate(dists_raw)
+                Distribution.from_reader(Reader(d, file, f"distributions[{i}]")) for i, d in enumerate(dists_raw)
             ),
             torch=None if torch is None else TorchBuild.from_reader(torch),
             modules={} if modules is None else {
-                k: ModuleFact.from_reader(_Reader(v, file, f"modules.{k}")) for k, v in modules.data.items()
+                k: ModuleFact.from_reader(Reader(v, file, f"modules.{k}")) for k, v in modules.data.items()
             },
             sources={} if sources is None else {
-                k: SourceFact.from_reader(_Reader(v, file, f"sources.{k}")) for k, v in sources.data.items()
+                k: SourceFact.from_reader(Reader(v, file, f"sources.{k}")) for k, v in sources.data.items()
             },
             env=r.str_map("env"),
             problems=r.str_list("problems"),
             partial_installs=r.str_list("partial_installs"),
+            nvml=None if nvml is None else NvmlFacts.from_reader(nvml),
+            probes={} if probes is None else {
+                k: ProbeResult.from_reader(Reader(v, file, f"probes.{k}")) for k, v in probes.data.items()
+            },
             envcheck_version=r.opt_str("envcheck_version") or "",
             origin=origin,
         )

@@ -1,13 +1,5 @@
-"""The rule condition language: leaf predicates over facts, combined with all / any / not, in three-valued logic.
-
-A condition evaluates to True, False or unknown (None). Unknown means a fact it needs is missing (a module that was
-not looked up, a version that is not PEP 440, a source file that was not read); the outcome names those facts so that
-a skipped verdict can say what it lacked. Combinators follow Kleene's logic: `all` is False as soon as one part is
-False, whatever the others; `any` is True as soon as one part is True.
-
-Parsing (`parse`) turns the TOML value of `applies` / `when` into a tree and rejects anything malformed with a
-RuleError naming the file, the rule and the key. The grammar is documented in docs/rule-language.md.
-"""
+"""Predicates over the static facts: packages, modules, source files, markers, Python, environment variables,
+derived facts and torch's build. Each is a frozen dataclass with `evaluate`, `describe` and a parser."""
 
 from __future__ import annotations
 
@@ -15,146 +7,16 @@ import copy
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
-from envcheck.errors import RuleError
+from envcheck.conditions._parsing import _first_line, _regex, _requirement, _specifier, _string, _table
+from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
-from envcheck.facts.derive import DERIVATIONS, Derived, parse_version
-from envcheck.facts.snapshot import Facts
-
-
-@dataclass(frozen=True)
-class Outcome:
-    value: bool | None  # None: unknown
-    missing: frozenset[str] = frozenset()  # what made it unknown
-
-
-TRUE = Outcome(True)
-FALSE = Outcome(False)
-
-
-def unknown(*what: str) -> Outcome:
-    return Outcome(None, frozenset(what))
-
-
-def of(value: bool) -> Outcome:
-    return TRUE if value else FALSE
-
-
-class Context:
-    """What a condition is evaluated against: the facts and their derived facts."""
-
-    def __init__(self, facts: Facts, derived: Derived | None = None) -> None:
-        self.facts = facts
-        self.derived = derived or Derived(facts)
-        self._marker_env: dict[str, str] | None = None
-
-    @property
-    def marker_env(self) -> dict[str, str]:
-        if self._marker_env is None:
-            self._marker_env = {**self.facts.python.marker_environment, "extra": ""}
-        return self._marker_env
-
-
-class Condition(Protocol):
-    def evaluate(self, ctx: Context) -> Outcome: ...
-
-    def leaves(self) -> Iterator[Condition]: ...
-
-    def describe(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a condition was written, for error messages."""
-
-    file: str
-    rule_id: str | None
-    key: str
-
-    def at(self, sub: str) -> Where:
-        # A rule's own top-level keys start from an empty key: "name", not ".name".
-        return Where(self.file, self.rule_id, f"{self.key}.{sub}" if self.key else sub)
-
-    def error(self, message: str) -> RuleError:
-        return RuleError(self.file, message, rule_id=self.rule_id, key=self.key)
-
-
-# --- combinators -----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class All:
-    parts: tuple[Condition, ...]
-
-    def evaluate(self, ctx: Context) -> Outcome:
-        missing: set[str] = set()
-        for part in self.parts:
-            out = part.evaluate(ctx)
-            if out.value is False:
-                return FALSE
-            if out.value is None:
-                missing |= out.missing
-        return Outcome(None, frozenset(missing)) if missing else TRUE
-
-    def leaves(self) -> Iterator[Condition]:
-        for part in self.parts:
-            yield from part.leaves()
-
-    def describe(self) -> str:
-        return " and ".join(_grouped(p) for p in self.parts) if self.parts else "always"
-
-
-@dataclass(frozen=True)
-class AnyOf:
-    parts: tuple[Condition, ...]
-
-    def evaluate(self, ctx: Context) -> Outcome:
-        missing: set[str] = set()
-        for part in self.parts:
-            out = part.evaluate(ctx)
-            if out.value is True:
-                return TRUE
-            if out.value is None:
-                missing |= out.missing
-        return Outcome(None, frozenset(missing)) if missing else FALSE
-
-    def leaves(self) -> Iterator[Condition]:
-        for part in self.parts:
-            yield from part.leaves()
-
-    def describe(self) -> str:
-        return " or ".join(_grouped(p) for p in self.parts)
-
-
-@dataclass(frozen=True)
-class Not:
-    part: Condition
-
-    def evaluate(self, ctx: Context) -> Outcome:
-        out = self.part.evaluate(ctx)
-        return out if out.value is None else of(not out.value)
-
-    def leaves(self) -> Iterator[Condition]:
-        yield from self.part.leaves()
-
-    def describe(self) -> str:
-        return f"not {_grouped(self.part)}"
-
-
-def _grouped(part: Condition) -> str:
-    text = part.describe()
-    return f"({text})" if isinstance(part, (All, AnyOf)) and len(part.parts) > 1 else text
-
-
-ALWAYS = All(())
-
-
-# --- leaf predicates -------------------------------------------------------------------------------------------
+from envcheck.facts.derive import DERIVATIONS, parse_version
 
 
 class _Leaf:
@@ -405,55 +267,7 @@ def _describe_torch(t: Torch) -> str:
     return "torch build: " + ", ".join(parts)
 
 
-# --- parsing ---------------------------------------------------------------------------------------------------
-
-
-def _string(value: object, where: Where) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise where.error(f"expected a non-empty string, got {value!r}")
-    return value
-
-
-def _table(value: object, where: Where, allowed: set[str], required: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise where.error(f"expected a table, got {value!r}")
-    unknown_keys = sorted(set(value) - allowed)
-    if unknown_keys:
-        raise where.at(unknown_keys[0]).error(f"unknown key (allowed: {', '.join(sorted(allowed))})")
-    for key in sorted(required):
-        if key not in value:
-            raise where.at(key).error("required")
-    return value
-
-
-def _first_line(exc: Exception) -> str:
-    # packaging's parse errors add the input and a caret on further lines; a RuleError is one line.
-    return (str(exc).splitlines() or [""])[0]
-
-
-def _requirement(value: object, where: Where) -> Requirement:
-    text = _string(value, where)
-    try:
-        return Requirement(text)
-    except InvalidRequirement as exc:
-        raise where.error(f"invalid requirement {text!r}: {_first_line(exc)}") from None
-
-
-def _specifier(value: object, where: Where) -> SpecifierSet:
-    text = _string(value, where)
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        raise where.error(f"invalid version specifier {text!r}") from None
-
-
-def _regex(value: object, where: Where) -> str:
-    text = _string(value, where)
-    try:
-        re.compile(text)
-    except re.error as exc:
-        raise where.error(f"invalid regular expression {text!r}: {exc}") from None
-    return text
+# --- parsers ---------------------------------------------------------------------------------------------------
 
 
 def _env_collected(name: str) -> bool:
@@ -558,7 +372,7 @@ def _p_torch(value: object, where: Where) -> Condition:
     )
 
 
-PREDICATES: dict[str, Callable[[object, Where], Condition]] = {
+PARSERS: dict[str, Callable[[object, Where], Condition]] = {
     "package": _p_package,
     "missing": _p_missing,
     "module": _p_module,
@@ -569,26 +383,3 @@ PREDICATES: dict[str, Callable[[object, Where], Condition]] = {
     "fact": _p_fact,
     "torch": _p_torch,
 }
-COMBINATORS = ("all", "any", "not")
-
-
-def parse(value: object, where: Where) -> Condition:
-    """A condition from its TOML value. A table with several keys means all of them."""
-    if not isinstance(value, dict) or not value:
-        raise where.error(f"expected a non-empty table such as {{ package = \"torch<2.6\" }}, got {value!r}")
-    parts: list[Condition] = []
-    for key, sub in value.items():
-        here = where.at(key)
-        if key in ("all", "any"):
-            if not isinstance(sub, list) or not sub:
-                raise here.error("expected a non-empty list of conditions")
-            items = tuple(parse(item, here.at(str(i))) for i, item in enumerate(sub))
-            parts.append(All(items) if key == "all" else AnyOf(items))
-        elif key == "not":
-            parts.append(Not(parse(sub, here)))
-        elif key in PREDICATES:
-            parts.append(PREDICATES[key](sub, here))
-        else:
-            known = ", ".join([*COMBINATORS, *sorted(PREDICATES)])
-            raise here.error(f"unknown predicate (known: {known})")
-    return parts[0] if len(parts) == 1 else All(tuple(parts))

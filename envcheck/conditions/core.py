@@ -1,0 +1,144 @@
+"""Three-valued outcomes, the evaluation context, and the combinators all / any / not.
+
+A condition evaluates to True, False or unknown (None). Unknown means a fact it needs is missing (a module that was
+not looked up, a version that is not PEP 440, a probe that did not run); the outcome names those facts so that a
+skipped verdict can say what it lacked. Combinators follow Kleene's logic: `all` is False as soon as one part is
+False, whatever the others; `any` is True as soon as one part is True.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from envcheck.errors import RuleError
+from envcheck.facts.derive import Derived
+from envcheck.facts.snapshot import Facts
+
+
+@dataclass(frozen=True)
+class Outcome:
+    value: bool | None  # None: unknown
+    missing: frozenset[str] = frozenset()  # what made it unknown
+
+
+TRUE = Outcome(True)
+FALSE = Outcome(False)
+
+
+def unknown(*what: str) -> Outcome:
+    return Outcome(None, frozenset(what))
+
+
+def of(value: bool) -> Outcome:
+    return TRUE if value else FALSE
+
+
+class Context:
+    """What a condition is evaluated against: the facts and their derived facts."""
+
+    def __init__(self, facts: Facts, derived: Derived | None = None) -> None:
+        self.facts = facts
+        self.derived = derived or Derived(facts)
+        self._marker_env: dict[str, str] | None = None
+
+    @property
+    def marker_env(self) -> dict[str, str]:
+        if self._marker_env is None:
+            self._marker_env = {**self.facts.python.marker_environment, "extra": ""}
+        return self._marker_env
+
+
+class Condition(Protocol):
+    def evaluate(self, ctx: Context) -> Outcome: ...
+
+    def leaves(self) -> Iterator[Condition]: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a condition was written, for error messages."""
+
+    file: str
+    rule_id: str | None
+    key: str
+
+    def at(self, sub: str) -> Where:
+        # A rule's own top-level keys start from an empty key: "name", not ".name".
+        return Where(self.file, self.rule_id, f"{self.key}.{sub}" if self.key else sub)
+
+    def error(self, message: str) -> RuleError:
+        return RuleError(self.file, message, rule_id=self.rule_id, key=self.key)
+
+
+# --- combinators -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class All:
+    parts: tuple[Condition, ...]
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        missing: set[str] = set()
+        for part in self.parts:
+            out = part.evaluate(ctx)
+            if out.value is False:
+                return FALSE
+            if out.value is None:
+                missing |= out.missing
+        return Outcome(None, frozenset(missing)) if missing else TRUE
+
+    def leaves(self) -> Iterator[Condition]:
+        for part in self.parts:
+            yield from part.leaves()
+
+    def describe(self) -> str:
+        return " and ".join(_grouped(p) for p in self.parts) if self.parts else "always"
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple[Condition, ...]
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        missing: set[str] = set()
+        for part in self.parts:
+            out = part.evaluate(ctx)
+            if out.value is True:
+                return TRUE
+            if out.value is None:
+                missing |= out.missing
+        return Outcome(None, frozenset(missing)) if missing else FALSE
+
+    def leaves(self) -> Iterator[Condition]:
+        for part in self.parts:
+            yield from part.leaves()
+
+    def describe(self) -> str:
+        return " or ".join(_grouped(p) for p in self.parts)
+
+
+@dataclass(frozen=True)
+class Not:
+    part: Condition
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        out = self.part.evaluate(ctx)
+        return out if out.value is None else of(not out.value)
+
+    def leaves(self) -> Iterator[Condition]:
+        yield from self.part.leaves()
+
+    def describe(self) -> str:
+        return f"not {_grouped(self.part)}"
+
+
+def _grouped(part: Condition) -> str:
+    text = part.describe()
+    return f"({text})" if isinstance(part, (All, AnyOf)) and len(part.parts) > 1 else text
+
+
+ALWAYS = All(())

@@ -1,0 +1,231 @@
+"""Predicates over the machine: GPUs and the driver (from NVML) and the results of the live probes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from envcheck.conditions._parsing import _regex, _specifier, _string, _table
+from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
+from envcheck.conditions.environment import _Leaf
+from envcheck.facts.derive import parse_version
+from envcheck.facts.gpus import STATUSES, GpuDevice
+from envcheck.facts.probe_results import PROBE_STATUSES
+from envcheck.probes.catalog import PROBE_NAMES
+
+
+def _nvml_unknown(ctx: Context) -> Outcome | None:
+    nvml = ctx.facts.nvml
+    if nvml is None:
+        return unknown("GPUs (NVML facts not in this snapshot)")
+    if not nvml.devices_known:
+        return unknown(f"GPUs (NVML: {nvml.status}: {nvml.reason})")
+    return None
+
+
+@dataclass(frozen=True)
+class Gpu(_Leaf):
+    """`gpu = { capability = "<8.0", name = "RTX 40", memory_gib = ">=24", count = ">1", match = "any" }`.
+
+    Device keys (capability, name, memory_gib) must all hold for one device (`match = "any"`, the default) or
+    for every device (`match = "all"`, false when there is none). `count` constrains how many GPUs there are.
+    NVML sees every GPU of the machine, whatever CUDA_VISIBLE_DEVICES says.
+    """
+
+    capability: SpecifierSet | None
+    name: str | None
+    memory_gib: SpecifierSet | None
+    count: SpecifierSet | None
+    match: str
+
+    def describe(self) -> str:
+        parts = [f"{k} `{v}`" for k, v in (("capability", self.capability), ("name", self.name),
+                                           ("memory GiB", self.memory_gib), ("count", self.count)) if v is not None]
+        return f"{'every' if self.match == 'all' else 'a'} GPU with " + ", ".join(parts)
+
+    def _device(self, device: GpuDevice) -> bool | None:
+        if self.capability is not None:
+            cc = parse_version(device.compute_capability or "")
+            if cc is None:
+                return None
+            if not self.capability.contains(cc, prereleases=True):
+                return False
+        if self.name is not None:
+            if device.name is None:
+                return None
+            if re.search(self.name, device.name) is None:
+                return False
+        if self.memory_gib is not None:
+            if device.memory_total_mib is None:
+                return None
+            if not self.memory_gib.contains(Version(f"{device.memory_total_mib / 1024:.1f}"), prereleases=True):
+                return False
+        return True
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        missing = _nvml_unknown(ctx)
+        if missing is not None:
+            return missing
+        assert ctx.facts.nvml is not None
+        devices = ctx.facts.nvml.devices
+        if self.count is not None and not self.count.contains(Version(str(len(devices)))):
+            return FALSE
+        if self.capability is None and self.name is None and self.memory_gib is None:
+            return TRUE if self.count is not None else of(bool(devices))
+        results = [self._device(d) for d in devices]
+        if self.match == "all":
+            if not results or False in results:
+                return FALSE
+        elif True in results:
+            return TRUE
+        elif None not in results:
+            return FALSE
+        if None in results:
+            return unknown("GPU details (NVML could not read every device)")
+        return TRUE
+
+
+@dataclass(frozen=True)
+class Driver(_Leaf):
+    """`driver = { version = "<525.60.13", cuda = "<12.4", status = "driver-mismatch" }`: the NVIDIA driver.
+
+    `version` is the driver's own version, `cuda` the newest CUDA runtime it supports, `status` NVML's state.
+    Version keys are false when no driver is installed.
+    """
+
+    version: SpecifierSet | None
+    cuda: SpecifierSet | None
+    status: tuple[str, ...]
+
+    def describe(self) -> str:
+        parts = [f"{k} `{v}`" for k, v in (("version", self.version), ("CUDA", self.cuda)) if v is not None]
+        if self.status:
+            parts.append(f"NVML status {' or '.join(self.status)}")
+        return "NVIDIA driver: " + ", ".join(parts)
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        nvml = ctx.facts.nvml
+        if nvml is None:
+            return unknown("NVIDIA driver (NVML facts not in this snapshot)")
+        if self.status and nvml.status not in self.status:
+            return FALSE
+        if self.version is None and self.cuda is None:
+            return TRUE
+        if nvml.status in ("no-driver", "driver-not-loaded"):
+            return FALSE
+        for spec, raw, label in ((self.version, nvml.driver_version, "version"),
+                                 (self.cuda, nvml.cuda_driver_version, "CUDA version")):
+            if spec is None:
+                continue
+            parsed = parse_version(raw or "")
+            if parsed is None:
+                return unknown(f"NVIDIA driver {label} (NVML: {nvml.status}: {nvml.reason or raw!r})")
+            if not spec.contains(parsed, prereleases=True):
+                return FALSE
+        return TRUE
+
+
+@dataclass(frozen=True)
+class Probe(_Leaf):
+    """`probe = { name = "sdpa", case = "cpu/fp32-q/fp16-kv/eager", status = "error", error = "RuntimeError",
+    message = "REGEX" }`: what a live probe (or one case of it) observed.
+
+    With `error` or `message` and no `status`, the status must be "error". A probe that was skipped, crashed or
+    timed out makes the predicate unknown unless `status` asks for exactly that.
+    """
+
+    name: str
+    case: str | None
+    status: tuple[str, ...]
+    error: str | None
+    message: str | None
+
+    def describe(self) -> str:
+        target = f"probe `{self.name}`" + (f" case `{self.case}`" if self.case else "")
+        parts = [f"status {' or '.join(self.status)}"] if self.status else []
+        if self.error:
+            parts.append(f"raised {self.error}")
+        if self.message:
+            parts.append(f"message matches `{self.message}`")
+        return f"{target}: " + ", ".join(parts)
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        result = ctx.facts.probes.get(self.name)
+        if result is None:
+            return unknown(f"probe {self.name} (not run: probes are skipped with --static)")
+        outcome: dict[str, Any] = {"status": result.status, "error_class": result.error_class,
+                                   "message": result.message}
+        if self.case is not None and result.status in ("ok", "error"):
+            case = result.cases.get(self.case)
+            if case is None:
+                return unknown(f"probe {self.name} case {self.case} (not tried on this machine)")
+            outcome = case
+        status = str(outcome.get("status"))
+        if status not in self.status and status in ("skipped", "crashed", "timeout"):
+            return unknown(f"probe {self.name} ({status}: {outcome.get('message') or 'no detail'})")
+        if status not in self.status:
+            return FALSE
+        if self.error is not None and outcome.get("error_class") != self.error:
+            return FALSE
+        if self.message is not None and re.search(self.message, str(outcome.get("message") or "")) is None:
+            return FALSE
+        return TRUE
+
+
+def _statuses(value: object, where: Where, allowed: tuple[str, ...] | frozenset[str]) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) and i in allowed for i in items):
+        raise where.error(f"expected one of {', '.join(sorted(allowed))} (or a list of them), got {value!r}")
+    return tuple(items)
+
+
+def _p_gpu(value: object, where: Where) -> Condition:
+    table = _table(value, where, {"capability", "name", "memory_gib", "count", "match"}, set())
+    if not table:
+        raise where.error("needs at least one of capability, name, memory_gib, count")
+    match = table.get("match", "any")
+    if match not in ("any", "all"):
+        raise where.at("match").error("expected 'any' or 'all'")
+    return Gpu(
+        capability=_specifier(table["capability"], where.at("capability")) if "capability" in table else None,
+        name=_regex(table["name"], where.at("name")) if "name" in table else None,
+        memory_gib=_specifier(table["memory_gib"], where.at("memory_gib")) if "memory_gib" in table else None,
+        count=_specifier(table["count"], where.at("count")) if "count" in table else None,
+        match=match,
+    )
+
+
+def _p_driver(value: object, where: Where) -> Condition:
+    table = _table(value, where, {"version", "cuda", "status"}, set())
+    if not table:
+        raise where.error("needs at least one of version, cuda, status")
+    return Driver(
+        version=_specifier(table["version"], where.at("version")) if "version" in table else None,
+        cuda=_specifier(table["cuda"], where.at("cuda")) if "cuda" in table else None,
+        status=_statuses(table["status"], where.at("status"), STATUSES) if "status" in table else (),
+    )
+
+
+def _p_probe(value: object, where: Where) -> Condition:
+    table = _table(value, where, {"name", "case", "status", "error", "message"}, {"name"})
+    name = _string(table["name"], where.at("name"))
+    if name not in PROBE_NAMES:
+        raise where.at("name").error(f"unknown probe {name!r} (known: {', '.join(PROBE_NAMES)})")
+    if not any(k in table for k in ("status", "error", "message")):
+        raise where.error("needs at least one of status, error, message")
+    status = _statuses(table["status"], where.at("status"), PROBE_STATUSES) if "status" in table else ("error",)
+    return Probe(
+        name=name,
+        case=_string(table["case"], where.at("case")) if "case" in table else None,
+        status=status,
+        error=_string(table["error"], where.at("error")) if "error" in table else None,
+        message=_regex(table["message"], where.at("message")) if "message" in table else None,
+    )
+
+
+PARSERS: dict[str, Callable[[object, Where], Condition]] = {"gpu": _p_gpu, "driver": _p_driver, "probe": _p_probe}

@@ -1,0 +1,73 @@
+"""GPU and driver facts from NVML: what the machine has, independent of any Python package.
+
+NVML answers without creating a CUDA context, in milliseconds. Every NVML failure is a status with a readable
+reason, because "no driver", "no permission" and "driver upgraded without a reboot" call for different fixes, and
+only some of them mean "there is no GPU".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envcheck.facts._reader import Reader
+
+# `status` values. With these, the device list is complete (possibly empty): there is no usable NVIDIA GPU
+# beyond those listed. With any other status the devices are unknown and GPU predicates are unknown too.
+KNOWN_DEVICE_STATUSES = frozenset({"ok", "no-driver", "driver-not-loaded"})
+STATUSES = KNOWN_DEVICE_STATUSES | {
+    "no-permission",  # NVML_ERROR_NO_PERMISSION: the user may not open /dev/nvidia*
+    "driver-mismatch",  # NVML_ERROR_LIB_RM_VERSION_MISMATCH: driver upgraded, kernel module not reloaded
+    "gpu-lost",  # NVML_ERROR_GPU_IS_LOST: fell off the bus
+    "not-supported",  # NVML_ERROR_NOT_SUPPORTED at init
+    "unavailable",  # the NVML bindings (nvidia-ml-py) are not importable
+    "error",  # anything else; `reason` says what
+}
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU as NVML indexes it (PCI bus order, which CUDA follows only with CUDA_DEVICE_ORDER=PCI_BUS_ID)."""
+
+    index: int
+    name: str | None  # "NVIDIA H100 80GB HBM3"
+    uuid: str | None  # "GPU-..." (or "MIG-..." for a MIG instance)
+    pci_bus_id: str | None  # "00000000:17:00.0"
+    compute_capability: str | None  # "9.0"; None when NVML could not tell
+    memory_total_mib: int | None
+    mig_mode: bool | None  # current MIG mode; None where unsupported
+    error: str | None = None  # a per-device NVML failure (the other fields may then be None)
+
+    @classmethod
+    def from_reader(cls, r: Reader) -> GpuDevice:
+        index = r.raw("index")
+        memory = r.raw("memory_total_mib")
+        mig = r.raw("mig_mode")
+        return cls(
+            index=index if isinstance(index, int) else -1, name=r.opt_str("name"), uuid=r.opt_str("uuid"),
+            pci_bus_id=r.opt_str("pci_bus_id"), compute_capability=r.opt_str("compute_capability"),
+            memory_total_mib=memory if isinstance(memory, int) else None,
+            mig_mode=mig if isinstance(mig, bool) else None, error=r.opt_str("error"),
+        )
+
+
+@dataclass(frozen=True)
+class NvmlFacts:
+    """The NVIDIA driver and GPUs, or why NVML could not say."""
+
+    status: str  # one of STATUSES
+    reason: str | None  # in words, for any status but "ok"
+    driver_version: str | None  # "550.54.15"
+    cuda_driver_version: str | None  # the newest CUDA runtime this driver supports: "12.4"
+    devices: tuple[GpuDevice, ...]
+
+    @property
+    def devices_known(self) -> bool:
+        """True when `devices` is the complete list (possibly empty)."""
+        return self.status in KNOWN_DEVICE_STATUSES
+
+    @classmethod
+    def from_reader(cls, r: Reader) -> NvmlFacts:
+        raw = r.raw("devices") or []
+        devices = tuple(GpuDevice.from_reader(Reader(d, r.file, f"{r.key}.devices[{i}]")) for i, d in enumerate(raw))
+        return cls(status=r.req_str("status"), reason=r.opt_str("reason"), driver_version=r.opt_str("driver_version"),
+                   cuda_driver_version=r.opt_str("cuda_driver_version"), devices=devices)

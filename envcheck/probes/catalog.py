@@ -1,0 +1,37 @@
+"""The probes envcheck can run: names, what each tries, and whether it runs in a child of its own.
+
+Probes run in children of the checked interpreter (envcheck/probes/_child.py holds their code). Safe probes share
+one child, so `import torch` is paid once; a probe marked `isolated` gets a child of its own because it is known
+to crash processes (a fused CUDA kernel from a mismatched build can segfault). Either way, a child that dies takes
+only the probe it was running with it: the runner restarts a child for the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    name: str
+    doc: str  # one sentence: what it tries
+    isolated: bool = False  # run in a child of its own
+    needs_torch: bool = True  # skipped (not failed) when torch cannot be imported
+
+
+PROBES: tuple[ProbeSpec, ...] = (
+    ProbeSpec("torch-import", "Imports torch: time, warnings (e.g. the NumPy 1.x/2.x ABI warning), the exception if "
+              "it fails.", needs_torch=False),
+    ProbeSpec("torch-build", "torch's compiled arch list, CUDA / cuDNN / NCCL versions, C++11 ABI, CUDA "
+              "availability, and each visible device's capability matched to NVML by UUID."),
+    ProbeSpec("sdpa", "scaled_dot_product_attention with mixed query/key/value dtypes, outside and inside "
+              "autocast, on cpu and each CUDA device; on CUDA, the backend matrix with torch's reasons."),
+    ProbeSpec("transformer-fastpath", "nn.TransformerEncoderLayer in eval under autocast (bf16 on cpu; bf16 and "
+              "fp16 on cuda): did the fast path run, and the error if any."),
+    ProbeSpec("bf16", "Native bfloat16 per CUDA device (no emulation): a bf16 matmul and torch's own answer."),
+    ProbeSpec("apex-fused-norm", "NVIDIA apex FusedRMSNorm / FusedLayerNorm with fp32 input and fp16 weights on "
+              "CUDA.", isolated=True),
+    ProbeSpec("safetensors", "A safetensors save/load round trip of a tensor.", needs_torch=True),
+)
+PROBE_NAMES = tuple(p.name for p in PROBES)
+BY_NAME = {p.name: p for p in PROBES}
