@@ -16,12 +16,16 @@ import click
 
 from envcheck import __version__
 from envcheck import rules as rules_mod
-from envcheck.check import gather
+from envcheck.check import ProbeOptions, gather
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts.derive import Derived
 from envcheck.model import FAIL_ON_LEVELS
+from envcheck.probes import run_probes
+from envcheck.probes.catalog import PROBE_NAMES
 from envcheck.report import FORMATS, render
+from envcheck.report.probes import render_json as probes_json
+from envcheck.report.probes import render_text as probes_text
 from envcheck.ruledoc import rules_json, rules_markdown, rules_text
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -83,6 +87,35 @@ _rules_option = click.option(
     "--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
     help="An extra directory of rule files (repeatable).",
 )
+_probe_timeout_option = click.option(
+    "--probe-timeout", type=click.FloatRange(min=0.5), default=120.0, show_default=True, metavar="SECONDS",
+    help="Kill a probe that has not finished after this long (its process group goes with it).",
+)
+_no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
+
+
+class _ProgressLine:
+    """One self-overwriting status line on stderr while probes run, only on a terminal; silence otherwise."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.drawn = False
+
+    def __call__(self, name: str, index: int, total: int) -> None:
+        if self.enabled:
+            click.echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…", err=True, nl=False)
+            self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            click.echo("\r\033[K", err=True, nl=False)
+            self.drawn = False
+
+
+def _probe_options(static: bool, timeout: float, no_cache: bool, progress: _ProgressLine) -> ProbeOptions:
+    return ProbeOptions(run=not static, timeout_s=timeout, use_cache=not no_cache, progress=progress)
+
+
 _python_option = click.option(
     "--python", "python", metavar="PATH",
     help="Check another interpreter (a venv's bin/python); envcheck need not be installed there.",
@@ -106,7 +139,9 @@ def cli() -> None:
 @click.option("--select", multiple=True, metavar="ID",
               help="Only these rules: ids, id prefixes (EC01) or names; repeatable or comma-separated.")
 @click.option("--ignore", multiple=True, metavar="ID", help="Skip these rules (same forms as --select).")
-@click.option("--static", is_flag=True, help="Static tier only: packages, torch build, modules (no probes).")
+@click.option("--static", is_flag=True, help="Static tier only: packages, torch build, modules, NVML (no probes).")
+@_probe_timeout_option
+@_no_cache_option
 @_python_option
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
 @_rules_option
@@ -114,17 +149,20 @@ def cli() -> None:
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
               "unless NO_COLOR is set).")
 def check(fmt: str, output: str | None, fail_on: str, select: tuple[str, ...], ignore: tuple[str, ...],
-          static: bool, python: str | None, facts_file: str | None, rule_dirs: tuple[Path, ...],
-          verbose: bool, color: bool | None) -> None:
+          static: bool, probe_timeout: float, no_cache: bool, python: str | None, facts_file: str | None,
+          rule_dirs: tuple[Path, ...], verbose: bool, color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    # NOTE: --static is accepted now so that scripts can pin the cheap tier; this version runs no probes at all.
-    del static
     all_rules = rules_mod.load(rule_dirs)
     selectors, ignores = _split(select), _split(ignore)
     unknown = rules_mod.unknown_selectors(all_rules, selectors + ignores)
     if unknown:
         raise click.UsageError(f"no rule matches {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
-    facts = gather(all_rules, python=python, facts_file=facts_file)
+    progress = _ProgressLine()
+    try:
+        facts = gather(all_rules, python=python, facts_file=facts_file,
+                       probes=_probe_options(static, probe_timeout, no_cache, progress))
+    finally:
+        progress.clear()
     report = evaluate(rules_mod.select(all_rules, selectors, ignores), facts)
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(fail_on) else EXIT_CLEAN)
@@ -132,12 +170,20 @@ def check(fmt: str, output: str | None, fail_on: str, select: tuple[str, ...], i
 
 @cli.command()
 @click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE instead of standard output.")
+@click.option("--static", is_flag=True, help="Leave out the live probes.")
+@_probe_timeout_option
+@_no_cache_option
 @_python_option
 @_rules_option
-def facts(output: str | None, python: str | None, rule_dirs: tuple[Path, ...]) -> None:
+def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
+          rule_dirs: tuple[Path, ...]) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
     all_rules = rules_mod.load(rule_dirs)
-    snapshot = gather(all_rules, python=python)
+    progress = _ProgressLine()
+    try:
+        snapshot = gather(all_rules, python=python, probes=_probe_options(static, probe_timeout, no_cache, progress))
+    finally:
+        progress.clear()
     data = snapshot.to_dict()
     # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only.
     data["derived"] = Derived(snapshot).all()
@@ -171,6 +217,27 @@ def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, 
         click.echo(rules_markdown(files, only={r.id for r in chosen}), nl=False)
     else:
         click.echo(rules_text(chosen), nl=False)
+
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_probe_timeout_option
+@_no_cache_option
+@_python_option
+def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
+    """Run the live probes (or the named ones) and show what each found, case by case."""
+    unknown = [n for n in names if n not in PROBE_NAMES]
+    if unknown:
+        raise click.UsageError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
+    snapshot = gather(rules_mod.load(()), python=python)
+    progress = _ProgressLine()
+    try:
+        results, cached = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout,
+                                     use_cache=not no_cache, progress=progress)
+    finally:
+        progress.clear()
+    click.echo(probes_json(results) if fmt == "json" else probes_text(results, cached), nl=False)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

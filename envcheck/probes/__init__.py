@@ -1,0 +1,43 @@
+"""Live probes: tiny programs that find out what actually works on this machine, run in isolated children.
+
+`probe_facts(facts, ...)` runs the probes (or takes them from the cache) and returns the facts with their results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.snapshot import Facts
+from envcheck.probes import cache, runner
+from envcheck.probes.catalog import PROBE_NAMES
+
+__all__ = ["PROBE_NAMES", "probe_facts", "run_probes"]
+
+
+def run_probes(
+    facts: Facts,
+    names: Sequence[str] = PROBE_NAMES,
+    *,
+    timeout_s: float = 120.0,
+    use_cache: bool = True,
+    progress: runner.Progress | None = None,
+) -> tuple[dict[str, ProbeResult], bool]:
+    """(results, from_cache) for the probes `names`, run with the interpreter the facts describe."""
+    source = runner.child_source()
+    key = cache.fingerprint(facts, names, source)
+    if use_cache:
+        cached = cache.load(key)
+        if cached is not None and all(n in cached for n in names):
+            return cached, True
+    results = runner.run(names, runner.RunOptions(python=facts.python.executable, timeout_s=timeout_s,
+                                                  progress=progress))
+    cache.store(key, results)
+    return results, False
+
+
+def probe_facts(facts: Facts, **kwargs: object) -> Facts:
+    """`facts` with every probe's result filled in."""
+    results, _ = run_probes(facts, **kwargs)  # type: ignore[arg-type]
+    return dataclasses.replace(facts, probes=results)

@@ -1,0 +1,271 @@
+"""Running probes in child processes of the checked interpreter, so that nothing they do can hurt envcheck.
+
+Each child runs in its own process group with a hard per-probe timeout; the group is killed on timeout. A child's
+results come back through a file, line by line, so a crash or hang costs only the probe that was running: the
+runner starts a new child for the probes after it. The child's stdout is discarded (libraries print there) and the
+tail of its stderr is kept for crashed and timed-out probes. CUDA_LAUNCH_BLOCKING=1 makes a failing kernel raise
+where it was launched, and CUDA_DEVICE_ORDER=PCI_BUS_ID numbers devices as NVML and nvidia-smi do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.probes.catalog import BY_NAME, ProbeSpec
+
+CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
+_POLL_S = 0.02
+_STDERR_TAIL_BYTES = 4000
+_MAIN_GUARD = '\nif __name__ == "__main__":'
+
+Progress = Callable[[str, int, int], None]  # (probe name, index from 1, total)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    python: str  # the checked interpreter
+    timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
+    env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
+    memory_limit_mb: int | None = None  # RLIMIT_AS for the child (POSIX); tests use it to exhaust memory safely
+    extra_source: str = ""  # more probe functions, inserted into the child (tests define crashing probes here)
+    progress: Progress | None = None
+    extra_specs: dict[str, ProbeSpec] = field(default_factory=dict)  # specs of probes defined in extra_source
+
+
+def child_source(extra: str = "") -> str:
+    source = CHILD_SOURCE_FILE.read_text(encoding="utf-8")
+    if extra:
+        head, guard, tail = source.rpartition(_MAIN_GUARD)
+        source = f"{head}\n\n{extra}\n{guard}{tail}"
+    return source
+
+
+def _child_env(base: dict[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env["CUDA_LAUNCH_BLOCKING"] = "1"
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env["PYTHONFAULTHANDLER"] = "1"
+    env.pop("PYTHONINSPECT", None)
+    return env
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _crash_message(returncode: int) -> tuple[str, str]:
+    """(error_class, message) for a child that died while a probe ran."""
+    if returncode < 0:
+        name = _signal_name(returncode)
+        hint = {
+            "SIGSEGV": "segmentation fault (a native extension or driver crashed)",
+            "SIGABRT": "aborted (a C++ exception or assertion in native code)",
+            "SIGKILL": "killed (most often the kernel's out-of-memory killer)",
+            "SIGBUS": "bus error (a native extension or driver crashed)",
+            "SIGILL": "illegal instruction (a binary built for a newer CPU)",
+        }.get(name, "killed by a signal")
+        return name, f"the probe process died: {name}, {hint}"
+    return "ExitCode", f"the probe process exited with code {returncode} before finishing"
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - _STDERR_TAIL_BYTES))
+            return fh.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _limit_memory(mb: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (mb * 1024 * 1024, mb * 1024 * 1024))
+
+    return apply
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        if sys.platform != "win32":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - no process groups there; the child alone
+            proc.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Lines:
+    """Reads the complete JSON lines a child has appended to its results file so far."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.buffer = ""
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+                fh.seek(self.offset)
+                chunk = fh.read()
+                self.offset = fh.tell()
+        except FileNotFoundError:
+            return []
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split("\n")
+        events = []
+        for line in complete:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a garbled line (a probe wrote into our file descriptor): its probe gets no result
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
+
+def _result(raw: object, name: str) -> ProbeResult:
+    from envcheck.errors import FactsError
+    from envcheck.facts._reader import Reader
+
+    try:
+        return ProbeResult.from_reader(Reader(raw, "<probe child>", name))
+    except FactsError as exc:
+        return ProbeResult(status="error", error_class="BadProbeResult", message=f"unreadable result: {exc}")
+
+
+def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: int,
+               results: dict[str, ProbeResult]) -> list[ProbeSpec]:
+    """Run `specs` in one child; fill `results`; return the specs it never reached (after a crash or timeout)."""
+    request = json.dumps({"probes": [{"name": s.name, "needs_torch": s.needs_torch} for s in specs]})
+    with tempfile.TemporaryDirectory(prefix="envcheck-probe-") as tmp:
+        out_path, err_path = Path(tmp) / "results.jsonl", Path(tmp) / "stderr.txt"
+        out_path.touch()
+        with err_path.open("wb") as err:
+            proc = _spawn(opts, request, out_path, err)
+            lines = _Lines(out_path)
+            current: str | None = None
+            deadline = time.monotonic() + opts.timeout_s  # the interpreter's own start counts against the first
+            finished: set[str] = set()
+            killed = False  # by us, at a timeout: the exit status then says nothing about the other probes
+            try:
+                while True:
+                    for event in lines.read():
+                        name = str(event.get("probe"))
+                        if event.get("event") == "start":
+                            current, deadline = name, time.monotonic() + opts.timeout_s
+                            if opts.progress is not None:
+                                opts.progress(name, done + len(finished) + 1, total)
+                        elif event.get("event") == "result":
+                            results[name] = _result(event.get("result"), name)
+                            finished.add(name)
+                            current = None
+                    if proc.poll() is not None:
+                        break
+                    if time.monotonic() > deadline:
+                        killed = True
+                        _kill_group(proc)
+                        proc.wait()
+                        late = current or specs[len(finished)].name
+                        results[late] = ProbeResult(
+                            status="timeout", error_class="Timeout",
+                            message=f"no result within {opts.timeout_s:g} s (the process group was killed)",
+                            wall_s=opts.timeout_s, stderr_tail=_tail(err_path) or None)
+                        finished.add(late)
+                        break
+                    time.sleep(_POLL_S)
+                for event in lines.read():  # what arrived between the last read and the exit
+                    if event.get("event") == "result":
+                        name = str(event.get("probe"))
+                        results[name] = _result(event.get("result"), name)
+                        finished.add(name)
+                    elif event.get("event") == "start":
+                        current = str(event.get("probe"))
+            finally:
+                _kill_group(proc)  # whatever the probes started (a leftover worker) goes with them
+        if not killed and (proc.returncode not in (0, None) or (current is not None and current not in finished)):
+            victim: str | None = current if current is not None and current not in finished else None
+            if victim is None:
+                victim = next((s.name for s in specs if s.name not in finished), None)
+            if victim is not None:
+                error_class, message = _crash_message(proc.returncode or 0)
+                if proc.returncode == 0:
+                    error_class, message = "NoResult", "the probe process ended without writing this result"
+                results[victim] = ProbeResult(status="crashed", error_class=error_class, message=message,
+                                              stderr_tail=_tail(err_path) or None)
+                finished.add(victim)
+    return [s for s in specs if s.name not in finished]
+
+
+def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> subprocess.Popen[bytes]:
+    kwargs: dict[str, Any] = {}
+    if sys.platform != "win32":
+        kwargs["start_new_session"] = True  # its own process group, so a timeout kills everything it started
+        if opts.memory_limit_mb is not None:
+            kwargs["preexec_fn"] = _limit_memory(opts.memory_limit_mb)
+    proc = subprocess.Popen(
+        [opts.python, "-X", "faulthandler", "-", request, str(out_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=_child_env(opts.env), **kwargs,
+    )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(child_source(opts.extra_source).encode("utf-8"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # the interpreter died at once; the exit code tells why
+    return proc
+
+
+def run(names: Sequence[str], opts: RunOptions) -> dict[str, ProbeResult]:
+    """Run the named probes; every name gets a result, whatever happens to the children.
+
+    torch-import runs first whenever a probe needs torch: if importing torch crashes or hangs, the probes that need
+    torch are skipped with that reason instead of each hanging again in a fresh child.
+    """
+    specs = [opts.extra_specs.get(n) or BY_NAME[n] for n in dict.fromkeys(names)]
+    wanted = [s.name for s in specs]
+    if any(s.needs_torch for s in specs) and "torch-import" not in wanted:
+        specs.insert(0, BY_NAME["torch-import"])
+    specs.sort(key=lambda s: s.name != "torch-import")  # stable: torch-import first, the rest as asked
+    results: dict[str, ProbeResult] = {}
+    total = len(specs)
+    queue: list[list[ProbeSpec]] = [[s for s in specs if not s.isolated]]
+    queue += [[s] for s in specs if s.isolated]
+    try:
+        while queue:
+            group = queue.pop(0)
+            imported = results.get("torch-import")
+            if imported is not None and imported.status in ("crashed", "timeout"):
+                for spec in [s for g in [group, *queue] for s in g if s.needs_torch]:
+                    results[spec.name] = ProbeResult(
+                        status="skipped", message=f"importing torch {imported.status} ({imported.message})")
+                group = [s for s in group if not s.needs_torch]
+                queue = [[s for s in g if not s.needs_torch] for g in queue]
+            if not group:
+                continue
+            rest = _run_child(group, opts, len(results), total, results)
+            if rest:
+                queue.insert(0, rest)  # the probes after a crash or timeout get a fresh child
+    except OSError as exc:
+        for spec in specs:
+            results.setdefault(spec.name, ProbeResult(
+                status="skipped", message=f"cannot start {opts.python}: {exc.strerror or exc}"))
+    return {name: results[name] for name in ([*wanted] if "torch-import" in wanted else ["torch-import", *wanted])
+            if name in results}

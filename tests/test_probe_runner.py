@@ -1,0 +1,181 @@
+"""Probe isolation with real child processes that really crash, hang, print garbage or run out of memory."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envcheck.probes.catalog import ProbeSpec
+from envcheck.probes.runner import RunOptions, run
+
+# Probes injected into the child for these tests; none needs torch, so no torch is imported.
+FAULTS = '''
+def probe_fine(ctx):
+    return {"status": "ok", "details": {"answer": 42}}
+
+def probe_segfault(ctx):
+    import ctypes
+    ctypes.string_at(0)
+
+def probe_abort(ctx):
+    import os
+    os.abort()
+
+def probe_hang(ctx):
+    import time
+    time.sleep(3600)
+
+def probe_garbage(ctx):
+    import sys
+    sys.stdout.write("\\x00\\xff not json {{{ " * 10000)
+    sys.stderr.write("noise on stderr\\n" * 1000)
+    print(object())
+    return {"status": "ok", "details": {"printed": True}}
+
+def probe_exit(ctx):
+    import os
+    os._exit(3)
+
+def probe_raises(ctx):
+    raise ValueError("bad input shape")
+
+def probe_memory(ctx):
+    hoard = []
+    while True:
+        hoard.append(bytearray(64 * 1024 * 1024))
+
+def probe_orphan(ctx):
+    import subprocess, sys
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    import time
+    time.sleep(3600)
+'''
+NAMES = ["fine", "segfault", "abort", "hang", "garbage", "exit", "raises", "memory", "orphan"]
+SPECS = {n: ProbeSpec(n, f"test probe {n}", needs_torch=False) for n in NAMES}
+
+
+def _opts(**changes: object) -> RunOptions:
+    base: dict[str, object] = {"python": sys.executable, "timeout_s": 3.0, "extra_source": FAULTS,
+                               "extra_specs": SPECS}
+    base.update(changes)
+    return RunOptions(**base)  # type: ignore[arg-type]
+
+
+def _only(results: dict[str, object], names: list[str]) -> dict[str, object]:
+    return {k: v for k, v in results.items() if k in names}
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "error_class"),
+    [
+        pytest.param("fine", "ok", None, id="ok"),
+        pytest.param("raises", "error", "ValueError", id="exception"),
+        pytest.param("segfault", "crashed", "SIGSEGV", id="segfault"),
+        pytest.param("abort", "crashed", "SIGABRT", id="abort"),
+        pytest.param("exit", "crashed", "ExitCode", id="exit-non-zero"),
+        pytest.param("garbage", "ok", None, id="garbage-on-stdout"),
+    ],
+)
+def test_each_fault_becomes_a_result(name: str, status: str, error_class: str | None) -> None:
+    """A probe's crash, exception or garbage output becomes its result; envcheck itself never fails."""
+    result = run([name], _opts())[name]
+    assert (result.status, result.error_class) == (status, error_class)
+
+
+def test_crash_reports_stderr_tail_and_faulthandler_trace() -> None:
+    """A segfault keeps the child's last stderr lines, including faulthandler's Python traceback."""
+    result = run(["segfault"], _opts())["segfault"]
+    assert result.stderr_tail is not None and "Segmentation fault" in result.stderr_tail
+    assert "probe_segfault" in result.stderr_tail
+
+
+def test_hang_is_killed_at_the_timeout_and_reported() -> None:
+    """A probe that hangs is killed with its process group after --probe-timeout and reported as timeout."""
+    start = time.monotonic()
+    result = run(["hang"], _opts(timeout_s=1.5))["hang"]
+    elapsed = time.monotonic() - start
+    assert result.status == "timeout"
+    assert elapsed < 1.5 + 2.0
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    """Grandchildren a hanging probe started die with it: nothing is left running."""
+    marker = "import time; time.sleep(3600)"
+    run(["orphan"], _opts(timeout_s=1.5))
+    time.sleep(0.2)
+    leftovers = []
+    for pid in os.listdir("/proc") if Path("/proc").is_dir() else []:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline:
+            leftovers.append(pid)
+    assert leftovers == []
+
+
+def test_a_crash_costs_only_the_probe_that_crashed() -> None:
+    """After one probe kills the child, the probes after it still run in a fresh child and report."""
+    results = run(["fine", "segfault", "raises", "abort", "garbage"], _opts())
+    assert {k: v.status for k, v in results.items()} == {
+        "fine": "ok", "segfault": "crashed", "raises": "error", "abort": "crashed", "garbage": "ok"}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_AS is POSIX")
+def test_memory_exhaustion_is_a_result() -> None:
+    """A probe that exhausts its memory limit ends as an error (MemoryError) or a crash, never a hang."""
+    result = run(["memory", "fine"], _opts(memory_limit_mb=512, timeout_s=20.0))
+    assert result["memory"].status in ("error", "crashed")
+    if result["memory"].status == "error":
+        assert result["memory"].error_class == "MemoryError"
+    assert result["fine"].status == "ok"
+
+
+def test_missing_interpreter_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    """A checked interpreter that cannot be started makes every probe skipped, naming why."""
+    result = run(["fine"], _opts(python=str(tmp_path / "no-python")))["fine"]
+    assert result.status == "skipped"
+    assert "cannot start" in (result.message or "")
+
+
+# --- a broken torch -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("init", "status", "error_class"),
+    [
+        pytest.param("raise ImportError('libcudnn.so.9: cannot open shared object file')", "error", "ImportError",
+                     id="import-raises"),
+        pytest.param("import ctypes\nctypes.string_at(0)", "crashed", "SIGSEGV", id="import-segfaults"),
+        pytest.param("import time\ntime.sleep(3600)", "timeout", "Timeout", id="import-hangs"),
+        pytest.param("import sys\nsys.exit(1)", "error", "SystemExit", id="import-exits"),
+    ],
+)
+def test_broken_torch_import(tmp_path: Path, init: str, status: str, error_class: str) -> None:
+    """A torch whose import raises, segfaults, hangs or exits is a torch-import verdict; probes needing torch skip."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(init + "\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    start = time.monotonic()
+    results = run(["torch-build", "sdpa"], RunOptions(python=sys.executable, timeout_s=2.0, env=env))
+    elapsed = time.monotonic() - start
+    assert (results["torch-import"].status, results["torch-import"].error_class) == (status, error_class)
+    assert results["torch-build"].status == "skipped"
+    assert results["sdpa"].status == "skipped"
+    assert "torch" in (results["sdpa"].message or "")
+    assert elapsed < 2.0 + 2.0 + 1.0  # a hanging import is reported within the timeout plus 2 s (+ slack)
+
+
+def test_torch_not_installed_is_skipped_not_failed(tmp_path: Path) -> None:
+    """Without torch, torch-import is skipped ("torch is not installed"), not an error."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    results = run(["torch-build"], RunOptions(python=sys.executable, timeout_s=10.0, env=env))
+    if results["torch-import"].status == "ok":
+        pytest.skip("this interpreter has torch installed")
+    assert results["torch-import"].status == "skipped"
+    assert results["torch-import"].message == "torch is not installed"
+    assert results["torch-build"].message == "torch is not installed"
