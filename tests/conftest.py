@@ -156,13 +156,37 @@ def facts_dict(
     env: Mapping[str, str] | None = None,
     python: Mapping[str, Any] | None = None,
     problems: Iterable[str] = (),
+    nvml: dict[str, Any] | None = None,
+    probes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A complete snapshot dict; every section not given is empty."""
+    """A complete snapshot dict; every section not given is empty (`nvml` null: not collected)."""
     return {
         "schema": _collector.SCHEMA, "envcheck_version": "0.0.0", "python": python_dict(**(python or {})),
         "distributions": list(dists), "torch": torch, "modules": dict(modules or {}),
         "sources": dict(sources or {}), "env": dict(env or {}), "problems": list(problems),
+        "nvml": nvml, "probes": dict(probes or {}),
     }
+
+
+def gpu_dict(index: int = 0, capability: str | None = "9.0", name: str | None = "NVIDIA H100 80GB HBM3",
+             memory_mib: int | None = 81559, **changes: Any) -> dict[str, Any]:
+    """One `nvml.devices` entry of a snapshot."""
+    base: dict[str, Any] = {
+        "index": index, "name": name, "uuid": f"GPU-{index:08d}-0000-0000-0000-000000000000",
+        "pci_bus_id": f"00000000:{index + 0x17:02X}:00.0", "compute_capability": capability,
+        "memory_total_mib": memory_mib, "mig_mode": False, "error": None,
+    }
+    base.update(changes)
+    return base
+
+
+def nvml_dict(*devices: dict[str, Any], status: str = "ok", reason: str | None = None,
+              driver: str | None = "550.54.15", cuda: str | None = "12.4") -> dict[str, Any]:
+    """The `nvml` section of a snapshot: driver 550.54.15 (CUDA 12.4) and `devices` unless told otherwise."""
+    if status != "ok" and reason is None:
+        reason = f"NVML said {status}"
+    return {"status": status, "reason": reason, "driver_version": driver, "cuda_driver_version": cuda,
+            "devices": list(devices)}
 
 
 def build_facts(**kwargs: Any) -> Facts:
@@ -179,3 +203,9 @@ def site(tmp_path: Path) -> Path:
     path = tmp_path / "site-packages"
     path.mkdir()
     return path
+
+
+@pytest.fixture(autouse=True)
+def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probe results never go to the user's cache directory during tests (child processes inherit this too)."""
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("envcheck-cache")))

@@ -1,0 +1,113 @@
+"""The probe cache: an unchanged environment reuses results; any change, a corrupt file or a timeout does not."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import build_facts, dist_dict
+
+from envcheck._cli import cli
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.probes import cache, run_probes
+
+
+def _facts(**changes: object):  # type: ignore[no-untyped-def]
+    facts = build_facts(dists=[dist_dict("numpy", "2.1.0")], env={"CUDA_VISIBLE_DEVICES": "0"})
+    return dataclasses.replace(facts, **changes) if changes else facts
+
+
+OK = {"torch-import": ProbeResult(status="ok", details={"version": "2.13.0"})}
+
+
+def test_hit_returns_what_was_stored() -> None:
+    """Results stored under a fingerprint come back equal."""
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    cache.store(key, OK)
+    assert cache.load(key) == OK
+
+
+BASE = {"dists": [dist_dict("numpy", "2.1.0")], "env": {"CUDA_VISIBLE_DEVICES": "0"}}
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pytest.param({**BASE, "dists": [dist_dict("numpy", "2.1.1")]}, id="a-version-changed"),
+        pytest.param({**BASE, "dists": [*BASE["dists"], dist_dict("apex", "0.1")]}, id="a-distribution-added"),
+        pytest.param({**BASE, "env": {"CUDA_VISIBLE_DEVICES": "1"}}, id="an-env-var-changed"),
+        pytest.param({**BASE, "python": {"executable": "/other/bin/python"}}, id="another-interpreter"),
+    ],
+)
+def test_any_change_is_a_new_fingerprint(changed: dict[str, object]) -> None:
+    """Changing an installed version, a distribution, a relevant variable or the interpreter changes the key."""
+    assert cache.fingerprint(build_facts(**BASE), ["torch-import"], "code") != \
+        cache.fingerprint(build_facts(**changed), ["torch-import"], "code")
+
+
+def test_probe_code_is_part_of_the_fingerprint() -> None:
+    """A new envcheck with different probe code never reuses old results."""
+    assert cache.fingerprint(_facts(), ["sdpa"], "a") != cache.fingerprint(_facts(), ["sdpa"], "b")
+
+
+@pytest.mark.parametrize("content", [b"not json", b'{"format": 99, "results": {}}', b"\xff\xfe",
+                                     b'{"format": 1, "results": {"x": {"status": "exploded"}}}'],
+                         ids=["garbage", "other-format", "undecodable", "bad-status"])
+def test_corrupt_cache_is_a_miss_and_is_rewritten(content: bytes) -> None:
+    """A cache file that cannot be read is ignored, and the next store replaces it."""
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    path = cache.cache_dir() / f"probes-{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    assert cache.load(key) is None
+    cache.store(key, OK)
+    assert cache.load(key) == OK
+
+
+def test_timeouts_are_not_cached() -> None:
+    """A result set with a timeout is not stored: a slow first CUDA start may not repeat."""
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    cache.store(key, {"torch-import": ProbeResult(status="timeout", error_class="Timeout")})
+    assert cache.load(key) is None
+
+
+def test_second_run_comes_from_the_cache_and_no_cache_forces_a_run(tmp_path: Path) -> None:
+    """run_probes reports a cache hit the second time, and a fresh run with use_cache=False."""
+    facts = dataclasses.replace(_facts(), python=dataclasses.replace(_facts().python, executable=sys.executable))
+    first, cached1 = run_probes(facts, ["torch-import"], timeout_s=30)
+    second, cached2 = run_probes(facts, ["torch-import"], timeout_s=30)
+    third, cached3 = run_probes(facts, ["torch-import"], timeout_s=30, use_cache=False)
+    assert (cached1, cached2, cached3) == (False, True, False)
+    assert first == second
+    assert third["torch-import"].status == first["torch-import"].status
+
+
+def test_cli_probe_command_lists_every_probe() -> None:
+    """`envcheck probe` runs every probe with the current interpreter and names each with its status."""
+    result = CliRunner().invoke(cli, ["probe", "--probe-timeout", "60"])
+    assert result.exit_code == 0, result.output
+    for name in ("torch-import", "torch-build", "sdpa", "transformer-fastpath", "bf16", "apex-fused-norm",
+                 "safetensors"):
+        assert f"{name}: " in result.output
+
+
+def test_cli_probe_rejects_unknown_names() -> None:
+    """An unknown probe name is a usage error (exit 2) listing the probes."""
+    result = CliRunner().invoke(cli, ["probe", "sdpaa"])
+    assert result.exit_code == 2
+    assert "no probe 'sdpaa'" in result.output
+
+
+def test_static_runs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--static never starts a probe child."""
+    import envcheck.check as check_mod
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a probe ran under --static")
+
+    monkeypatch.setattr(check_mod, "run_probes", boom)
+    result = CliRunner().invoke(cli, ["check", "--static"])
+    assert result.exit_code == 0, result.output
