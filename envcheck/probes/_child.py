@@ -10,7 +10,8 @@ which libraries print to.
 
 A probe is a function `probe_<name with - as _>(ctx) -> dict` returning {"status": "ok" | "error" | "skipped",
 "error_class", "message", "details", "cases"}. Probes guard on what torch offers (hasattr), not on version strings:
-they must work from torch 2.0 to today.
+they must work from torch 2.0 to today. Each probe, its case names (stable: rules match them) and its details keys
+are documented in docs/probes.md.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Context:
         self.torch: Any = None
         self.torch_error: dict[str, Any] | None = None
         self._import_record: dict[str, Any] = {}
+        self.cache: dict[str, Any] = {}  # what several probes ask once per child (CUDA devices)
 
     def import_torch(self) -> dict[str, Any]:
         """Import torch once; the record of how that went (time, warnings, exception) is the torch-import probe."""
@@ -124,6 +126,551 @@ def _call(fn: Any) -> Any:
         return fn()
     except Exception:  # noqa: BLE001
         return None
+
+
+# --- shared helpers for the probes below ------------------------------------------------------------------------
+# A case outcome is {"status": "ok" | "error" | "skipped", "error_class", "message", ...probe-specific keys,
+# "warnings"}: the errors of individual cases are the data the rules read, so a probe whose cases fail still has
+# status "ok". Case names are documented in docs/probes.md and addressed by rules: never rename one.
+
+# SDPA dtype matrix: (query dtype, key/value dtype). Same-dtype baselines first, then the mixes seen in the wild
+# (Dia / metavoice: fp32 query, fp16 or bf16 KV cache).
+SDPA_DTYPE_PAIRS = (
+    ("float32", "float32"),
+    ("float16", "float16"),
+    ("bfloat16", "bfloat16"),
+    ("float32", "float16"),
+    ("float32", "bfloat16"),
+)
+# Autocast modes tried per device type; "eager" is no autocast. Autocast only casts tensors on its own device type.
+AUTOCAST_MODES = {
+    "cpu": ("eager", "autocast-bfloat16", "autocast-float16"),
+    "cuda": ("eager", "autocast-float16", "autocast-bfloat16"),
+}
+# SDPA backend matrix on CUDA: short name -> (SDPBackend member, torch.backends.cuda.sdp_kernel flag, can_use_* fn).
+SDPA_BACKENDS = (
+    ("flash", "FLASH_ATTENTION", "enable_flash", "can_use_flash_attention"),
+    ("efficient", "EFFICIENT_ATTENTION", "enable_mem_efficient", "can_use_efficient_attention"),
+    ("cudnn", "CUDNN_ATTENTION", "enable_cudnn", "can_use_cudnn_attention"),
+    ("math", "MATH", "enable_math", None),
+)
+SDPA_BACKEND_DTYPES = ("float16", "bfloat16", "float32")
+SDPA_SHAPE = (1, 2, 4, 8)  # batch, heads, sequence, head dim: tiny, and a head dim every fused kernel accepts
+_MAX_WARNINGS = 20
+
+
+def _warning_texts(caught: Any) -> list[str]:
+    texts = []
+    for w in caught[:_MAX_WARNINGS]:
+        texts.append("%s: %s" % (w.category.__name__, str(w.message).strip()[:500]))
+    return texts
+
+
+def _attempt(fn: Any) -> dict[str, Any]:
+    """Run fn() (which returns extra keys for an ok outcome) and return the case outcome, warnings included."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            extra = fn()
+        except Exception as exc:  # noqa: BLE001 - a case's exception is its outcome
+            outcome = error_of(exc)
+        else:
+            outcome = {"status": "ok", "error_class": None, "message": None}
+            outcome.update(extra or {})
+    outcome["warnings"] = _warning_texts(caught)
+    return outcome
+
+
+def _skipped_case(message: str, **extra: Any) -> dict[str, Any]:
+    outcome: dict[str, Any] = {"status": "skipped", "error_class": None, "message": message, "warnings": []}
+    outcome.update(extra)
+    return outcome
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _torch_version(ctx: Context) -> str:
+    return str(getattr(ctx.torch, "__version__", ""))
+
+
+def _cuda(ctx: Context) -> dict[str, Any]:
+    """Whether CUDA is usable and the devices ("cuda:0", ...), asked once per child; warnings kept (an old driver
+    makes torch.cuda.is_available() warn and return False)."""
+    if "cuda" in ctx.cache:
+        return dict(ctx.cache["cuda"])
+    torch = ctx.torch
+    info: dict[str, Any] = {"available": False, "devices": [], "build": getattr(torch.version, "cuda", None),
+                            "hip": getattr(torch.version, "hip", None), "error": None}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if bool(torch.cuda.is_available()):
+                info["available"] = True
+                info["devices"] = ["cuda:%d" % i for i in range(int(torch.cuda.device_count()))]
+        except Exception as exc:  # noqa: BLE001 - a broken CUDA setup is a finding, not a probe failure
+            info["error"] = "%s: %s" % (type(exc).__name__, _first_line(exc))
+    info["warnings"] = _warning_texts(caught)
+    ctx.cache["cuda"] = info
+    return dict(info)
+
+
+def _sync(torch: Any, device: str) -> None:
+    """Wait for the device, so an asynchronous kernel failure is raised by the case that caused it."""
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+
+
+def _autocast_active(torch: Any, device_type: str) -> bool | None:
+    """Whether autocast is on for device_type right now (torch silently disables an unsupported autocast dtype:
+    fp16 on CPU before 2.3 or so, with a UserWarning)."""
+    try:
+        return bool(torch.is_autocast_enabled(device_type))  # torch >= 2.4 takes the device type
+    except TypeError:
+        pass
+    except Exception:  # noqa: BLE001
+        return None
+    if device_type == "cpu" and hasattr(torch, "is_autocast_cpu_enabled"):
+        return bool(torch.is_autocast_cpu_enabled())
+    if device_type == "cuda":
+        return bool(torch.is_autocast_enabled())
+    return None
+
+
+def _under_mode(torch: Any, device: str, mode: str, fn: Any) -> dict[str, Any]:
+    """fn() as a case, outside autocast ("eager") or inside `torch.autocast(device type, dtype)`."""
+    if mode == "eager":
+        return _attempt(fn)
+    device_type = device.split(":")[0]
+    dtype = getattr(torch, mode.split("-", 1)[1])
+
+    def body() -> dict[str, Any]:
+        with torch.autocast(device_type, dtype=dtype):
+            if _autocast_active(torch, device_type) is False:
+                return {"_autocast_off": True}
+            return dict(fn() or {})
+
+    outcome = _attempt(body)
+    if outcome.pop("_autocast_off", False):
+        why = "; ".join(outcome["warnings"]) or "no warning"
+        return _skipped_case("torch %s disabled %s autocast on %s (%s)" % (torch.__version__, mode.split("-", 1)[1],
+                                                                           device_type, why),
+                             warnings=outcome["warnings"])
+    return outcome
+
+
+# --- sdpa ---------------------------------------------------------------------------------------------------------
+
+
+def _sdpa_apis(torch: Any) -> dict[str, Any]:
+    backends_cuda = getattr(torch.backends, "cuda", None)
+    try:
+        import torch.nn.attention as attention
+    except Exception:  # noqa: BLE001 - absent before torch 2.2
+        attention = None
+    sdp_backend = getattr(attention, "SDPBackend", None) or getattr(backends_cuda, "SDPBackend", None)
+    return {
+        "scaled_dot_product_attention": hasattr(torch.nn.functional, "scaled_dot_product_attention"),
+        "torch.nn.attention.sdpa_kernel": hasattr(attention, "sdpa_kernel"),
+        "torch.backends.cuda.sdp_kernel": hasattr(backends_cuda, "sdp_kernel"),
+        "SDPBackend": sorted(getattr(sdp_backend, "__members__", {})) if sdp_backend is not None else None,
+        "SDPAParams": hasattr(backends_cuda, "SDPAParams") or hasattr(torch._C, "_SDPAParams"),
+        "can_use_flash_attention": hasattr(backends_cuda, "can_use_flash_attention"),
+        "can_use_efficient_attention": hasattr(backends_cuda, "can_use_efficient_attention"),
+        "can_use_cudnn_attention": hasattr(backends_cuda, "can_use_cudnn_attention"),
+        "is_flash_attention_available": hasattr(backends_cuda, "is_flash_attention_available"),
+    }
+
+
+def _sdpa_tensor(torch: Any, dtype_name: str, device: str) -> Any:
+    return torch.randn(*SDPA_SHAPE, dtype=getattr(torch, dtype_name), device=device)
+
+
+def _sdpa_dtype_case(torch: Any, device: str, q_dtype: str, kv_dtype: str, mode: str) -> dict[str, Any]:
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def run() -> dict[str, Any]:
+        q = _sdpa_tensor(torch, q_dtype, device)
+        k = _sdpa_tensor(torch, kv_dtype, device)
+        v = _sdpa_tensor(torch, kv_dtype, device)
+        out = sdpa(q, k, v)
+        _sync(torch, device)
+        return {"out_dtype": _dtype_name(out.dtype)}
+
+    outcome = _under_mode(torch, device, mode, run)
+    outcome.setdefault("out_dtype", None)
+    return outcome
+
+
+def _sdpa_params(torch: Any, q: Any) -> tuple[Any, int | None]:
+    """torch's SDPAParams for q = k = v (7 arguments from torch 2.5 with enable_gqa, 6 in 2.2-2.4), or None."""
+    cls = getattr(torch.backends.cuda, "SDPAParams", None) or getattr(torch._C, "_SDPAParams", None)
+    if cls is None:
+        return None, None
+    for args in ((q, q, q, None, 0.0, False, False), (q, q, q, None, 0.0, False)):
+        try:
+            return cls(*args), len(args)
+        except TypeError:
+            continue
+    return None, None
+
+
+def _backend_context(torch: Any, member: str, flag: str) -> tuple[Any, str]:
+    """A context manager that allows only this backend, and the API that made it; raises if torch has none."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
+    except Exception:  # noqa: BLE001
+        sdpa_kernel = None
+    if sdpa_kernel is not None:
+        backend = getattr(SDPBackend, member, None)
+        if backend is None:
+            raise LookupError("torch %s has no SDPBackend.%s" % (torch.__version__, member))
+        return sdpa_kernel(backend), "torch.nn.attention.sdpa_kernel"
+    sdp_kernel = getattr(torch.backends.cuda, "sdp_kernel", None)  # torch 2.0 - 2.2
+    if sdp_kernel is None:
+        raise LookupError("torch %s has neither sdpa_kernel nor sdp_kernel" % torch.__version__)
+    flags = {"enable_flash": False, "enable_math": False, "enable_mem_efficient": False, "enable_cudnn": False}
+    if flag == "enable_cudnn":
+        try:
+            return sdp_kernel(**dict(flags, enable_cudnn=True)), "torch.backends.cuda.sdp_kernel"
+        except TypeError:
+            raise LookupError("torch %s has no cuDNN attention backend" % torch.__version__) from None
+    flags[flag] = True
+    try:
+        return sdp_kernel(**flags), "torch.backends.cuda.sdp_kernel"
+    except TypeError:  # before enable_cudnn existed
+        del flags["enable_cudnn"]
+        return sdp_kernel(**flags), "torch.backends.cuda.sdp_kernel"
+
+
+def _sdpa_backend_case(torch: Any, device: str, backend: tuple[str, str, str, str | None],
+                       dtype_name: str, apis_used: dict[str, Any]) -> dict[str, Any]:
+    _short, member, flag, can_use_name = backend
+    try:
+        context, api = _backend_context(torch, member, flag)
+    except LookupError as exc:
+        return _skipped_case(str(exc), out_dtype=None, can_use=None, reasons=[])
+    apis_used["backend_api"] = api
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def run() -> dict[str, Any]:
+        q = _sdpa_tensor(torch, dtype_name, device)
+        with context:
+            out = sdpa(q, q, q)
+        _sync(torch, device)
+        return {"out_dtype": _dtype_name(out.dtype)}
+
+    outcome = _attempt(run)
+    outcome.setdefault("out_dtype", None)
+    outcome["can_use"], outcome["reasons"] = _sdpa_can_use(torch, device, dtype_name, can_use_name, apis_used)
+    return outcome
+
+
+def _sdpa_can_use(torch: Any, device: str, dtype_name: str, can_use_name: str | None,
+                  apis_used: dict[str, Any]) -> tuple[bool | None, list[str]]:
+    """torch's own verdict and reasons from `can_use_*(params, debug=True)`, where the API exists.
+
+    With debug, torch TORCH_WARNs each reason. These functions are bare pybind bindings, so a reason may arrive as
+    a Python UserWarning or only as a C++ log line on file descriptor 2: both are captured.
+    """
+    fn = getattr(torch.backends.cuda, can_use_name, None) if can_use_name else None
+    if fn is None:
+        return None, []
+    verdict: bool | None = None
+    reasons: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            q = _sdpa_tensor(torch, dtype_name, device)
+            params, nargs = _sdpa_params(torch, q)
+            if params is None:
+                return None, []
+            apis_used["SDPAParams_args"] = nargs
+            verdict, logged = _with_fd2_captured(lambda: bool(fn(params, True)))
+            reasons += _cpp_warnings(logged)
+        except Exception as exc:  # noqa: BLE001 - 2.2.2 raised here without a driver; the reason is the finding
+            reasons.append("%s: %s" % (type(exc).__name__, _first_line(exc)))
+    return verdict, [str(w.message).strip()[:500] for w in caught[:_MAX_WARNINGS]] + reasons[:_MAX_WARNINGS]
+
+
+def _with_fd2_captured(fn: Any) -> tuple[Any, str]:
+    """(fn(), what native code wrote to file descriptor 2 meanwhile)."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                value = fn()
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+            sink.seek(0)
+            text = sink.read(64 * 1024).decode("utf-8", errors="replace")
+    finally:
+        os.close(saved)
+    return value, text
+
+
+def _cpp_warnings(text: str) -> list[str]:
+    """The messages of c10 log lines: `[W... file.cpp:123] Warning: MESSAGE (function NAME)`."""
+    messages = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        head, sep, rest = line.partition("] Warning: ")
+        message = rest if sep and head.startswith("[W") else line
+        if message.endswith(")") and " (function " in message:
+            message = message[:message.rindex(" (function ")]
+        messages.append(message[:500])
+    return messages
+
+
+def probe_sdpa(ctx: Context) -> dict[str, Any]:
+    torch = ctx.torch
+    apis = _sdpa_apis(torch)
+    cuda = _cuda(ctx)
+    details: dict[str, Any] = {"torch": _torch_version(ctx), "apis": apis, "devices": ["cpu", *cuda["devices"]],
+                               "cuda": cuda, "shape": list(SDPA_SHAPE)}
+    if not apis["scaled_dot_product_attention"]:
+        return {"status": "skipped", "details": details, "message": "torch %s has no "
+                "torch.nn.functional.scaled_dot_product_attention (added in torch 2.0)" % _torch_version(ctx)}
+    backends_cuda = torch.backends.cuda
+    details["sdp_enabled"] = {
+        name: _call(lambda fn=fn: bool(getattr(backends_cuda, fn)())) if hasattr(backends_cuda, fn) else None
+        for name, fn in (("flash", "flash_sdp_enabled"), ("efficient", "mem_efficient_sdp_enabled"),
+                         ("math", "math_sdp_enabled"), ("cudnn", "cudnn_sdp_enabled"))
+    }
+    details["flash_attention_available"] = (_call(lambda: bool(backends_cuda.is_flash_attention_available()))
+                                            if apis["is_flash_attention_available"] else None)
+    cases: dict[str, dict[str, Any]] = {}
+    for device in details["devices"]:
+        for q_dtype, kv_dtype in SDPA_DTYPE_PAIRS:
+            for mode in AUTOCAST_MODES[device.split(":")[0]]:
+                name = "%s/q=%s,kv=%s/%s" % (device, q_dtype, kv_dtype, mode)
+                cases[name] = _sdpa_dtype_case(torch, device, q_dtype, kv_dtype, mode)
+    apis_used: dict[str, Any] = {"backend_api": None, "SDPAParams_args": None}
+    for device in cuda["devices"]:
+        for backend in SDPA_BACKENDS:
+            for dtype_name in SDPA_BACKEND_DTYPES:
+                name = "%s/backend=%s,dtype=%s" % (device, backend[0], dtype_name)
+                cases[name] = _sdpa_backend_case(torch, device, backend, dtype_name, apis_used)
+    details.update(apis_used)
+    return {"status": "ok", "details": details, "cases": cases}
+
+
+# --- transformer-fastpath -------------------------------------------------------------------------------------
+
+
+def _no_grad(torch: Any) -> Any:
+    return torch.inference_mode() if hasattr(torch, "inference_mode") else torch.no_grad()
+
+
+def probe_transformer_fastpath(ctx: Context) -> dict[str, Any]:
+    torch = ctx.torch
+    cuda = _cuda(ctx)
+    mha: Any = getattr(torch.backends, "mha", None)
+    details: dict[str, Any] = {
+        "torch": _torch_version(ctx),
+        "mha_fastpath_enabled": _call(lambda: bool(mha.get_fastpath_enabled()))
+        if hasattr(mha, "get_fastpath_enabled") else None,  # torch >= 2.3
+        "grad_mode": "inference_mode" if hasattr(torch, "inference_mode") else "no_grad",
+        "fastpath_detectable": hasattr(torch, "_transformer_encoder_layer_fwd"),
+        "devices": ["cpu", *cuda["devices"]],
+    }
+    modes = {"cpu": ("eager", "autocast-bfloat16"), "cuda": ("eager", "autocast-bfloat16", "autocast-float16")}
+    original = getattr(torch, "_transformer_encoder_layer_fwd", None)
+    trace: list[str] = []  # "forward" when the layer was called, "fastpath" when torch took the fast path
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        trace.append("fastpath")
+        return original(*args, **kwargs)  # type: ignore[misc]
+
+    cases: dict[str, dict[str, Any]] = {}
+    if original is not None:
+        torch._transformer_encoder_layer_fwd = counting
+    try:
+        for device in details["devices"]:
+            for mode in modes[device.split(":")[0]]:
+                def run(device: str = device) -> dict[str, Any]:
+                    torch.manual_seed(0)
+                    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
+                                                             batch_first=True).to(device).eval()
+                    src = torch.randn(2, 5, 16, device=device)
+                    with _no_grad(torch):
+                        trace.append("forward")
+                        out = layer(src)
+                    _sync(torch, device)
+                    return {"out_dtype": _dtype_name(out.dtype)}
+
+                del trace[:]
+                outcome = _under_mode(torch, device, mode, run)
+                outcome.setdefault("out_dtype", None)
+                # True when torch entered the fast path, even if it then raised (the 2.2-2.5 CPU failure is inside
+                # it); None when unknown: the layer was never called, or this torch has no fast-path function.
+                outcome["fastpath"] = ("fastpath" in trace if original is not None and "forward" in trace
+                                       else None)
+                cases["%s/%s" % (device, mode)] = outcome
+    finally:
+        if original is not None:
+            torch._transformer_encoder_layer_fwd = original
+    return {"status": "ok", "details": details, "cases": cases}
+
+
+# --- bf16 ---------------------------------------------------------------------------------------------------------
+
+
+def _bf16_matmul(torch: Any, device: str) -> dict[str, Any]:
+    a = torch.randn(8, 8, device=device).to(torch.bfloat16)
+    out = a @ a
+    _sync(torch, device)
+    return {"out_dtype": _dtype_name(out.dtype)}
+
+
+def _is_bf16_supported(torch: Any, index: int) -> dict[str, Any]:
+    """torch's answer for device `index`, native only where torch can say so (including_emulation, 2.4+)."""
+    answer: dict[str, Any] = {"is_bf16_supported": None, "including_emulation_kwarg": None,
+                              "is_bf16_supported_error": None}
+    fn = getattr(torch.cuda, "is_bf16_supported", None)
+    if fn is None:
+        return answer
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.cuda.device(index):
+                try:
+                    answer["is_bf16_supported"] = bool(fn(including_emulation=False))
+                    answer["including_emulation_kwarg"] = True
+                except TypeError:  # torch < 2.4: the answer may include emulation (2.3 does)
+                    answer["is_bf16_supported"] = bool(fn())
+                    answer["including_emulation_kwarg"] = False
+        except Exception as exc:  # noqa: BLE001 - 2.4.1 raised without a driver
+            answer["is_bf16_supported_error"] = "%s: %s" % (type(exc).__name__, _first_line(exc))
+    return answer
+
+
+def probe_bf16(ctx: Context) -> dict[str, Any]:
+    torch = ctx.torch
+    cuda = _cuda(ctx)
+    details: dict[str, Any] = {"torch": _torch_version(ctx), "cuda": cuda}
+    cases: dict[str, dict[str, Any]] = {"cpu": _attempt(lambda: _bf16_matmul(torch, "cpu"))}
+    cases["cpu"].setdefault("out_dtype", None)
+    for device in cuda["devices"]:
+        index = int(device.split(":")[1])
+        outcome = _attempt(lambda device=device: _bf16_matmul(torch, device))
+        outcome.setdefault("out_dtype", None)
+        props = _call(lambda index=index: torch.cuda.get_device_properties(index))
+        outcome["name"] = str(props.name) if props is not None else None
+        outcome["capability"] = "%d.%d" % (props.major, props.minor) if props is not None else None
+        outcome["native"] = props.major >= 8 if props is not None else None  # bf16 tensor cores: sm80 (Ampere)
+        outcome.update(_is_bf16_supported(torch, index))
+        cases[device] = outcome
+    if not cuda["devices"]:
+        return {"status": "skipped", "message": "no CUDA device", "details": details, "cases": cases}
+    return {"status": "ok", "details": details, "cases": cases}
+
+
+# --- apex-fused-norm ------------------------------------------------------------------------------------------
+
+APEX_NORMS = ("FusedRMSNorm", "FusedLayerNorm")
+APEX_DTYPE_PAIRS = (("float32", "float32"), ("float16", "float16"), ("float32", "float16"))  # (input, weight)
+
+
+def probe_apex_fused_norm(ctx: Context) -> dict[str, Any]:
+    import importlib.util
+
+    details: dict[str, Any] = {}
+    spec = importlib.util.find_spec("apex")
+    if spec is None:
+        return {"status": "skipped", "message": "NVIDIA apex is not installed"}
+    locations = list(spec.submodule_search_locations or [])
+    details["apex_location"] = locations[0] if locations else spec.origin
+    if not any(os.path.isdir(os.path.join(loc, "normalization")) for loc in locations):
+        return {"status": "skipped", "details": details,
+                "message": "the installed apex is not NVIDIA apex (no apex.normalization)"}
+    extension = importlib.util.find_spec("fused_layer_norm_cuda")
+    if extension is None:
+        return {"status": "skipped", "details": details,
+                "message": "apex has no CUDA extensions (fused_layer_norm_cuda missing)"}
+    details["fused_layer_norm_cuda"] = extension.origin
+    ctx.import_torch()  # the probe reaches torch only now, so it need not be imported for an absent apex
+    torch = ctx.torch
+    if torch is None:
+        error = ctx.torch_error or {}
+        return {"status": "skipped", "details": details, "message": "torch is not installed" if error.get("absent")
+                else "torch failed to import (%s: %s)" % (error.get("error_class"), error.get("message"))}
+    cuda = _cuda(ctx)
+    details["cuda"] = cuda
+    if not cuda["devices"]:
+        return {"status": "skipped", "message": "no CUDA device", "details": details}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import apex.normalization as normalization
+        except Exception as exc:  # noqa: BLE001 - apex built against another torch: the import error is the finding
+            result = error_of(exc)
+            result["details"] = dict(details, stage="import apex.normalization", warnings=_warning_texts(caught))
+            return result
+    details["import_warnings"] = _warning_texts(caught)
+    device = cuda["devices"][0]
+    cases: dict[str, dict[str, Any]] = {}
+    for norm in APEX_NORMS:
+        cls = getattr(normalization, norm, None)
+        for input_dtype, weight_dtype in APEX_DTYPE_PAIRS:
+            name = "%s/%s/input=%s,weight=%s" % (device, norm, input_dtype, weight_dtype)
+            if cls is None:
+                cases[name] = _skipped_case("this apex has no apex.normalization.%s" % norm, out_dtype=None)
+                continue
+
+            def run(cls: Any = cls, input_dtype: str = input_dtype, weight_dtype: str = weight_dtype) -> Any:
+                module = cls(16).to(device=device, dtype=getattr(torch, weight_dtype))
+                x = torch.randn(2, 16, device=device, dtype=getattr(torch, input_dtype))
+                out = module(x)
+                _sync(torch, device)
+                return {"out_dtype": _dtype_name(out.dtype)}
+
+            cases[name] = _attempt(run)
+            cases[name].setdefault("out_dtype", None)
+    return {"status": "ok", "details": details, "cases": cases}
+
+
+# --- safetensors ----------------------------------------------------------------------------------------------
+
+
+def probe_safetensors(ctx: Context) -> dict[str, Any]:
+    import importlib.util
+    import tempfile
+
+    if importlib.util.find_spec("safetensors") is None:
+        return {"status": "skipped", "message": "safetensors is not installed"}
+    torch = ctx.torch
+    details: dict[str, Any] = {"torch": _torch_version(ctx), "safetensors": None}
+    try:
+        import safetensors
+        from safetensors.torch import load_file, save_file
+
+        details["safetensors"] = str(getattr(safetensors, "__version__", "")) or None
+        tensors = {"weight": torch.arange(12, dtype=torch.float32).reshape(3, 4),
+                   "half": torch.arange(6).to(torch.float16), "bf16": torch.arange(6).to(torch.bfloat16)}
+        with tempfile.TemporaryDirectory(prefix="envcheck-safetensors-") as tmp:
+            path = os.path.join(tmp, "probe.safetensors")
+            save_file(tensors, path)
+            loaded = load_file(path)
+    except Exception as exc:  # noqa: BLE001 - the round trip failing is the finding
+        result = error_of(exc)
+        result["details"] = details
+        return result
+    for key, tensor in tensors.items():
+        back = loaded.get(key)
+        if back is None or back.dtype != tensor.dtype or not bool(torch.equal(back, tensor)):
+            return {"status": "error", "error_class": "RoundTripMismatch", "details": details,
+                    "message": "tensor %r (%s) differs after save_file/load_file" % (key, _dtype_name(tensor.dtype))}
+    details["tensors"] = {key: _dtype_name(t.dtype) for key, t in tensors.items()}
+    return {"status": "ok", "details": details}
 
 
 def _torch_missing(ctx: Context) -> bool:

@@ -29,8 +29,10 @@ PROBES: tuple[ProbeSpec, ...] = (
     ProbeSpec("transformer-fastpath", "nn.TransformerEncoderLayer in eval under autocast (bf16 on cpu; bf16 and "
               "fp16 on cuda): did the fast path run, and the error if any."),
     ProbeSpec("bf16", "Native bfloat16 per CUDA device (no emulation): a bf16 matmul and torch's own answer."),
+    # needs_torch=False: the probe looks for apex first and imports torch only when apex is there, so the usual
+    # case (no apex) costs no second `import torch` in its isolated child.
     ProbeSpec("apex-fused-norm", "NVIDIA apex FusedRMSNorm / FusedLayerNorm with fp32 input and fp16 weights on "
-              "CUDA.", isolated=True),
+              "CUDA.", isolated=True, needs_torch=False),
     ProbeSpec("safetensors", "A safetensors save/load round trip of a tensor.", needs_torch=True),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)

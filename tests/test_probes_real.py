@@ -1,0 +1,383 @@
+"""The live probes run for real: the real torch CPU build, in a virtual environment of its own, through the runner.
+
+A module-scoped fixture makes a venv and installs torch 2.13.0+cpu, numpy and safetensors into it (about a minute
+where the wheel is local). ENVCHECK_TORCH_PYTHON names an interpreter that already has them, to skip that step
+(for example `ENVCHECK_TORCH_PYTHON=/tmp/torchvenv/bin/python`). If the install fails the tests are skipped with
+the reason, except under CI=true, where they fail: CI must really run the probes.
+
+The expected outcomes below are what torch 2.13.0+cpu was observed to do; docs/probes.md documents the cases.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from conftest import build_facts, write_tree
+
+from envcheck.conditions import Context, Where, parse
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.probes.catalog import PROBE_NAMES, ProbeSpec
+from envcheck.probes.runner import CHILD_SOURCE_FILE, RunOptions, run
+
+TORCH_REQUIREMENT = "torch==2.13.0+cpu"  # the CPU build: the outcomes below are its outcomes
+EXPECTED_TORCH = "2.13.0+cpu"
+_BIN = "Scripts" if os.name == "nt" else "bin"
+_INSTALL_TIMEOUT_S = 1800  # guards against a hung pip; never a timing assertion
+_PROBE_TIMEOUT_S = 300.0
+
+# The SDPA message torch raises for a float32 query with a float16 KV cache (Dia TTS, metavoice), and the pattern
+# that classifies it (research/probes-nvml-torch.md section 1).
+DIA_MESSAGE = ("Expected query, key, and value to have the same dtype, but got query.dtype: float "
+               "key.dtype: c10::Half and value.dtype: c10::Half instead.")
+SDPA_DTYPE_PATTERN = re.compile(r"Expected query, key, and value to have the same dtype, but got "
+                                r"query\.dtype: (?:struct )?([\w:.]+),? key\.dtype: (?:struct )?([\w:.]+)")
+
+# (status, out_dtype) of every sdpa case torch 2.13.0+cpu produces on a machine without CUDA. Outside autocast,
+# mixed dtypes raise; CPU autocast (bf16, and fp16 which 2.13 supports) casts all three to its dtype.
+SDPA_CPU_2_13: dict[str, tuple[str, str | None]] = {
+    "cpu/q=float32,kv=float32/eager": ("ok", "float32"),
+    "cpu/q=float32,kv=float32/autocast-bfloat16": ("ok", "bfloat16"),
+    "cpu/q=float32,kv=float32/autocast-float16": ("ok", "float16"),
+    "cpu/q=float16,kv=float16/eager": ("ok", "float16"),
+    "cpu/q=float16,kv=float16/autocast-bfloat16": ("ok", "bfloat16"),
+    "cpu/q=float16,kv=float16/autocast-float16": ("ok", "float16"),
+    "cpu/q=bfloat16,kv=bfloat16/eager": ("ok", "bfloat16"),
+    "cpu/q=bfloat16,kv=bfloat16/autocast-bfloat16": ("ok", "bfloat16"),
+    "cpu/q=bfloat16,kv=bfloat16/autocast-float16": ("ok", "float16"),
+    "cpu/q=float32,kv=float16/eager": ("error", None),
+    "cpu/q=float32,kv=float16/autocast-bfloat16": ("ok", "bfloat16"),
+    "cpu/q=float32,kv=float16/autocast-float16": ("ok", "float16"),
+    "cpu/q=float32,kv=bfloat16/eager": ("error", None),
+    "cpu/q=float32,kv=bfloat16/autocast-bfloat16": ("ok", "bfloat16"),
+    "cpu/q=float32,kv=bfloat16/autocast-float16": ("ok", "float16"),
+}
+SDPA_BACKEND_CASES = [f"backend={b},dtype={d}" for b in ("flash", "efficient", "cudnn", "math")
+                      for d in ("float16", "bfloat16", "float32")]
+SDPA_DTYPE_CASES = [f"q={q},kv={kv}/{mode}" for q, kv in (("float32", "float32"), ("float16", "float16"),
+                                                         ("bfloat16", "bfloat16"), ("float32", "float16"),
+                                                         ("float32", "bfloat16"))
+                    for mode in ("eager", "autocast-float16", "autocast-bfloat16")]
+
+
+def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP") and not k.startswith("ENVCHECK_")}
+    env.update({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    env.update(extra or {})
+    return env
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI must run the real probes: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter with the real torch CPU build, numpy and safetensors."""
+    override = os.environ.get("ENVCHECK_TORCH_PYTHON")
+    if override:
+        return override
+    venv = tmp_path_factory.mktemp("torch-venv")
+    python = venv / _BIN / ("python.exe" if os.name == "nt" else "python")
+    steps = [
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:", TORCH_REQUIREMENT, "numpy",
+         "safetensors"],
+    ]
+    for argv in steps:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False,
+                                  env=_clean_env(), stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _unavailable(f"cannot install {TORCH_REQUIREMENT}: {' '.join(argv[-4:])}: {exc}")
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip()[-1500:]
+            _unavailable(f"cannot install {TORCH_REQUIREMENT} ({' '.join(argv[2:4])} exited {proc.returncode}): "
+                         f"{tail}")
+    return str(python)
+
+
+def _run(python: str, names: tuple[str, ...] | list[str] = PROBE_NAMES, **options: object) -> dict[str, ProbeResult]:
+    base: dict[str, object] = {"python": python, "timeout_s": _PROBE_TIMEOUT_S, "env": _clean_env()}
+    base.update(options)
+    return run(list(names), RunOptions(**base))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def results(torch_python: str) -> dict[str, ProbeResult]:
+    """Every probe, run once in the real torch environment."""
+    return _run(torch_python)
+
+
+def _case(results: dict[str, ProbeResult], probe: str, case: str) -> dict[str, object]:
+    result = results[probe]
+    assert case in result.cases, f"{probe} has no case {case!r}: {sorted(result.cases)}"
+    return result.cases[case]
+
+
+# --- the child stays runnable by old interpreters ------------------------------------------------------------------
+
+
+def test_child_parses_as_python_3_8() -> None:
+    """The child runs in the checked interpreter, which may be Python 3.8."""
+    ast.parse(CHILD_SOURCE_FILE.read_text(encoding="utf-8"), feature_version=(3, 8))
+
+
+# --- the real CPU outcomes -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_every_probe_has_a_result(results: dict[str, ProbeResult]) -> None:
+    assert set(results) == set(PROBE_NAMES)
+    for name, result in results.items():
+        assert result.status in ("ok", "skipped"), f"{name}: {result}"
+        assert result.wall_s is not None
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_torch_import_and_build(results: dict[str, ProbeResult]) -> None:
+    imported = results["torch-import"]
+    assert imported.status == "ok"
+    assert imported.details["version"] == EXPECTED_TORCH
+    build = results["torch-build"]
+    assert build.status == "ok"
+    assert build.details["cuda"] is None
+    assert build.details["cuda_available"] is False
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_sdpa_fp32_query_fp16_kv_reproduces_the_dia_error(results: dict[str, ProbeResult]) -> None:
+    case = _case(results, "sdpa", "cpu/q=float32,kv=float16/eager")
+    assert case["status"] == "error"
+    assert case["error_class"] == "RuntimeError"
+    assert case["message"] == DIA_MESSAGE
+    match = SDPA_DTYPE_PATTERN.search(str(case["message"]))
+    assert match is not None and match.groups() == ("float", "c10::Half")
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_sdpa_fp32_query_bf16_kv_raises_with_bfloat16_names(results: dict[str, ProbeResult]) -> None:
+    case = _case(results, "sdpa", "cpu/q=float32,kv=bfloat16/eager")
+    assert case["status"] == "error" and case["error_class"] == "RuntimeError"
+    match = SDPA_DTYPE_PATTERN.search(str(case["message"]))
+    assert match is not None and match.groups() == ("float", "c10::BFloat16")
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize(("case_name", "expected"), sorted(SDPA_CPU_2_13.items()), ids=sorted(SDPA_CPU_2_13))
+def test_sdpa_cpu_case(results: dict[str, ProbeResult], case_name: str, expected: tuple[str, str | None]) -> None:
+    case = _case(results, "sdpa", case_name)
+    status, out_dtype = expected
+    assert (case["status"], case["out_dtype"]) == (status, out_dtype), case
+    if status == "ok":
+        assert case["error_class"] is None and case["message"] is None
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_sdpa_probe_shape_without_cuda(results: dict[str, ProbeResult]) -> None:
+    sdpa = results["sdpa"]
+    assert sdpa.status == "ok"  # its cases' errors are data, not a failure of the probe
+    assert set(sdpa.cases) == set(SDPA_CPU_2_13)  # no cuda:N case on a machine without CUDA
+    assert sdpa.details["devices"] == ["cpu"]
+    assert sdpa.details["torch"] == EXPECTED_TORCH
+    apis = sdpa.details["apis"]
+    assert apis["scaled_dot_product_attention"] and apis["torch.nn.attention.sdpa_kernel"]
+    assert apis["can_use_flash_attention"] and apis["can_use_cudnn_attention"]
+    assert "CUDNN_ATTENTION" in apis["SDPBackend"]
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_rule_matches_the_recorded_sdpa_error(results: dict[str, ProbeResult]) -> None:
+    """The probe predicate rules use reads these cases as they are recorded."""
+    facts = dataclasses.replace(build_facts(), probes=results)
+    where = Where("<test>", None, "when")
+    fires = parse({"probe": {"name": "sdpa", "case": "cpu/q=float32,kv=float16/eager", "error": "RuntimeError",
+                             "message": r"Expected query, key, and value to have the same dtype"}}, where)
+    assert fires.evaluate(Context(facts)).value is True
+    quiet = parse({"probe": {"name": "transformer-fastpath", "case": "cpu/autocast-bfloat16",
+                             "message": "mat1 and mat2 must have the same dtype"}}, where)
+    assert quiet.evaluate(Context(facts)).value is False
+    untried = parse({"probe": {"name": "sdpa", "case": "cuda:0/backend=flash,dtype=float16", "status": "ok"}},
+                    where)
+    assert untried.evaluate(Context(facts)).value is None
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_transformer_fastpath_cpu_autocast_passes_on_2_13(results: dict[str, ProbeResult]) -> None:
+    """torch 2.2-2.5 raise `mat1 and mat2 must have the same dtype, but got BFloat16 and Float` here; 2.6 fixed it."""
+    probe = results["transformer-fastpath"]
+    assert probe.status == "ok"
+    assert set(probe.cases) == {"cpu/eager", "cpu/autocast-bfloat16"}
+    autocast = probe.cases["cpu/autocast-bfloat16"]
+    assert (autocast["status"], autocast["out_dtype"], autocast["fastpath"]) == ("ok", "bfloat16", True), autocast
+    eager = probe.cases["cpu/eager"]
+    assert (eager["status"], eager["out_dtype"], eager["fastpath"]) == ("ok", "float32", True), eager
+    assert probe.details["mha_fastpath_enabled"] is True
+    assert probe.details["fastpath_detectable"] is True
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_bf16_is_skipped_without_cuda(results: dict[str, ProbeResult]) -> None:
+    bf16 = results["bf16"]
+    assert (bf16.status, bf16.message) == ("skipped", "no CUDA device")
+    assert set(bf16.cases) == {"cpu"}
+    assert (bf16.cases["cpu"]["status"], bf16.cases["cpu"]["out_dtype"]) == ("ok", "bfloat16")
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_apex_is_skipped_when_not_installed(results: dict[str, ProbeResult]) -> None:
+    apex = results["apex-fused-norm"]
+    assert (apex.status, apex.message) == ("skipped", "NVIDIA apex is not installed")
+    assert apex.cases == {}
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_safetensors_round_trip(results: dict[str, ProbeResult]) -> None:
+    probe = results["safetensors"]
+    assert probe.status == "ok", probe
+    assert probe.details["torch"] == EXPECTED_TORCH
+    assert probe.details["safetensors"]
+    assert probe.details["tensors"] == {"weight": "float32", "half": "float16", "bf16": "bfloat16"}
+
+
+# --- what the probes do in situations this machine does not have, made real -------------------------------------
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize(("files", "message"), [
+    pytest.param({"apex/__init__.py": ""}, "the installed apex is not NVIDIA apex (no apex.normalization)",
+                 id="pyramid-apex"),
+    pytest.param({"apex/__init__.py": "", "apex/normalization/__init__.py": ""},
+                 "apex has no CUDA extensions (fused_layer_norm_cuda missing)", id="python-only-apex"),
+    pytest.param({"apex/__init__.py": "", "apex/normalization/__init__.py": "", "fused_layer_norm_cuda.py": ""},
+                 "no CUDA device", id="apex-without-gpu"),
+])
+def test_apex_skip_reasons(torch_python: str, tmp_path: Path, files: dict[str, str], message: str) -> None:
+    write_tree(tmp_path, files)
+    result = _run(torch_python, ["apex-fused-norm"], env=_clean_env({"PYTHONPATH": str(tmp_path)}))
+    apex = result["apex-fused-norm"]
+    assert (apex.status, apex.message) == ("skipped", message), apex
+    assert apex.details["apex_location"] == str(tmp_path / "apex")
+
+
+# Pretends there is one CUDA device: on the CPU build every CUDA case then fails or is skipped, which runs every
+# CUDA code path of the probes (backend contexts, SDPAParams, can_use_*, is_bf16_supported) without a GPU.
+FAKE_CUDA = '''
+def _cuda(ctx):
+    return {"available": True, "devices": ["cuda:0"], "build": "12.4", "hip": None, "error": None,
+            "warnings": []}
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_cuda_code_paths_survive_a_cuda_device_torch_cannot_use(torch_python: str) -> None:
+    results = _run(torch_python, ["sdpa", "transformer-fastpath", "bf16"], extra_source=FAKE_CUDA)
+    sdpa = results["sdpa"]
+    assert sdpa.status == "ok", sdpa
+    cuda_cases = {name for name in sdpa.cases if name.startswith("cuda:0/")}
+    assert cuda_cases == {f"cuda:0/{c}" for c in SDPA_DTYPE_CASES + SDPA_BACKEND_CASES}
+    for name in cuda_cases:
+        assert sdpa.cases[name]["status"] in ("error", "skipped"), (name, sdpa.cases[name])
+    for case in SDPA_BACKEND_CASES:
+        outcome = sdpa.cases[f"cuda:0/{case}"]
+        assert outcome["error_class"] == "AssertionError"  # "Torch not compiled with CUDA enabled"
+        assert {"can_use", "reasons", "out_dtype", "warnings"} <= set(outcome)
+    assert sdpa.details["backend_api"] == "torch.nn.attention.sdpa_kernel"
+    fastpath = results["transformer-fastpath"]
+    assert fastpath.status == "ok"
+    assert set(fastpath.cases) == {"cpu/eager", "cpu/autocast-bfloat16", "cuda:0/eager", "cuda:0/autocast-bfloat16",
+                                   "cuda:0/autocast-float16"}
+    assert fastpath.cases["cuda:0/eager"]["fastpath"] is None  # the layer never ran: unknown, not False
+    bf16 = results["bf16"]
+    assert bf16.status == "ok"
+    assert bf16.cases["cuda:0"]["status"] == "error"
+    assert bf16.cases["cuda:0"]["is_bf16_supported_error"]
+
+
+# Runs after transformer-fastpath in the same child: the wrapped torch function must be torch's own again.
+AFTER_FASTPATH = '''
+def probe_after_fastpath(ctx):
+    fn = ctx.torch._transformer_encoder_layer_fwd
+    return {"status": "ok", "details": {"type": type(fn).__name__, "name": getattr(fn, "__name__", None)}}
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_transformer_fastpath_restores_torch(torch_python: str) -> None:
+    spec = ProbeSpec("after-fastpath", "checks the fast-path function after the probe")
+    results = _run(torch_python, ["transformer-fastpath", "after-fastpath"], extra_source=AFTER_FASTPATH,
+                   extra_specs={"after-fastpath": spec})
+    after = results["after-fastpath"]
+    assert after.status == "ok", after
+    assert after.details == {"type": "builtin_function_or_method", "name": "_transformer_encoder_layer_fwd"}
+
+
+# --- on a GPU ---------------------------------------------------------------------------------------------------
+
+
+def _nvidia_gpu_present() -> bool:
+    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidiactl").exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.torch
+@pytest.mark.slow
+def test_cuda_probes_on_a_real_gpu(request: pytest.FixtureRequest) -> None:
+    """With a CUDA torch (ENVCHECK_TORCH_PYTHON) on an NVIDIA GPU: every device gets the full matrix."""
+    if not _nvidia_gpu_present():
+        pytest.skip("no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
+    python = request.getfixturevalue("torch_python")
+    results = _run(python)
+    build = results["torch-build"]
+    if not build.details.get("cuda_available"):
+        pytest.skip(f"torch at {python} sees no CUDA device (build cuda={build.details.get('cuda')}); "
+                    "set ENVCHECK_TORCH_PYTHON to an interpreter with a CUDA torch")
+    devices = [f"cuda:{d['index']}" for d in build.details["devices"]]
+    sdpa = results["sdpa"]
+    assert sdpa.status == "ok", sdpa
+    assert sdpa.details["devices"] == ["cpu", *devices]
+    for device in devices:
+        for case in SDPA_DTYPE_CASES + SDPA_BACKEND_CASES:
+            outcome = sdpa.cases[f"{device}/{case}"]
+            assert outcome["status"] in ("ok", "error", "skipped"), (device, case, outcome)
+        mixed = sdpa.cases[f"{device}/q=float32,kv=float16/eager"]
+        assert (mixed["status"], mixed["error_class"]) == ("error", "RuntimeError")
+        assert SDPA_DTYPE_PATTERN.search(str(mixed["message"])) is not None
+        assert sdpa.cases[f"{device}/q=float32,kv=float16/autocast-float16"]["status"] == "ok"
+        math = sdpa.cases[f"{device}/backend=math,dtype=float32"]
+        assert math["status"] == "ok" and math["can_use"] is None
+        for case in SDPA_BACKEND_CASES:
+            outcome = sdpa.cases[f"{device}/{case}"]
+            assert isinstance(outcome["reasons"], list)
+            if outcome["can_use"] is False:
+                assert outcome["reasons"], (device, case, outcome)  # torch says why
+        assert results["bf16"].cases[device]["capability"]
+        fastpath = results["transformer-fastpath"].cases
+        assert {f"{device}/eager", f"{device}/autocast-bfloat16", f"{device}/autocast-float16"} <= set(fastpath)
+        assert fastpath[f"{device}/autocast-float16"]["fastpath"] is False  # CUDA autocast disables the fast path
+    assert results["bf16"].status == "ok"
