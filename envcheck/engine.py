@@ -65,6 +65,8 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
     if rule.foreach is None:
         return [_found(rule, ctx, None)]
     items = ctx.derived.get(rule.foreach)
+    if items is None:  # the derivation lacked its inputs (no NVML facts, a probe that did not run)
+        return [_plain(rule, Status.SKIPPED, missing=frozenset({f"fact {rule.foreach}"}))]
     if not items:
         return [_plain(rule, Status.PASS)]
     return [_found(rule, ctx, dict(item)) for item in items]

@@ -6,7 +6,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MARKER_ENV, SITE, build_facts, collect_facts, dist_dict, facts_dict, write_dist
+from conftest import (
+    MARKER_ENV,
+    SITE,
+    build_facts,
+    collect_facts,
+    dist_dict,
+    facts_dict,
+    gpu_dict,
+    nvml_dict,
+    torch_dict,
+    write_dist,
+)
 
 from envcheck.facts.derive import DERIVATIONS, Derived
 from envcheck.facts.snapshot import Facts
@@ -187,7 +198,9 @@ def test_list_derivations_declare_their_item_fields() -> None:
     raw = facts_dict(dists=[
         dist_dict("a", "1", "b>=2", "c", requires_python=">=3.12"), dist_dict("b", "1"),
         dist_dict("b", "0.5", location="/elsewhere"), dist_dict("x", "1.0-custom"),
-        dist_dict("y", "1", problems=["no METADATA file"])])
+        dist_dict("y", "1", problems=["no METADATA file"])],
+        torch=torch_dict(), nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090")),
+        probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"]}}})
     raw["partial_installs"] = [f"{SITE}/~orch"]
     derived = Derived(Facts.from_dict(raw))
     for name, derivation in DERIVATIONS.items():

@@ -1,4 +1,4 @@
-"""Generated documentation stays in step with the rule pack."""
+"""Documentation stays in step with the code: the generated rule pages, the predicates and the derived facts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from click.testing import CliRunner
 
 from envcheck import rules as rules_mod
 from envcheck._cli import cli
+from envcheck.conditions import PREDICATES
+from envcheck.facts.derive import DERIVATIONS
 
 RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 REGENERATE = "envcheck rule --all --format markdown > docs/rules.md"
@@ -26,3 +28,13 @@ def test_rules_md_documents_every_rule() -> None:
     text = RULES_MD.read_text(encoding="utf-8")
     missing = [r.id for r in rules_mod.load() if f"### {r.id}\n" not in text]
     assert not missing, f"docs/rules.md lacks {missing}: regenerate it with `{REGENERATE}`"
+
+
+RULE_LANGUAGE_MD = RULES_MD.parent / "rule-language.md"
+
+
+def test_rule_language_documents_every_predicate_and_derived_fact() -> None:
+    """docs/rule-language.md has a table row for every leaf predicate and names every derived fact."""
+    text = RULE_LANGUAGE_MD.read_text(encoding="utf-8")
+    assert [p for p in sorted(PREDICATES) if f"\n| `{p}` |" not in text] == []
+    assert [d for d in sorted(DERIVATIONS) if f"`{d}`" not in text] == []

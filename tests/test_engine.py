@@ -156,3 +156,14 @@ def test_at_or_above(fail_on: str, expected: list[str]) -> None:
 def test_counts_cover_every_status() -> None:
     """Report.counts() has one entry per status."""
     assert REPORT.counts() == {s.value: 1 for s in Status}
+
+
+def test_foreach_over_an_unknown_fact_is_skipped_not_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A foreach rule whose derived list is unknown (None) is skipped naming the fact, never a vacuous pass."""
+    from envcheck.facts import derive
+
+    monkeypatch.setitem(derive.DERIVATIONS, "distributions.duplicates", derive.Derivation(
+        "distributions.duplicates", "test", derive.DERIVATIONS["distributions.duplicates"].fields, lambda d: None))
+    rule = next(r for r in rules_mod.load() if r.foreach == "distributions.duplicates")
+    report = evaluate([rule], build_facts())
+    assert [(f.status, f.missing) for f in report.findings] == [(Status.SKIPPED, ("fact distributions.duplicates",))]

@@ -76,11 +76,13 @@ def test_wheel_is_pure_python_and_named_for_the_project(dists: Dists) -> None:
 
 
 def test_wheel_ships_the_whole_rule_pack(dists: Dists) -> None:
-    """Every rules/*.toml of the checkout is in the wheel as envcheck/_rules/*.toml, and nothing else is there."""
-    in_repo = sorted(p.name for p in (ROOT / "rules").glob("*.toml"))
-    in_wheel = sorted(PurePosixPath(n).name for n in dists.wheel_names if n.startswith("envcheck/_rules/"))
-    assert in_repo, "the checkout has no rules/*.toml"
-    assert len(in_wheel) == len(in_repo)
+    """Every rules/*.toml of the checkout is in the wheel as envcheck/_rules/*.toml, its data tables as
+    envcheck/_rules/data/*.toml, and nothing else is there."""
+    in_repo = sorted(p.relative_to(ROOT / "rules").as_posix()
+                     for p in [*(ROOT / "rules").glob("*.toml"), *(ROOT / "rules" / "data").glob("*.toml")])
+    in_wheel = sorted(n.removeprefix("envcheck/_rules/") for n in dists.wheel_names if n.startswith("envcheck/_rules/"))
+    assert any("/" not in n for n in in_repo), "the checkout has no rules/*.toml"
+    assert "data/cuda-driver.toml" in in_repo, "the derivations' data tables are missing from rules/data/"
     assert in_wheel == in_repo
 
 
@@ -117,13 +119,15 @@ def test_wheel_metadata_names_the_distribution(dists: Dists) -> None:
 
 
 def test_wheel_runtime_requirements(dists: Dists) -> None:
-    """The runtime needs packaging and click everywhere and tomli only below Python 3.11; nothing else."""
+    """The runtime needs packaging, click and nvidia-ml-py everywhere and tomli only below Python 3.11; nothing
+    else."""
     runtime = [Requirement(r) for r in _metadata(dists).get_all("Requires-Dist", [])
                if not (Requirement(r).marker and "extra" in str(Requirement(r).marker))]
     by_name = {r.name.lower(): r for r in runtime}
-    assert sorted(by_name) == ["click", "packaging", "tomli"]
+    assert sorted(by_name) == ["click", "nvidia-ml-py", "packaging", "tomli"]
     assert by_name["packaging"].marker is None
     assert by_name["click"].marker is None
+    assert by_name["nvidia-ml-py"].marker is None
     tomli = by_name["tomli"].marker
     assert tomli is not None
     assert tomli.evaluate({"python_version": "3.10"})
@@ -132,10 +136,13 @@ def test_wheel_runtime_requirements(dists: Dists) -> None:
 
 
 def test_wheel_never_requires_torch(dists: Dists) -> None:
-    """No requirement of the wheel, in any extra, is torch: envcheck must run where torch is absent or broken."""
+    """No requirement of the wheel, in any extra, is torch: envcheck must run where torch is absent or broken.
+
+    NVML comes from nvidia-ml-py (ctypes only, no CUDA context); the deprecated PyPI `pynvml` wrapper is not used.
+    """
     names = {Requirement(r).name.lower() for r in _metadata(dists).get_all("Requires-Dist", [])}
     assert names, "METADATA has no Requires-Dist at all"
-    assert not names & {"torch", "pytorch", "torchvision", "torchaudio", "nvidia-ml-py", "pynvml"}
+    assert not names & {"torch", "pytorch", "torchvision", "torchaudio", "pynvml"}
 
 
 def test_sdist_is_a_buildable_source_tree(dists: Dists) -> None:
@@ -145,5 +152,7 @@ def test_sdist_is_a_buildable_source_tree(dists: Dists) -> None:
         assert required in names, f"{required} is not in the sdist"
     rules = sorted(p.name for p in (ROOT / "rules").glob("*.toml"))
     assert sorted(PurePosixPath(n).name for n in names if re.fullmatch(r"rules/[^/]+\.toml", n)) == rules
+    data = sorted(p.name for p in (ROOT / "rules" / "data").glob("*.toml"))
+    assert sorted(PurePosixPath(n).name for n in names if re.fullmatch(r"rules/data/[^/]+\.toml", n)) == data
     stray = sorted(n for n in names if n.startswith((".venv/", ".git/", "dist/", "build/")) or "__pycache__" in n)
     assert not stray, f"in the sdist but should not be: {stray[:10]}"

@@ -95,7 +95,7 @@ class Driver(_Leaf):
     """`driver = { version = "<525.60.13", cuda = "<12.4", status = "driver-mismatch" }`: the NVIDIA driver.
 
     `version` is the driver's own version, `cuda` the newest CUDA runtime it supports, `status` NVML's state.
-    Version keys are false when no driver is installed.
+    Version keys are false when no driver is installed; `status` is unknown when the NVML bindings are missing.
     """
 
     version: SpecifierSet | None
@@ -113,6 +113,9 @@ class Driver(_Leaf):
         if nvml is None:
             return unknown("NVIDIA driver (NVML facts not in this snapshot)")
         if self.status and nvml.status not in self.status:
+            if nvml.status == "unavailable":
+                # NVML was never asked: the driver might be in any state.
+                return unknown(f"NVIDIA driver status (NVML: unavailable: {nvml.reason})")
             return FALSE
         if self.version is None and self.cuda is None:
             return TRUE
@@ -186,7 +189,7 @@ def _statuses(value: object, where: Where, allowed: tuple[str, ...] | frozenset[
 
 def _p_gpu(value: object, where: Where) -> Condition:
     table = _table(value, where, {"capability", "name", "memory_gib", "count", "match"}, set())
-    if not table:
+    if not set(table) - {"match"}:  # `match` alone constrains nothing
         raise where.error("needs at least one of capability, name, memory_gib, count")
     match = table.get("match", "any")
     if match not in ("any", "all"):

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from envcheck import __version__
 from envcheck.errors import CollectError, FactsError
 from envcheck.facts import _collector
+from envcheck.facts.gpus import NvmlFacts
+from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.snapshot import Facts
 
 # Running the collector in another interpreter costs one interpreter start (~20-50 ms); a minute means it is stuck.
@@ -26,7 +31,13 @@ def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, An
 
 
 def collect(request: dict[str, Any], python: str | None = None) -> Facts:
-    """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck)."""
+    """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck).
+
+    NVML facts are machine-wide and always come from envcheck's own process: the checked interpreter need not
+    have the bindings. They are read in a thread while the distributions are scanned, because NVML's
+    initialisation can take a noticeable time on a GPU machine (the GPUs wake up without a persistence daemon).
+    """
+    nvml = _Background(collect_nvml)
     if python is None:
         raw = _collector.collect(request)
         origin = "local"
@@ -34,7 +45,32 @@ def collect(request: dict[str, Any], python: str | None = None) -> Facts:
         raw = _collect_foreign(python, request)
         origin = f"python:{python}"
     raw["envcheck_version"] = __version__
-    return Facts.from_dict(raw, file=origin, origin=origin)
+    facts = Facts.from_dict(raw, file=origin, origin=origin)
+    return dataclasses.replace(facts, nvml=nvml.result())
+
+
+class _Background:
+    """collect_nvml() in a daemon thread (ctypes releases the GIL during NVML calls, so the two overlap).
+
+    collect_nvml's `warnings.catch_warnings()` swaps the process-wide filter list while it imports pynvml; the
+    collector running meanwhile never touches warning filters, so nothing is lost when it is restored.
+    """
+
+    def __init__(self, fn: Callable[[], NvmlFacts]) -> None:
+        self._fn = fn
+        self._value: NvmlFacts | None = None
+        self._thread = threading.Thread(target=self._run, name="envcheck-nvml", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._value = self._fn()
+
+    def result(self) -> NvmlFacts:
+        self._thread.join()
+        if self._value is None:  # collect_nvml never raises; this guards against a bug in it
+            return NvmlFacts(status="error", reason="collecting NVML facts failed", driver_version=None,
+                             cuda_driver_version=None, devices=())
+        return self._value
 
 
 def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envcheck.facts import gpu_compat
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -233,8 +234,24 @@ def _interpreter_flag(name: str) -> Callable[[Derived], Any]:
     return compute
 
 
+def _of_facts(fn: Callable[[Facts], Any]) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return fn(derived.facts)
+
+    return compute
+
+
+def _coverage(wanted: str) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return gpu_compat.devices_with_coverage(derived.facts, wanted)
+
+    return compute
+
+
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
                  "installed", "kind")
+_GPU_FIELDS = ("index", "name", "compute_capability")
+_COVERAGE_FIELDS = (*_GPU_FIELDS, "coverage", "build_archs")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
@@ -271,6 +288,22 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("distributions.requires-python",
                    "Imported distributions whose Requires-Python excludes the checked interpreter.",
                    ("name", "version", "requires_python", "python"), _requires_python),
+        Derivation("gpu.driver-vs-torch-cuda",
+                   "Whether the NVIDIA driver runs torch's CUDA runtime: \"ok\", \"minor-compat\" (only through "
+                   "CUDA minor version compatibility), \"too-old\", or \"n/a\" (no CUDA torch, or no driver).", (),
+                   _of_facts(gpu_compat.driver_vs_torch_cuda)),
+        Derivation("gpu.devices-without-native-bf16",
+                   "GPUs of compute capability below 8.0, which have no native bfloat16 math.",
+                   _GPU_FIELDS, _of_facts(gpu_compat.devices_without_native_bf16)),
+        Derivation("gpu.arch-coverage",
+                   "Every GPU and how torch's compiled architectures cover it: native cubin, PTX JIT, or none.",
+                   _COVERAGE_FIELDS, _of_facts(gpu_compat.arch_coverage)),
+        Derivation("gpu.devices-not-in-build",
+                   "GPUs that torch's build has neither a cubin nor PTX for (`no kernel image is available`).",
+                   _COVERAGE_FIELDS, _coverage("none")),
+        Derivation("gpu.devices-needing-ptx-jit",
+                   "GPUs that torch's build covers only through PTX, JIT-compiled at first use.",
+                   _COVERAGE_FIELDS, _coverage("ptx-jit")),
     ]
 }
 

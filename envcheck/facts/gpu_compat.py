@@ -1,0 +1,223 @@
+"""GPU compatibility facts derived from NVML, torch's build and the torch-build probe: pure functions of Facts.
+
+envcheck/facts/derive.py registers them as derived facts. Tables (which driver a CUDA runtime needs) are data in
+rules/data/cuda-driver.toml, shipped with the rule pack, never constants here.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.errors import RuleError
+from envcheck.facts.snapshot import Facts
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 in CI
+    import tomli as tomllib
+
+Item = dict[str, str]
+CUDA_DRIVER_FILE = "cuda-driver.toml"
+NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
+# sm_90 (cubin), sm_90a (arch-specific cubin), sm_100f (family cubin), compute_90 (PTX). The last digit is the minor.
+_ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
+
+
+@dataclass(frozen=True)
+class CudaDriverTable:
+    """rules/data/cuda-driver.toml, parsed."""
+
+    minor_compat_floor: dict[int, int]  # CUDA major -> the oldest driver branch that runs every runtime of it
+    toolkit_minimum: dict[str, dict[tuple[int, int], Version]]  # "linux" | "windows" -> (major, minor) -> driver
+
+
+def data_dir() -> Path:
+    """rules/data: inside the installed wheel (envcheck/_rules/data), or in a source checkout."""
+    # The same choice as envcheck.rules.builtin_rules_dir, which cannot be imported here (rules imports derive).
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_rules"
+    return (packaged if packaged.is_dir() else package.parent / "rules") / "data"
+
+
+@functools.cache
+def cuda_driver_table(path: Path | None = None) -> CudaDriverTable:
+    """The shipped table (or the one at `path`); a malformed file is a RuleError naming the key."""
+    path = path or data_dir() / CUDA_DRIVER_FILE
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RuleError(str(path), f"cannot be read: {exc}") from None
+
+    def versions(key: str, table: object) -> dict[str, Version]:
+        if not isinstance(table, dict) or not table:
+            raise RuleError(str(path), "expected a non-empty table", key=key)
+        out = {}
+        for name, value in table.items():
+            try:
+                out[name] = Version(value)
+            except (InvalidVersion, TypeError):
+                raise RuleError(str(path), f"expected a driver version, got {value!r}", key=f"{key}.{name}") from None
+        return out
+
+    floors = {}
+    table = data.get("minor-compatibility")
+    if not isinstance(table, dict) or not table:
+        raise RuleError(str(path), "expected a non-empty table", key="minor-compatibility")
+    for name, branch in table.items():
+        if not name.isdigit() or not isinstance(branch, int) or isinstance(branch, bool):
+            raise RuleError(str(path), f"expected a CUDA major and a driver branch such as \"12\" = 525, got "
+                            f"{name!r} = {branch!r}", key=f"minor-compatibility.{name}")
+        floors[int(name)] = branch
+    minimums: dict[str, dict[tuple[int, int], Version]] = {}
+    toolkits = data.get("toolkit-minimum-driver")
+    for platform in ("linux", "windows"):
+        key = f"toolkit-minimum-driver.{platform}"
+        table = versions(key, toolkits.get(platform) if isinstance(toolkits, dict) else None)
+        minimums[platform] = {}
+        for name, version in table.items():
+            release = _major_minor(name)
+            if release is None:
+                raise RuleError(str(path), "expected a CUDA release such as \"12.4\"", key=f"{key}.{name}")
+            minimums[platform][release] = version
+    return CudaDriverTable(floors, minimums)
+
+
+def _major_minor(text: str | None) -> tuple[int, int] | None:
+    """"12.4" -> (12, 4); "9.0" -> (9, 0); None for anything else."""
+    match = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)*", (text or "").strip())
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def _driver(text: str | None) -> Version | None:
+    try:
+        return Version(text or "")
+    except InvalidVersion:
+        return None
+
+
+def driver_vs_torch_cuda(facts: Facts) -> str | None:
+    """"ok", "minor-compat", "too-old" or "n/a" (no CUDA torch, or no driver); None when it cannot be told."""
+    torch = facts.torch
+    if torch is None or (torch.cuda is None and torch.problem is None):
+        return "n/a"  # no torch, or a CPU or ROCm build: it needs no NVIDIA driver
+    runtime = _major_minor(torch.cuda)
+    nvml = facts.nvml
+    if runtime is None or nvml is None:
+        return None
+    if nvml.status in ("no-driver", "driver-not-loaded"):
+        return "n/a"  # no driver at all is another finding than an old one
+    table = cuda_driver_table()
+    driver = _driver(nvml.driver_version)
+    supported = _major_minor(nvml.cuda_driver_version)
+    if supported is not None:
+        if supported >= runtime:
+            return "ok"
+        if supported[0] != runtime[0]:
+            return "too-old"  # minor version compatibility never crosses a major
+    else:
+        # NVML gave no CUDA version: the driver's own version against the toolkit's minimum driver.
+        minimum = table.toolkit_minimum["windows" if facts.python.platform == "win32" else "linux"].get(runtime)
+        if driver is None or minimum is None:
+            return None
+        if driver >= minimum:
+            return "ok"
+        # Below the toolkit's minimum; a driver at or above the major's floor supports at least major.0.
+    floor = table.minor_compat_floor.get(runtime[0])
+    if floor is None:
+        # Majors before the first floor had no minor version compatibility; a newer major is not in the table yet.
+        return "too-old" if runtime[0] < min(table.minor_compat_floor) else None
+    if driver is None:
+        return None
+    return "minor-compat" if driver.release[0] >= floor else "too-old"
+
+
+def devices_without_native_bf16(facts: Facts) -> list[Item] | None:
+    """GPUs of compute capability below 8.0; None when NVML does not know the devices."""
+    nvml = facts.nvml
+    if nvml is None or not nvml.devices_known:
+        return None
+    out: list[Item] = []
+    unknown = False
+    for device in nvml.devices:
+        capability = _major_minor(device.compute_capability)
+        if capability is None:
+            unknown = True
+        elif capability < NATIVE_BF16:
+            out.append({"index": str(device.index), "name": device.name or "?",
+                        "compute_capability": device.compute_capability or ""})
+    # Some device without a capability might lack bf16 too: an empty answer would then be a guess.
+    return None if unknown and not out else sorted(out, key=lambda i: int(i["index"]))
+
+
+def _arch_list(facts: Facts) -> list[str] | None:
+    probe = facts.probes.get("torch-build")
+    archs: Any = None if probe is None else probe.details.get("arch_list")
+    if isinstance(archs, str):
+        archs = archs.split()
+    if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+        return None
+    return list(archs)
+
+
+def coverage(capability: tuple[int, int], archs: list[str]) -> str:
+    """"native", "ptx-jit" or "none": how a fat binary built for `archs` runs on a GPU of `capability`.
+
+    A cubin sm_XY runs on the same major with minor >= Y (sm_XYa only on exactly X.Y; sm_XYf like sm_XY within
+    the family); PTX compute_XY is JIT-compiled for any capability >= X.Y. torch's own _check_cubins compares
+    majors only and ignores PTX, so it misjudges both.
+    """
+    ptx = False
+    for arch in archs:
+        match = _ARCH.fullmatch(arch.strip())
+        if match is None:
+            continue  # gfx90a, lto_90: not CUDA device code
+        kind, major, minor, suffix = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
+        if suffix == "a":
+            fits = (major, minor) == capability
+        elif kind == "sm":
+            fits = major == capability[0] and minor <= capability[1]
+        else:
+            fits = (major, minor) <= capability and (suffix != "f" or major == capability[0])
+        if fits and kind == "sm":
+            return "native"
+        ptx = ptx or fits
+    return "ptx-jit" if ptx else "none"
+
+
+def arch_coverage(facts: Facts) -> list[Item] | None:
+    """Each GPU and how torch's compiled archs cover it; None without NVML devices or the probe's arch list."""
+    torch = facts.torch
+    if torch is None or (torch.cuda is None and torch.problem is None):
+        return []  # no torch, or a CPU or ROCm build: no CUDA kernels to cover any GPU with
+    nvml = facts.nvml
+    archs = _arch_list(facts)
+    if nvml is None or not nvml.devices_known or archs is None:
+        return None
+    out = []
+    for device in nvml.devices:
+        capability = _major_minor(device.compute_capability)
+        out.append({
+            "index": str(device.index), "name": device.name or "?",
+            "compute_capability": device.compute_capability or "",
+            "coverage": "unknown" if capability is None else coverage(capability, archs),
+            "build_archs": " ".join(archs),
+        })
+    return sorted(out, key=lambda i: int(i["index"]))
+
+
+def devices_with_coverage(facts: Facts, wanted: str) -> list[Item] | None:
+    """The arch-coverage items whose coverage is `wanted`; None when some device's coverage is unknown and none
+    matched (that device might)."""
+    items = arch_coverage(facts)
+    if items is None:
+        return None
+    out = [i for i in items if i["coverage"] == wanted]
+    return None if not out and any(i["coverage"] == "unknown" for i in items) else out
