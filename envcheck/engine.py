@@ -34,7 +34,7 @@ def _plain(rule: Rule, status: Status, *, missing: frozenset[str] = frozenset(),
                    missing=tuple(sorted(missing)), detail=detail, references=rule.references, area=rule.area)
 
 
-def _found(rule: Rule, ctx: Context, item: dict[str, str] | None) -> Finding:
+def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     facts = ctx.facts
     return Finding(
         rule_id=rule.id,
@@ -48,6 +48,7 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None) -> Finding:
         references=rule.references,
         item=item,
         area=rule.area,
+        evidence=evidence,
     )
 
 
@@ -63,10 +64,10 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
     if when.value is False:
         return [_plain(rule, Status.PASS)]
     if rule.foreach is None:
-        return [_found(rule, ctx, None)]
+        return [_found(rule, ctx, None, when.evidence)]
     items = ctx.derived.get(rule.foreach)
     if items is None:  # the derivation lacked its inputs (no NVML facts, a probe that did not run)
         return [_plain(rule, Status.SKIPPED, missing=frozenset({f"fact {rule.foreach}"}))]
     if not items:
         return [_plain(rule, Status.PASS)]
-    return [_found(rule, ctx, dict(item)) for item in items]
+    return [_found(rule, ctx, dict(item), when.evidence) for item in items]

@@ -80,6 +80,7 @@ class Finding:
     detail: str = ""  # for ERROR: what went wrong
     item: dict[str, str] | None = None  # for `foreach` rules: the item this verdict is about
     area: str = ""
+    evidence: str = ""  # which facts decided, when a rule weighs several (a probe, else a version range)
 
 
 @dataclass(frozen=True)

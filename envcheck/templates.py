@@ -19,6 +19,8 @@ _FORMS = (
     re.compile(r"python\.version"),
     re.compile(r"torch\.(cuda|hip)"),  # torch's build, from torch/version.py
     re.compile(r"item\.\w+"),  # a field of the current item of a `foreach` rule
+    re.compile(r"driver\.(version|cuda)"),  # the NVIDIA driver (NVML)
+    re.compile(r"probe\.[a-z0-9-]+\.(status|error_class|message)"),  # a live probe's result
     re.compile(rf"{_NAME}\.version"),  # the imported version of a distribution
 )
 NOT_INSTALLED = "(not installed)"
@@ -32,7 +34,8 @@ def placeholders(text: str) -> list[str]:
 def invalid_placeholder(name: str, item_fields: Iterable[str] | None) -> str | None:
     """Why `{name}` cannot be used in a rule (None when it can). `item_fields` is None outside `foreach` rules."""
     if not any(form.fullmatch(name) for form in _FORMS):
-        return f"unknown placeholder {{{name}}} (use {{python}}, {{NAME.version}}, {{torch.cuda}} or {{item.KEY}})"
+        return (f"unknown placeholder {{{name}}} (use {{python}}, {{NAME.version}}, {{torch.cuda}}, "
+                f"{{driver.version}}, {{probe.NAME.message}} or {{item.KEY}})")
     if name.startswith("item."):
         if item_fields is None:
             return f"{{{name}}} is only available in a rule with 'foreach'"
@@ -48,6 +51,15 @@ def _value(name: str, facts: Facts, item: dict[str, str] | None) -> str:
         return facts.python.version
     if name.startswith("item.") and item is not None:
         return item.get(name[5:], "")
+    if name.startswith("driver."):
+        nvml = facts.nvml
+        if nvml is None:
+            return "unknown"
+        return (nvml.driver_version if name == "driver.version" else nvml.cuda_driver_version) or "unknown"
+    if name.startswith("probe."):
+        _, probe, key = name.split(".")
+        result = facts.probes.get(probe)
+        return "not run" if result is None else str(getattr(result, key) or "")
     if name in ("torch.cuda", "torch.hip"):
         build = facts.torch
         value = None if build is None else getattr(build, name[6:])

@@ -59,6 +59,14 @@ def _snapshot(case: dict[str, Any]) -> Facts:
                       python=python)
     data["python"]["marker_environment"].update(marker)
     data["partial_installs"] = case.get("partial_installs", [])
+    if "nvml" in case:
+        nvml = dict(case["nvml"])
+        nvml.setdefault("reason", None)
+        nvml["devices"] = [{"index": i, "name": name, "uuid": f"GPU-{i}", "pci_bus_id": None,
+                            "compute_capability": cc, "memory_total_mib": mib, "mig_mode": None}
+                           for i, (name, cc, mib) in enumerate(nvml.get("devices", []))]
+        data["nvml"] = nvml
+    data["probes"] = case.get("probes", {})
     return Facts.from_dict(data, file="<rule case>")
 
 
@@ -94,3 +102,15 @@ def test_rule_does_not_fire(rule_id: str) -> None:
     case = CASES[rule_id]["passes"]
     report = evaluate([BY_ID[rule_id]], _snapshot(case))
     assert [f.status for f in report.findings] == [Status(case["expect"])]
+
+
+def test_evidence_names_the_probe_or_the_version_range_that_decided() -> None:
+    """EC0502 cites the probe when it ran, and the version range (naming the missing probe) when it did not."""
+    rule = BY_ID["EC0502"]
+    with_probe = evaluate([rule], _snapshot(CASES["EC0502"]["fires"])).findings[0]
+    assert with_probe.evidence.startswith("probe `transformer-fastpath` case `cpu/autocast-bfloat16`")
+    static = {k: v for k, v in CASES["EC0502"]["fires"].items() if k != "probes"}
+    by_version = evaluate([rule], _snapshot(static)).findings[0]
+    assert by_version.status is Status.FAIL
+    assert by_version.evidence.startswith("torch build: version")
+    assert "probe transformer-fastpath (not run" in by_version.evidence

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from envcheck.conditions import environment, machine
-from envcheck.conditions.core import ALWAYS, All, AnyOf, Condition, Context, Not, Outcome, Where
+from envcheck.conditions.core import ALWAYS, All, AnyOf, Condition, Context, First, Not, Outcome, Where
 from envcheck.conditions.environment import Module, Source
 
 __all__ = ["ALWAYS", "PREDICATES", "Condition", "Context", "Module", "Outcome", "Source", "Where", "parse"]
 
 PREDICATES: dict[str, Callable[[object, Where], Condition]] = {**environment.PARSERS, **machine.PARSERS}
-COMBINATORS = ("all", "any", "not")
+COMBINATORS = ("all", "any", "first", "not")
 
 
 def parse(value: object, where: Where) -> Condition:
@@ -30,11 +30,12 @@ def parse(value: object, where: Where) -> Condition:
     parts: list[Condition] = []
     for key, sub in value.items():
         here = where.at(key)
-        if key in ("all", "any"):
+        if key in ("all", "any", "first"):
             if not isinstance(sub, list) or not sub:
                 raise here.error("expected a non-empty list of conditions")
             items = tuple(parse(item, here.at(str(i))) for i, item in enumerate(sub))
-            parts.append(All(items) if key == "all" else AnyOf(items))
+            combined: Condition = All(items) if key == "all" else AnyOf(items) if key == "any" else First(items)
+            parts.append(combined)
         elif key == "not":
             parts.append(Not(parse(sub, here)))
         elif key in PREDICATES:

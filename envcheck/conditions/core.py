@@ -21,6 +21,7 @@ from envcheck.facts.snapshot import Facts
 class Outcome:
     value: bool | None  # None: unknown
     missing: frozenset[str] = frozenset()  # what made it unknown
+    evidence: str = ""  # for `first`: which part decided, in words (shown with the finding)
 
 
 TRUE = Outcome(True)
@@ -83,13 +84,18 @@ class All:
 
     def evaluate(self, ctx: Context) -> Outcome:
         missing: set[str] = set()
+        evidence: list[str] = []
         for part in self.parts:
             out = part.evaluate(ctx)
             if out.value is False:
                 return FALSE
             if out.value is None:
                 missing |= out.missing
-        return Outcome(None, frozenset(missing)) if missing else TRUE
+            elif out.evidence:
+                evidence.append(out.evidence)
+        if missing:
+            return Outcome(None, frozenset(missing))
+        return Outcome(True, evidence="; ".join(evidence)) if evidence else TRUE
 
     def leaves(self) -> Iterator[Condition]:
         for part in self.parts:
@@ -108,7 +114,7 @@ class AnyOf:
         for part in self.parts:
             out = part.evaluate(ctx)
             if out.value is True:
-                return TRUE
+                return out
             if out.value is None:
                 missing |= out.missing
         return Outcome(None, frozenset(missing)) if missing else FALSE
@@ -136,9 +142,36 @@ class Not:
         return f"not {_grouped(self.part)}"
 
 
+@dataclass(frozen=True)
+class First:
+    """The first part whose outcome is known decides: `first = [probe..., version range...]` trusts the live probe
+    when it ran and falls back to the version range when it did not. The outcome names the deciding part."""
+
+    parts: tuple[Condition, ...]
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        missing: set[str] = set()
+        for part in self.parts:
+            out = part.evaluate(ctx)
+            if out.value is not None:
+                because = part.describe()
+                if missing:
+                    because += f" (instead of: {'; '.join(sorted(missing))})"
+                return Outcome(out.value, evidence=because)
+            missing |= out.missing
+        return Outcome(None, frozenset(missing))
+
+    def leaves(self) -> Iterator[Condition]:
+        for part in self.parts:
+            yield from part.leaves()
+
+    def describe(self) -> str:
+        return "the first known of: " + "; else ".join(_grouped(p) for p in self.parts)
+
+
 def _grouped(part: Condition) -> str:
     text = part.describe()
-    return f"({text})" if isinstance(part, (All, AnyOf)) and len(part.parts) > 1 else text
+    return f"({text})" if isinstance(part, (All, AnyOf, First)) and len(part.parts) > 1 else text
 
 
 ALWAYS = All(())

@@ -135,7 +135,7 @@ class Driver(_Leaf):
 
 @dataclass(frozen=True)
 class Probe(_Leaf):
-    """`probe = { name = "sdpa", case = "cpu/fp32-q/fp16-kv/eager", status = "error", error = "RuntimeError",
+    """`probe = { name = "sdpa", case = "cpu/q=float32,kv=float16/eager", status = "error", error = "RuntimeError",
     message = "REGEX" }`: what a live probe (or one case of it) observed.
 
     With `error` or `message` and no `status`, the status must be "error". A probe that was skipped, crashed or

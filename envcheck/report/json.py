@@ -27,6 +27,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "missing": list(f.missing),
         "detail": f.detail,
         "item": f.item,
+        "evidence": f.evidence,
     }
 
 

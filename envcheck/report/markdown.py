@@ -26,7 +26,10 @@ def render(report: Report) -> str:
             if f.status is Status.ERROR:
                 out += [f"This rule could not be evaluated: {f.detail}", ""]
                 continue
-            out += [f.summary, "", f"**Why.** {f.why}", "", f"**Fix.** {f.fix}", ""]
+            out += [f.summary, "", f"**Why.** {f.why}", ""]
+            if f.evidence:
+                out += [f"**Evidence.** {f.evidence}", ""]
+            out += [f"**Fix.** {f.fix}", ""]
             if f.commands:
                 out += ["```sh", *(shell(argv) for argv in f.commands), "```", ""]
             if f.references:

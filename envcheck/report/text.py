@@ -42,6 +42,8 @@ def _problem(f: Finding, style: _Style) -> list[str]:
     out.append(f"    {f.summary}")
     if f.why:
         out += _wrap("why:", f.why, style)
+    if f.evidence:
+        out += _wrap("evidence:", f.evidence, style)
     if f.fix:
         out += _wrap("fix:", f.fix, style)
     for argv in f.commands:
@@ -68,7 +70,6 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
                              f"  [{_LABEL[f.status]}]{note}")
         lines.append("")
     where = report.python if report.origin == "local" else f"{report.python} ({report.origin})"
-    lines.append(f"envcheck {report.envcheck_version}: {tally(report)} — {where}")
-    if not verbose and report.count(Status.SKIPPED):
-        lines.append(style("2", "  (run with -v to see what the skipped rules need)"))
+    hint = " (-v says why)" if not verbose and report.count(Status.SKIPPED) else ""
+    lines.append(f"envcheck {report.envcheck_version}: {tally(report)}{hint} — {where}")
     return "\n".join(lines) + "\n"
