@@ -20,9 +20,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-CASES: dict[str, dict[str, dict[str, Any]]] = tomllib.loads(
-    (Path(__file__).parent / "fixtures" / "rule_cases.toml").read_text(encoding="utf-8")
-)
+CASES: dict[str, dict[str, dict[str, Any]]] = {}
+for _file in sorted((Path(__file__).parent / "fixtures" / "rule_cases").glob("*.toml")):
+    _loaded = tomllib.loads(_file.read_text(encoding="utf-8"))
+    assert not set(_loaded) & set(CASES), f"{_file.name} repeats cases of {sorted(set(_loaded) & set(CASES))}"
+    CASES.update(_loaded)
 PACK: list[Rule] = rules_mod.load()
 BY_ID = {r.id: r for r in PACK}
 REQUEST = collection_request(PACK)
@@ -73,7 +75,8 @@ def _snapshot(case: dict[str, Any]) -> Facts:
 @pytest.mark.parametrize("rule_id", sorted(BY_ID))
 def test_every_rule_has_both_cases(rule_id: str) -> None:
     """A rule without a firing and a non-firing case fails CI: untested rules cannot ship."""
-    assert set(CASES.get(rule_id, {})) == {"fires", "passes"}, f"add [{rule_id}.fires] and [{rule_id}.passes]"
+    assert set(CASES.get(rule_id, {})) == {"fires", "passes"}, (
+        f"add [{rule_id}.fires] and [{rule_id}.passes] to tests/fixtures/rule_cases/{BY_ID[rule_id].area}.toml")
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))
