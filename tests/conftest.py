@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import importlib.machinery
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -209,3 +212,54 @@ def site(tmp_path: Path) -> Path:
 def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Probe results never go to the user's cache directory during tests (child processes inherit this too)."""
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("envcheck-cache")))
+
+
+# --- a real torch (CPU build) in a throwaway venv -------------------------------------------------------------------
+
+TORCH_REQUIREMENT = "torch==2.13.0+cpu"  # the CPU build: the probe outcomes the tests assert are its outcomes
+_BIN = "Scripts" if os.name == "nt" else "bin"
+_INSTALL_TIMEOUT_S = 1800  # guards against a hung pip; never a timing assertion
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP") and not k.startswith("ENVCHECK_")}
+    env.update({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    env.update(extra or {})
+    return env
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI must run the real probes: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole session.
+
+    ENVCHECK_TORCH_PYTHON names one that already has them. CI must really run these tests: there, failing to
+    install torch fails them instead of skipping them.
+    """
+    override = os.environ.get("ENVCHECK_TORCH_PYTHON")
+    if override:
+        return override
+    venv = tmp_path_factory.mktemp("torch-venv")
+    python = venv / _BIN / ("python.exe" if os.name == "nt" else "python")
+    steps = [
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:", TORCH_REQUIREMENT, "numpy",
+         "safetensors"],
+    ]
+    for argv in steps:
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False,
+                                  env=clean_env(), stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _unavailable(f"cannot install {TORCH_REQUIREMENT}: {' '.join(argv[-4:])}: {exc}")
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip()[-1500:]
+            _unavailable(f"cannot install {TORCH_REQUIREMENT} ({' '.join(argv[2:4])} exited {proc.returncode}): "
+                         f"{tail}")
+    return str(python)

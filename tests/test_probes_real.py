@@ -12,26 +12,19 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import re
 import shutil
-import subprocess
-import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from conftest import build_facts, write_tree
+from conftest import build_facts, clean_env, write_tree
 
 from envcheck.conditions import Context, Where, parse
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.probes.catalog import PROBE_NAMES, ProbeSpec
 from envcheck.probes.runner import CHILD_SOURCE_FILE, RunOptions, run
 
-TORCH_REQUIREMENT = "torch==2.13.0+cpu"  # the CPU build: the outcomes below are its outcomes
 EXPECTED_TORCH = "2.13.0+cpu"
-_BIN = "Scripts" if os.name == "nt" else "bin"
-_INSTALL_TIMEOUT_S = 1800  # guards against a hung pip; never a timing assertion
 _PROBE_TIMEOUT_S = 300.0
 
 # The SDPA message torch raises for a float32 query with a float16 KV cache (Dia TTS, metavoice), and the pattern
@@ -68,48 +61,8 @@ SDPA_DTYPE_CASES = [f"q={q},kv={kv}/{mode}" for q, kv in (("float32", "float32")
                     for mode in ("eager", "autocast-float16", "autocast-bfloat16")]
 
 
-def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP") and not k.startswith("ENVCHECK_")}
-    env.update({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-    env.update(extra or {})
-    return env
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI must run the real probes: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An interpreter with the real torch CPU build, numpy and safetensors."""
-    override = os.environ.get("ENVCHECK_TORCH_PYTHON")
-    if override:
-        return override
-    venv = tmp_path_factory.mktemp("torch-venv")
-    python = venv / _BIN / ("python.exe" if os.name == "nt" else "python")
-    steps = [
-        [sys.executable, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:", TORCH_REQUIREMENT, "numpy",
-         "safetensors"],
-    ]
-    for argv in steps:
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False,
-                                  env=_clean_env(), stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _unavailable(f"cannot install {TORCH_REQUIREMENT}: {' '.join(argv[-4:])}: {exc}")
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip()[-1500:]
-            _unavailable(f"cannot install {TORCH_REQUIREMENT} ({' '.join(argv[2:4])} exited {proc.returncode}): "
-                         f"{tail}")
-    return str(python)
-
-
 def _run(python: str, names: tuple[str, ...] | list[str] = PROBE_NAMES, **options: object) -> dict[str, ProbeResult]:
-    base: dict[str, object] = {"python": python, "timeout_s": _PROBE_TIMEOUT_S, "env": _clean_env()}
+    base: dict[str, object] = {"python": python, "timeout_s": _PROBE_TIMEOUT_S, "env": clean_env()}
     base.update(options)
     return run(list(names), RunOptions(**base))  # type: ignore[arg-type]
 
@@ -277,7 +230,7 @@ def test_safetensors_round_trip(results: dict[str, ProbeResult]) -> None:
 ])
 def test_apex_skip_reasons(torch_python: str, tmp_path: Path, files: dict[str, str], message: str) -> None:
     write_tree(tmp_path, files)
-    result = _run(torch_python, ["apex-fused-norm"], env=_clean_env({"PYTHONPATH": str(tmp_path)}))
+    result = _run(torch_python, ["apex-fused-norm"], env=clean_env({"PYTHONPATH": str(tmp_path)}))
     apex = result["apex-fused-norm"]
     assert (apex.status, apex.message) == ("skipped", message), apex
     assert apex.details["apex_location"] == str(tmp_path / "apex")

@@ -1,0 +1,123 @@
+"""Rules against real wheels from the package index, installed by real pip into throwaway venvs.
+
+A torchvision built for another torch, lightning next to pytorch-lightning, transformers next to a planted NVIDIA
+apex layout and next to PyPI's unrelated namesake `apex`, and a clean current environment (torch 2.13 CPU with the
+usual companions) on which envcheck must raise no alarm.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import clean_env
+from test_real_env import make_wheel
+
+pytestmark = pytest.mark.slow
+
+_BIN = "Scripts" if os.name == "nt" else "bin"
+_TIMEOUT_S = 900  # guards against a hung pip; never a timing assertion
+
+
+def _pip(python: Path | str, *args: str) -> None:
+    proc = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args], capture_output=True, text=True,
+                          timeout=_TIMEOUT_S, check=False, env=clean_env(), stdin=subprocess.DEVNULL)
+    if proc.returncode != 0:
+        message = f"pip install {' '.join(args)} failed: {(proc.stderr or proc.stdout)[-1500:]}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def _venv(path: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=_TIMEOUT_S)
+    return path / _BIN / "python"
+
+
+def _site(python: Path) -> Path:
+    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
+def _check(python: Path | str, *extra: str) -> tuple[int, dict[str, Any]]:
+    """envcheck (this checkout's) run against `python` from another interpreter, as a maintainer would."""
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "--python", str(python), "--format", "json", *extra],
+                          capture_output=True, text=True, timeout=_TIMEOUT_S, check=False, cwd="/", env=clean_env())
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _verdicts(report: dict[str, Any], rule_id: str) -> list[dict[str, Any]]:
+    return [f for f in report["findings"] if f["id"] == rule_id]
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with a real torchvision 0.21.0 (pinned to torch 2.6.0) next to a torch 2.13.0, real lightning and
+    pytorch-lightning, real transformers, and NVIDIA apex's layout planted in site-packages."""
+    root = tmp_path_factory.mktemp("mixed")
+    python = _venv(root / "venv")
+    house = root / "wheels"
+    house.mkdir()
+    torch_wheel = make_wheel(house, "torch", "2.13.0")  # only its metadata matters to the static check
+    _pip(python, "--no-deps", str(torch_wheel), "torchvision==0.21.0", "lightning==2.5.0", "pytorch-lightning==2.5.0",
+         "transformers==4.44.2")
+    site = _site(python)
+    # NVIDIA apex is built from source, never a wheel: plant the files a `--cuda_ext` build installs.
+    (site / "apex" / "normalization").mkdir(parents=True)
+    (site / "apex" / "__init__.py").write_text("raise RuntimeError('envcheck must not import this')\n")
+    (site / "apex" / "normalization" / "__init__.py").write_text("")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (site / f"fused_layer_norm_cuda{suffix}").write_bytes(b"")
+    return python
+
+
+def test_torchvision_built_for_another_torch(mixed: Path) -> None:
+    """The real torchvision 0.21.0 wheel pins torch==2.6.0: with torch 2.13.0 installed, EC0101 fails."""
+    code, report = _check(mixed, "--static")
+    assert code == 1
+    conflicts = [f for f in _verdicts(report, "EC0101") if f["item"] and f["item"]["package"] == "torchvision"]
+    assert [f["summary"] for f in conflicts] == [
+        "torchvision 0.21.0 requires torch==2.6.0, but torch 2.13.0 is installed"]
+
+
+def test_lightning_next_to_pytorch_lightning(mixed: Path) -> None:
+    """Real lightning and pytorch-lightning wheels side by side produce the EC0302 note."""
+    _, report = _check(mixed, "--static")
+    assert [f["status"] for f in _verdicts(report, "EC0302")] == ["info"]
+
+
+def test_transformers_next_to_nvidia_apex(mixed: Path) -> None:
+    """transformers 4.44.2 with NVIDIA apex's fused norm present fires EC0301, without importing apex."""
+    _, report = _check(mixed, "--static")
+    assert [f["status"] for f in _verdicts(report, "EC0301")] == ["warn"]
+    assert [f["status"] for f in _verdicts(report, "EC0310")] == ["pass"]
+
+
+def test_namesake_apex_is_not_nvidia_apex(tmp_path: Path) -> None:
+    """PyPI's `apex` (a Pyramid toolkit, built from its sdist) next to transformers is not flagged."""
+    python = _venv(tmp_path / "venv")
+    _pip(python, "--no-deps", "transformers==4.44.2", "apex==0.9.10dev")
+    _, report = _check(python, "--static")
+    assert [f["status"] for f in _verdicts(report, "EC0301")] == ["pass"]
+    assert [f["status"] for f in _verdicts(report, "EC0310")] == ["n/a"]
+
+
+@pytest.mark.torch
+def test_clean_current_environment_raises_no_alarm(torch_python: str) -> None:
+    """torch 2.13 CPU with numpy, safetensors, transformers and accelerate: every probe runs, nothing fires."""
+    _pip(torch_python, "numpy", "safetensors", "transformers", "accelerate")
+    code, report = _check(Path(torch_python), "--fail-on", "info", "--probe-timeout", "300")
+    fired = [f"{f['id']} {f['summary']}" for f in report["findings"] if f["status"] in ("fail", "warn", "info")]
+    assert fired == []
+    assert code == 0
+    # The probe-backed rules were decided by the probes, not skipped.
+    assert {f["id"]: f["status"] for f in report["findings"] if f["id"] in ("EC0501", "EC0502")} == {
+        "EC0501": "pass", "EC0502": "pass"}
