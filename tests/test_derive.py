@@ -200,7 +200,8 @@ def test_list_derivations_declare_their_item_fields() -> None:
         dist_dict("b", "0.5", location="/elsewhere"), dist_dict("x", "1.0-custom"),
         dist_dict("y", "1", problems=["no METADATA file"])],
         torch=torch_dict(), nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090")),
-        probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"]}}})
+        probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"]}}},
+        env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
     raw["partial_installs"] = [f"{SITE}/~orch"]
     derived = Derived(Facts.from_dict(raw))
     for name, derivation in DERIVATIONS.items():

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck.facts import gpu_compat
+from envcheck.facts import gpu_compat, system_libs
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -304,6 +304,15 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("gpu.devices-needing-ptx-jit",
                    "GPUs that torch's build covers only through PTX, JIT-compiled at first use.",
                    _COVERAGE_FIELDS, _coverage("ptx-jit")),
+        Derivation("cuda.older-toolkits-on-ld-library-path",
+                   "CUDA toolkit library folders on LD_LIBRARY_PATH of torch's CUDA major, older than torch's "
+                   "CUDA runtime or of a version their path does not name: their libraries replace the pip "
+                   "nvidia-* wheels'.", ("path", "toolkit", "torch_cuda"),
+                   _of_facts(system_libs.older_toolkits_on_ld_library_path)),
+        Derivation("cuda.home-toolkit-other-major",
+                   "The CUDA toolkit that CUDA_HOME (else CUDA_PATH) names, when its CUDA major differs from "
+                   "torch's: CUDA extensions cannot be built against it.",
+                   ("variable", "path", "toolkit", "torch_cuda"), _of_facts(system_libs.cuda_home_other_major)),
     ]
 }
 
