@@ -5,28 +5,34 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
 from envcheck import __version__
+from envcheck import config as config_mod
+from envcheck import fix as fix_mod
 from envcheck import rules as rules_mod
-from envcheck.check import ProbeOptions, gather
+from envcheck.check import ProbeOptions, RuleSet, gather, rule_set
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts.derive import Derived
-from envcheck.model import FAIL_ON_LEVELS
+from envcheck.model import FAIL_ON_LEVELS, Report
 from envcheck.probes import run_probes
 from envcheck.probes.catalog import PROBE_NAMES
 from envcheck.report import FORMATS, render
+from envcheck.report.common import tally
 from envcheck.report.probes import render_json as probes_json
 from envcheck.report.probes import render_text as probes_text
 from envcheck.ruledoc import rules_json, rules_markdown, rules_text
+from envcheck.templates import shell
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
@@ -122,6 +128,66 @@ _python_option = click.option(
 )
 
 
+_config_option = click.option(
+    "--config", "config_file", metavar="FILE",
+    help="Read the project's configuration from FILE (an envcheck.toml, or a pyproject.toml with "
+         "[tool.envcheck]) instead of the nearest one at or above the working directory.",
+)
+_no_config_option = click.option("--no-config", is_flag=True, help="Use no configuration file.")
+_require_option = click.option(
+    "--require", multiple=True, metavar="REQ",
+    help="A PEP 508 requirement that must be installed and satisfied, added to the configuration's `require` "
+         "(repeatable): --require 'torch>=2.6'.",
+)
+_forbid_option = click.option(
+    "--forbid", multiple=True, metavar="REQ",
+    help="A PEP 508 requirement that must not be installed (in that range), added to `forbid` (repeatable).",
+)
+_fail_on_option = click.option(
+    "--fail-on", type=click.Choice(FAIL_ON_LEVELS), default=None,
+    help="Lowest severity that makes the exit code 1 (default: the configuration's fail-on, else error).",
+)
+_select_option = click.option(
+    "--select", multiple=True, metavar="ID",
+    help="Only these rules: ids, id prefixes (EC01) or names; repeatable or comma-separated. Replaces the "
+         "configuration's select; the project's own policy rules (EC99xx) always run.",
+)
+_ignore_option = click.option("--ignore", multiple=True, metavar="ID",
+                              help="Skip these rules (same forms as --select); adds to the configuration's ignore.")
+_static_option = click.option("--static", is_flag=True,
+                              help="Static tier only: packages, torch build, modules, NVML (no probes).")
+
+
+def _options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def apply(fn: Any) -> Any:
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return apply
+
+
+_policy_options = _options(_config_option, _no_config_option, _require_option, _forbid_option)
+
+
+def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
+              ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str]) -> RuleSet:
+    config = config_mod.resolve(config_file, no_config=no_config)
+    return rule_set(config, rule_dirs=rule_dirs, select=_split(select), ignore=_split(ignore), require=require,
+                    forbid=forbid)
+
+
+def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        fmt, sep, file = value.partition("=")
+        if not sep or fmt not in FORMATS or not file:
+            raise click.BadParameter(f"expected FORMAT=FILE with FORMAT one of {', '.join(sorted(FORMATS))}, "
+                                     f"got {value!r}", ctx=ctx, param=param)
+        pairs.append((fmt, file))
+    return pairs
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envcheck")
 def cli() -> None:
@@ -134,38 +200,39 @@ def cli() -> None:
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
-@click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True,
-              help="Lowest severity that makes the exit code 1.")
-@click.option("--select", multiple=True, metavar="ID",
-              help="Only these rules: ids, id prefixes (EC01) or names; repeatable or comma-separated.")
-@click.option("--ignore", multiple=True, metavar="ID", help="Skip these rules (same forms as --select).")
-@click.option("--static", is_flag=True, help="Static tier only: packages, torch build, modules, NVML (no probes).")
+@click.option("--also", "also", multiple=True, metavar="FORMAT=FILE", callback=_also,
+              help="Also write the report in FORMAT to FILE (repeatable): --also junit=envcheck.xml.")
+@_fail_on_option
+@_select_option
+@_ignore_option
+@_static_option
 @_probe_timeout_option
 @_no_cache_option
 @_python_option
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
 @_rules_option
+@_policy_options
 @click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
               "unless NO_COLOR is set).")
-def check(fmt: str, output: str | None, fail_on: str, select: tuple[str, ...], ignore: tuple[str, ...],
-          static: bool, probe_timeout: float, no_cache: bool, python: str | None, facts_file: str | None,
-          rule_dirs: tuple[Path, ...], verbose: bool, color: bool | None) -> None:
+def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: str | None, select: tuple[str, ...],
+          ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
+          facts_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool,
+          require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool, color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    all_rules = rules_mod.load(rule_dirs)
-    selectors, ignores = _split(select), _split(ignore)
-    unknown = rules_mod.unknown_selectors(all_rules, selectors + ignores)
-    if unknown:
-        raise click.UsageError(f"no rule matches {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
     progress = _ProgressLine()
     try:
-        facts = gather(all_rules, python=python, facts_file=facts_file,
+        facts = gather(rules.every, python=python, facts_file=facts_file,
                        probes=_probe_options(static, probe_timeout, no_cache, progress))
     finally:
         progress.clear()
-    report = evaluate(rules_mod.select(all_rules, selectors, ignores), facts)
+    report = evaluate(rules.chosen, facts)
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
-    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(fail_on) else EXIT_CLEAN)
+    for extra_fmt, extra_file in also:
+        _write(render(report, extra_fmt, verbose=verbose), extra_file)
+    level = fail_on or rules.config.fail_on or "error"
+    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(level) else EXIT_CLEAN)
 
 
 @cli.command()
@@ -175,13 +242,17 @@ def check(fmt: str, output: str | None, fail_on: str, select: tuple[str, ...], i
 @_no_cache_option
 @_python_option
 @_rules_option
+@_config_option
+@_no_config_option
 def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-          rule_dirs: tuple[Path, ...]) -> None:
+          rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
-    all_rules = rules_mod.load(rule_dirs)
+    # The configuration's rule directories decide what is collected (the modules and files their rules read).
+    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), ())
     progress = _ProgressLine()
     try:
-        snapshot = gather(all_rules, python=python, probes=_probe_options(static, probe_timeout, no_cache, progress))
+        snapshot = gather(rules.every, python=python,
+                          probes=_probe_options(static, probe_timeout, no_cache, progress))
     finally:
         progress.clear()
     data = snapshot.to_dict()
@@ -238,6 +309,82 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
     finally:
         progress.clear()
     click.echo(probes_json(results) if fmt == "json" else probes_text(results, cached), nl=False)
+
+
+def _run_plan(steps: Sequence[fix_mod.Step]) -> tuple[fix_mod.Step, str] | None:
+    """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
+    for i, step in enumerate(steps, 1):
+        click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
+        sys.stdout.flush()
+        try:
+            code = subprocess.run(step.argv, check=False).returncode
+        except OSError as exc:
+            return step, f"cannot be run ({exc.strerror or exc})"
+        if code != 0:
+            return step, f"exited {code}"
+    return None
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Run the plan without asking (for CI and scripts).")
+@click.option("--allow-other", is_flag=True,
+              help="Also run commands that are not pip / uv pip / conda commands for the checked interpreter.")
+@_fail_on_option
+@_select_option
+@_ignore_option
+@_static_option
+@_probe_timeout_option
+@_no_cache_option
+@_python_option
+@_rules_option
+@_policy_options
+def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select: tuple[str, ...],
+        ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
+        rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool, require: tuple[str, ...],
+        forbid: tuple[str, ...]) -> None:
+    """Run the commands that fix the problems found (after showing them and asking), then check again."""
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
+    level = fail_on or rules.config.fail_on or "error"
+
+    def checked() -> Report:
+        progress = _ProgressLine()
+        try:
+            return evaluate(rules.chosen, gather(rules.every, python=python,
+                                                 probes=_probe_options(static, probe_timeout, no_cache, progress)))
+        finally:
+            progress.clear()
+
+    before = checked()
+    todo = before.at_or_above(level)
+    if not todo:
+        click.echo(f"envcheck fix: nothing to fix at --fail-on {level} ({tally(before)})")
+        raise click.exceptions.Exit(EXIT_CLEAN)
+    plan = fix_mod.plan(todo, before.python)
+    click.echo(fix_mod.render_plan(plan, allow_other=allow_other), nl=False)
+    steps = plan.runnable(allow_other)
+    if dry_run:
+        click.echo("dry run: nothing was changed")
+        raise click.exceptions.Exit(EXIT_CLEAN)
+    if not steps:
+        click.echo("envcheck fix: no command to run; the fixes above are to be done by hand")
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise EnvcheckError("fix: refusing to change the environment without consent: standard input is not a "
+                                "terminal, so nobody can answer; pass --yes to run the plan, or --dry-run to only "
+                                "show it")
+        if not click.confirm(f"Run {len(steps)} command{'s' if len(steps) != 1 else ''}?", default=False):
+            click.echo("nothing was changed")
+            raise click.exceptions.Exit(EXIT_FINDINGS)
+    failed = _run_plan(steps)
+    if failed is not None:
+        click.echo(f"envcheck fix: stopped: `{shell(failed[0].argv)}` {failed[1]}; the commands after it did not "
+                   "run", err=True)
+    importlib.invalidate_caches()  # the in-process collector must see what the commands installed
+    after = checked()
+    click.echo(fix_mod.render_outcome(before, after), nl=False)
+    raise click.exceptions.Exit(EXIT_FINDINGS if failed is not None or after.at_or_above(level) else EXIT_CLEAN)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

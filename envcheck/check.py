@@ -1,15 +1,24 @@
-"""The check as a library call: load rules, collect (or load) facts, evaluate. No printing, no exit codes."""
+"""The check as a library call: configuration and rules, facts (collected or loaded), evaluation.
+
+No printing, no exit codes. `envcheck.check()` (the package-level function) is `check()` here.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
+import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck import config as config_mod
+from envcheck import policy
 from envcheck import rules as rules_mod
 from envcheck.conditions import Module, Source
+from envcheck.config import Config
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
@@ -61,18 +70,100 @@ def gather(rules: Sequence[Rule], *, python: str | None = None, facts_file: str 
     return dataclasses.replace(facts, probes=results)
 
 
-def check(
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of one check: facts are collected for `every` rule (a saved snapshot then serves any selection),
+    `chosen` are evaluated."""
+
+    every: tuple[Rule, ...]
+    chosen: tuple[Rule, ...]
+    config: Config
+
+
+def rule_set(
+    config: Config,
     *,
-    python: str | None = None,
-    facts_file: str | None = None,
     rule_dirs: Sequence[Path] = (),
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
-    probes: ProbeOptions = ProbeOptions(),
+    require: Sequence[str] = (),
+    forbid: Sequence[str] = (),
+) -> RuleSet:
+    """The shipped pack, the configuration's and the given rule directories, and the project's policy rules.
+
+    `select` replaces the configuration's `select`; `ignore` adds to its `ignore`. Selection narrows the pack
+    and the rule directories: the project's own policy rules (EC99xx) always run unless ignored. A selector that
+    matches no rule is an error (a typo must not silently disable a check), named by its configuration key when it
+    comes from the configuration.
+    """
+    pack = rules_mod.load([*config.rule_dirs, *rule_dirs])
+    project = policy.rules(config, require=require, forbid=forbid)
+    every = policy.merge(pack, project, config)
+    unknown = rules_mod.unknown_selectors(every, [*select, *ignore])
+    if unknown:
+        raise EnvcheckError(f"no rule matches {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+    for i, selector in enumerate(config.select):
+        if rules_mod.unknown_selectors(every, [selector]):
+            raise config.error(f"select[{i}]", f"no rule matches {selector!r} (see `envcheck rule --all`)")
+    for selector, _reason in config.ignore:
+        if rules_mod.unknown_selectors(every, [selector]):
+            raise config.error(f"ignore.{selector}", f"no rule matches {selector!r} (see `envcheck rule --all`)")
+    selectors = list(select) or list(config.select)
+    ignores = [*ignore, *(selector for selector, _reason in config.ignore)]
+    chosen = [*rules_mod.select(pack, selectors, ignores), *rules_mod.select(project, (), ignores)]
+    return RuleSet(every=tuple(every), chosen=tuple(chosen), config=config)
+
+
+def _path(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+def check(
+    *,
+    require: Sequence[str] = (),
+    forbid: Sequence[str] = (),
+    config: str | os.PathLike[str] | Config | None = None,
+    no_config: bool = False,
+    project_dir: str | os.PathLike[str] | None = None,
+    python: str | os.PathLike[str] | None = None,
+    facts_file: str | os.PathLike[str] | None = None,
+    rule_dirs: Sequence[str | os.PathLike[str]] = (),
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    static: bool = False,
+    probe_timeout: float = 120.0,
+    use_cache: bool = True,
 ) -> Report:
-    """Check an environment against the rule pack. Raises EnvcheckError for bad input; never prints."""
-    all_rules = rules_mod.load(rule_dirs)
-    chosen = rules_mod.select(all_rules, select, ignore)
-    # Collect what the whole pack needs, not only the selection: the snapshot is then reusable as-is.
-    facts = gather(all_rules, python=python, facts_file=facts_file, probes=probes)
-    return evaluate(chosen, facts)
+    """Check an environment against the rule pack and the project's policy; the library form of `envcheck check`.
+
+    Raises EnvcheckError (ConfigError for the configuration) for bad input; never prints, never exits.
+    See `envcheck.check` (the package-level function) for the arguments.
+    """
+    if isinstance(config, Config):
+        if no_config:
+            raise EnvcheckError("config and no_config exclude each other")
+        cfg = config
+    else:
+        cfg = config_mod.resolve(_path(config), no_config=no_config, start=_path(project_dir))
+    rules = rule_set(cfg, rule_dirs=[Path(d) for d in rule_dirs], select=select, ignore=ignore,
+                     require=require, forbid=forbid)
+    probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
+    # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
+    facts = gather(rules.every, python=_path(python), facts_file=_path(facts_file), probes=probes)
+    return evaluate(rules.chosen, facts)
+
+
+class _CallableModule(types.ModuleType):
+    """`envcheck.check` names both this module and the package's public function `envcheck.check()`.
+
+    Importing the submodule (the CLI does; so does the function's own lazy import) makes Python rebind the
+    package attribute `envcheck.check` to the module. Calling the module calls `check()`, so `envcheck.check(...)`
+    works whichever of the two the attribute holds, and `import envcheck.check` keeps working for code that wants
+    `gather` or `ProbeOptions`.
+    """
+
+    def __call__(self, **kwargs: Any) -> Report:
+        return check(**kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -38,3 +38,15 @@ class FactsError(EnvcheckError):
 
 class CollectError(EnvcheckError):
     """Facts could not be collected at all (e.g. `--python` names something that is not a Python interpreter)."""
+
+
+class ConfigError(EnvcheckError):
+    """Project configuration that cannot be used (envcheck.toml, [tool.envcheck], --config): names the file and
+    the key, so the one line printed says exactly what to change."""
+
+    def __init__(self, file: str, message: str, *, key: str | None = None) -> None:
+        self.file = file
+        self.key = key
+        self.detail = message
+        where = f"{file}: key '{key}'" if key else file
+        super().__init__(f"{where}: {message}")

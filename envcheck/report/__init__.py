@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from envcheck.model import Report
+from envcheck.report import github, junit, markdown, text
 from envcheck.report import json as json_report
-from envcheck.report import markdown, text
 
 Reporter = Callable[..., str]
 
@@ -14,6 +14,8 @@ FORMATS: dict[str, Reporter] = {
     "text": text.render,
     "json": json_report.render,
     "markdown": markdown.render,
+    "junit": junit.render,  # JUnit XML: a testcase per rule, for CI test dashboards
+    "github": github.render,  # GitHub Actions workflow commands: an annotation per problem
 }
 
 

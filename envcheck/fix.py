@@ -1,0 +1,194 @@
+"""`envcheck fix`, the pure part: findings -> an ordered, deduplicated plan of commands; plan and outcome as text.
+
+Running the plan is the CLI's job; nothing here starts a process.
+
+How the plan is made:
+- Commands come from `Finding.commands`: argv tuples already rendered for the checked interpreter.
+- Duplicates go: the same argv asked for by several findings runs once. A command a finding repeats on purpose
+  (EC0103 uninstalls twice: pip removes one copy of a duplicated distribution per call) keeps the largest count
+  any one finding asks for.
+- Removals run before installs, so an install is never undone by a later uninstall of another finding; within
+  each group the findings' order (rule id) is kept.
+- `pip install` commands of the checked interpreter (and `uv pip install` ones) with the same options are merged
+  into one command, so the resolver sees every requirement at once instead of the second install quietly undoing
+  the first (an upgrade of torch that drags NumPy back to 2). Two requirements of one distribution then meet in one
+  resolution: pip finds a version satisfying both or fails with both named, and the plan stops there. A command is
+  merged only when every option is a known flag without a value and every argument is a PEP 508 requirement;
+  anything else (an index URL, a local path, `-r FILE`) runs on its own, unchanged.
+- Only installer commands run without an opt-in: `PYTHON -m pip ...` for the checked interpreter, `uv pip ...`
+  (given `--python PYTHON` when it names no interpreter) and `conda` / `mamba` / `micromamba`. Anything else
+  (`python -m venv`, a pip of another interpreter) needs `--allow-other`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envcheck.model import Finding, Report
+from envcheck.report.common import problems, tally
+from envcheck.templates import shell
+
+_CONDA = ("conda", "mamba", "micromamba")
+_REMOVE = ("uninstall", "remove")
+# Options that take no value and mean the same for every requirement of a merged command.
+_MERGEABLE_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "--pre", "-q", "--quiet",
+                              "--no-cache-dir", "--no-build-isolation", "-I", "--ignore-installed", "-y", "--yes",
+                              "--no-input", "--disable-pip-version-check"})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of the plan."""
+
+    argv: tuple[str, ...]
+    installer: str | None  # "pip", "uv", "conda"; None: not an installer command (runs only with --allow-other)
+    removes: bool  # an uninstall / remove: runs before every install
+    rules: tuple[str, ...]  # the rule ids of the findings that asked for it
+
+    @property
+    def needs_opt_in(self) -> bool:
+        return self.installer is None
+
+
+@dataclass(frozen=True)
+class Plan:
+    python: str  # the checked interpreter
+    steps: tuple[Step, ...]  # in the order they run
+    by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
+
+    def runnable(self, allow_other: bool) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if allow_other or not s.needs_opt_in)
+
+    def held_back(self, allow_other: bool) -> tuple[Step, ...]:
+        return () if allow_other else tuple(s for s in self.steps if s.needs_opt_in)
+
+
+def _installer(argv: Sequence[str], python: str) -> tuple[str | None, int]:
+    """(installer, length of the prefix up to and including its subcommand); (None, 0) for anything else."""
+    if len(argv) >= 4 and argv[0] == python and argv[1:3] == ("-m", "pip"):
+        return "pip", 4
+    name = PurePath(argv[0]).name if argv else ""
+    if name == "uv" and len(argv) >= 3 and argv[1] == "pip":
+        return "uv", 3
+    if name in _CONDA and len(argv) >= 2:
+        return "conda", 2
+    return None, 0
+
+
+def _targeted(argv: tuple[str, ...], installer: str | None, prefix: int, python: str) -> tuple[str, ...]:
+    """uv pip targets the active virtual environment unless told: point it at the checked interpreter."""
+    if installer == "uv" and not any(a in ("--python", "-p") or a.startswith("--python=") for a in argv):
+        return (*argv[:prefix], "--python", python, *argv[prefix:])
+    return argv
+
+
+def _install_parts(step: Step, python: str) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]] | None:
+    """(head, flags, requirements) of a mergeable install; None: it runs alone, as written."""
+    if step.installer not in ("pip", "uv") or step.removes:
+        return None
+    _, prefix = _installer(step.argv, python)
+    head = list(step.argv[:prefix])
+    if head[-1] != "install":
+        return None
+    rest = list(step.argv[prefix:])
+    if step.installer == "uv" and "--python" in rest:  # put there by _targeted, or by the rule: part of the head
+        i = rest.index("--python")
+        head += rest[i:i + 2]
+        del rest[i:i + 2]
+    flags = [a for a in rest if a.startswith("-")]
+    reqs = [a for a in rest if not a.startswith("-")]
+    if any(f not in _MERGEABLE_FLAGS for f in flags):
+        return None
+    for arg in reqs:
+        try:
+            Requirement(arg)
+        except InvalidRequirement:
+            return None
+    return tuple(head), frozenset(flags), tuple(reqs)
+
+
+def _merged(steps: list[Step], python: str) -> list[Step]:
+    out: list[Step] = []
+    groups: dict[tuple[tuple[str, ...], frozenset[str]], tuple[int, tuple[str, ...]]] = {}  # -> (index, reqs)
+    for step in steps:
+        parts = _install_parts(step, python)
+        if parts is None:
+            out.append(step)
+            continue
+        head, flags, reqs = parts
+        if (head, flags) not in groups:
+            groups[head, flags] = (len(out), reqs)
+            out.append(step)
+            continue
+        index, before = groups[head, flags]
+        merged = tuple(dict.fromkeys((*before, *reqs)))
+        groups[head, flags] = (index, merged)
+        host = out[index]
+        out[index] = Step((*head, *sorted(flags), *merged), host.installer, False,
+                          tuple(dict.fromkeys((*host.rules, *step.rules))))
+    return out
+
+
+def plan(findings: Iterable[Finding], python: str) -> Plan:
+    """The commands that fix `findings` in `python`, deduplicated, ordered and merged (see the module docstring)."""
+    counts: dict[tuple[str, ...], int] = {}
+    sources: dict[tuple[str, ...], list[str]] = {}
+    by_hand: list[Finding] = []
+    for finding in findings:
+        if not finding.commands:
+            by_hand.append(finding)
+            continue
+        for argv, n in Counter(tuple(c) for c in finding.commands).items():
+            counts[argv] = max(counts.get(argv, 0), n)
+            sources.setdefault(argv, [])
+            if finding.rule_id not in sources[argv]:
+                sources[argv].append(finding.rule_id)
+    steps = []
+    for argv, n in counts.items():
+        installer, prefix = _installer(argv, python)
+        removes = installer is not None and argv[prefix - 1] in _REMOVE
+        target = _targeted(argv, installer, prefix, python)
+        steps += [Step(target, installer, removes, tuple(sources[argv]))] * n
+    ordered = [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in]
+    ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in]
+    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand))
+
+
+# --- text --------------------------------------------------------------------------------------------------------
+
+
+def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
+    runnable, held = the_plan.runnable(allow_other), the_plan.held_back(allow_other)
+    noun = "command" if len(runnable) == 1 else "commands"
+    lines = [f"envcheck fix: {len(runnable)} {noun} for {the_plan.python}"]
+    lines += [f"  {i}. {shell(s.argv)}    ({', '.join(s.rules)})" for i, s in enumerate(runnable, 1)]
+    if held:
+        lines.append("not run: not an installer command (pass --allow-other to run it):")
+        lines += [f"  -  {shell(s.argv)}    ({', '.join(s.rules)})" for s in held]
+    if the_plan.by_hand:
+        lines.append("by hand (no command to run):")
+        lines += [f"  -  {f.rule_id} {f.name}: {f.fix}" for f in the_plan.by_hand]
+    return "\n".join(lines) + "\n"
+
+
+def _key(f: Finding) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return f.rule_id, tuple(sorted((f.item or {}).items()))
+
+
+def render_outcome(before: Report, after: Report) -> str:
+    """Before and after: the tallies, then the problems that went away, the ones that remain and any new ones."""
+    old, new = problems(before), problems(after)
+    old_keys, new_keys = {_key(f) for f in old}, {_key(f) for f in new}
+    lines = [f"before: {tally(before)}", f"after:  {tally(after)}"]
+    for title, mark, shown in (("fixed", "✓", [f for f in old if _key(f) not in new_keys]),
+                               ("remaining", "✗", [f for f in new if _key(f) in old_keys]),
+                               ("new", "!", [f for f in new if _key(f) not in old_keys])):
+        if shown:
+            lines.append(f"{title} ({len(shown)}):")
+            lines += [f"  {mark} {f.rule_id} {f.name}: {f.summary}" for f in shown]
+    return "\n".join(lines) + "\n"

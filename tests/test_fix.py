@@ -1,0 +1,328 @@
+"""`envcheck fix`: the plan (pure), consent and opt-ins (CLI), and a real pin conflict fixed in a real venv."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import clean_env
+from test_real_env import make_wheel
+
+from envcheck import fix as fix_mod
+from envcheck._cli import cli
+from envcheck.model import Finding, Report, Severity, Status
+
+PY = "/opt/venv/bin/python"
+PIP = (PY, "-m", "pip")
+ENVCHECK = Path(sys.executable).parent / "envcheck"
+_BIN = "Scripts" if os.name == "nt" else "bin"
+_TIMEOUT_S = 600  # a guard against a hung pip or venv, never a timing assertion
+
+
+def _f(rule_id: str, *commands: Sequence[str], fix: str = "do it", **kwargs: Any) -> Finding:
+    return Finding(rule_id=rule_id, name=f"rule-{rule_id.lower()}", severity=Severity.ERROR, status=Status.FAIL,
+                   summary=kwargs.pop("summary", f"problem {rule_id}"), fix=fix,
+                   commands=tuple(tuple(c) for c in commands), **kwargs)
+
+
+def argvs(plan: fix_mod.Plan) -> list[tuple[str, ...]]:
+    return [s.argv for s in plan.steps]
+
+
+# --- the plan --------------------------------------------------------------------------------------------------
+
+
+def test_same_command_from_two_findings_runs_once() -> None:
+    """Two findings asking for the same command get one step, credited to both."""
+    plan = fix_mod.plan([_f("EC0301", (*PIP, "uninstall", "-y", "apex")),
+                         _f("EC0310", (*PIP, "uninstall", "-y", "apex"))], PY)
+    assert [(s.argv, s.rules) for s in plan.steps] == [((*PIP, "uninstall", "-y", "apex"), ("EC0301", "EC0310"))]
+
+
+def test_a_command_repeated_on_purpose_keeps_its_count() -> None:
+    """EC0103 uninstalls twice (pip removes one copy per call): both stay, even when another finding asks once."""
+    twice = _f("EC0103", (*PIP, "uninstall", "-y", "numpy"), (*PIP, "uninstall", "-y", "numpy"),
+               (*PIP, "install", "--no-deps", "numpy==1.26.4"))
+    once = _f("EC9950", (*PIP, "uninstall", "-y", "numpy"))
+    assert argvs(fix_mod.plan([once, twice], PY)) == [
+        (*PIP, "uninstall", "-y", "numpy"), (*PIP, "uninstall", "-y", "numpy"),
+        (*PIP, "install", "--no-deps", "numpy==1.26.4"),
+    ]
+
+
+def test_uninstalls_run_before_installs() -> None:
+    """An install is never followed by another finding's uninstall: removals first, each group in finding order."""
+    plan = fix_mod.plan([_f("EC0101", (*PIP, "install", "torch==2.6.0")),
+                         _f("EC0301", (*PIP, "uninstall", "-y", "apex")),
+                         _f("EC0105", (*PIP, "uninstall", "-y", "weird"), (*PIP, "install", "weird"))], PY)
+    assert argvs(plan) == [(*PIP, "uninstall", "-y", "apex"), (*PIP, "uninstall", "-y", "weird"),
+                           (*PIP, "install", "torch==2.6.0", "weird")]
+
+
+def test_installs_with_the_same_flags_merge_into_one_resolution() -> None:
+    """pip installs of the checked interpreter merge when their flags match; requirements keep their order and
+    duplicates go; two ranges of one distribution meet in the same resolution."""
+    plan = fix_mod.plan([_f("EC0101", (*PIP, "install", "torch==2.6.0")),
+                         _f("EC0303", (*PIP, "install", "numpy<2")),
+                         _f("EC0306", (*PIP, "install", "torch>=2.4")),
+                         _f("EC0501", (*PIP, "install", "--force-reinstall", "torch==2.6.0")),
+                         _f("EC0502", (*PIP, "install", "torch==2.6.0"))], PY)
+    assert [(s.argv, s.rules) for s in plan.steps] == [
+        ((*PIP, "install", "torch==2.6.0", "numpy<2", "torch>=2.4"), ("EC0101", "EC0502", "EC0303", "EC0306")),
+        ((*PIP, "install", "--force-reinstall", "torch==2.6.0"), ("EC0501",)),
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param((*PIP, "install", "--index-url", "https://download.pytorch.org/whl/cu124", "torch"),
+                     id="option-with-a-value"),
+        pytest.param((*PIP, "install", "-r", "requirements.txt"), id="requirements-file"),
+        pytest.param((*PIP, "install", "./vendor/pkg"), id="local-path"),
+        pytest.param((*PIP, "install", "--extra-index-url=https://x.org", "a"), id="option-equals-value"),
+    ],
+)
+def test_commands_that_are_not_plain_requirements_run_alone(argv: tuple[str, ...]) -> None:
+    """An install with an option that takes a value, or an argument that is not PEP 508, is never merged."""
+    plan = fix_mod.plan([_f("EC0101", (*PIP, "install", "numpy<2")), _f("EC0102", argv),
+                         _f("EC0103", (*PIP, "install", "safetensors"))], PY)
+    assert argvs(plan) == [(*PIP, "install", "numpy<2", "safetensors"), argv]
+
+
+@pytest.mark.parametrize(
+    ("argv", "installer", "runs_without_opt_in"),
+    [
+        pytest.param((*PIP, "install", "x"), "pip", True, id="pip-of-the-checked-interpreter"),
+        pytest.param(("/usr/bin/python3", "-m", "pip", "install", "x"), None, False, id="pip-of-another"),
+        pytest.param(("uv", "pip", "install", "x"), "uv", True, id="uv-pip"),
+        pytest.param(("/home/me/.local/bin/uv", "pip", "uninstall", "x"), "uv", True, id="uv-by-path"),
+        pytest.param(("conda", "install", "-y", "-c", "conda-forge", "x"), "conda", True, id="conda"),
+        pytest.param(("micromamba", "remove", "-y", "x"), "conda", True, id="micromamba"),
+        pytest.param((PY, "-m", "venv", ".venv"), None, False, id="venv"),
+        pytest.param(("rm", "-rf", "/opt/venv/lib/~orch"), None, False, id="rm"),
+    ],
+)
+def test_only_installer_commands_run_without_opt_in(argv: tuple[str, ...], installer: str | None,
+                                                    runs_without_opt_in: bool) -> None:
+    """pip of the checked interpreter, uv pip and conda run; anything else waits for --allow-other."""
+    plan = fix_mod.plan([_f("EC0101", argv)], PY)
+    (step,) = plan.steps
+    assert step.installer == installer
+    assert (plan.runnable(False) == (step,)) is runs_without_opt_in
+    assert plan.runnable(True) == (step,)
+    assert plan.held_back(False) == (() if runs_without_opt_in else (step,))
+
+
+def test_uv_is_pointed_at_the_checked_interpreter() -> None:
+    """uv pip without --python would install into whatever venv is active: the plan adds --python PYTHON."""
+    plan = fix_mod.plan([_f("EC0101", ("uv", "pip", "install", "a")), _f("EC0102", ("uv", "pip", "install", "b")),
+                         _f("EC0103", ("uv", "pip", "install", "--python", "/other/python", "c"))], PY)
+    assert argvs(plan) == [("uv", "pip", "install", "--python", PY, "a", "b"),
+                           ("uv", "pip", "install", "--python", "/other/python", "c")]
+
+
+def test_findings_without_commands_are_listed_by_hand() -> None:
+    """A finding with only a `fix` text is in the plan's by-hand list, and the text plan says so."""
+    manual = _f("EC0104", fix="Delete the damaged folder /x.dist-info.")
+    plan = fix_mod.plan([manual, _f("EC0101", (*PIP, "install", "a"))], PY)
+    assert plan.by_hand == (manual,)
+    text = fix_mod.render_plan(plan, allow_other=False)
+    assert text.splitlines() == [
+        f"envcheck fix: 1 command for {PY}",
+        f"  1. {PY} -m pip install a    (EC0101)",
+        "by hand (no command to run):",
+        "  -  EC0104 rule-ec0104: Delete the damaged folder /x.dist-info.",
+    ]
+
+
+def test_outcome_lists_fixed_remaining_and_new() -> None:
+    """Before/after: both tallies, then what went away, what remains and what appeared."""
+    def report(*findings: Finding) -> Report:
+        return Report(findings=findings, python=PY, origin="local", envcheck_version="0.1.0")
+
+    gone, stays = _f("EC0101", summary="pin broken"), _f("EC0301", summary="apex")
+    appeared = _f("EC0102", summary="x missing")
+    text = fix_mod.render_outcome(report(gone, stays), report(stays, appeared))
+    assert text.splitlines() == [
+        "before: 2 errors; 0 passed, 0 n/a", "after:  2 errors; 0 passed, 0 n/a",
+        "fixed (1):", "  ✓ EC0101 rule-ec0101: pin broken",
+        "remaining (1):", "  ✗ EC0301 rule-ec0301: apex",
+        "new (1):", "  ! EC0102 rule-ec0102: x missing",
+    ]
+
+
+# --- the command, with rules whose commands are harmless -------------------------------------------------------
+
+RULE = ('[[rule]]\nid = "{id}"\nname = "{name}"\nseverity = "error"\nsummary = "{name} fires"\nwhy = "w"\n'
+        'fix = "f"\nreferences = ["https://example.org"]\nwhen = {{ python = ">=3" }}\ncommands = [{commands}]\n')
+
+
+def _rules(tmp_path: Path, **rules: str) -> Path:
+    """A rule directory: one always-firing rule per keyword (id EC98.. by position), with the given commands."""
+    directory = tmp_path / "rules"
+    directory.mkdir(exist_ok=True)
+    text = "".join(RULE.format(id=f"EC98{i}0", name=name, commands=commands)
+                   for i, (name, commands) in enumerate(rules.items(), start=1))
+    (directory / "fixes.toml").write_text(text, encoding="utf-8")
+    return directory
+
+
+def _writes(name: str) -> str:
+    return f'["{{python}}", "-c", "open(\'{name}\', \'w\').close()"]'
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_dry_run_shows_and_changes_nothing(workdir: Path) -> None:
+    """--dry-run prints the plan (installer commands and held-back ones) and runs nothing."""
+    rules = _rules(workdir, **{"needs-pip": '["{python}", "-m", "pip", "install", "no-such-dist-x"]',
+                               "needs-other": _writes("ran")})
+    result = run("fix", "--dry-run", "--static", "--no-config", "--rules", str(rules), "--select", "EC98")
+    assert result.exit_code == 0, result.output
+    assert f"  1. {sys.executable} -m pip install no-such-dist-x    (EC9810)" in result.output
+    assert "not run: not an installer command (pass --allow-other to run it):" in result.output
+    assert result.output.rstrip().endswith("dry run: nothing was changed")
+    assert not (workdir / "ran").exists()
+
+
+def test_without_a_terminal_or_yes_it_refuses(workdir: Path) -> None:
+    """No --yes and no terminal to ask on: exit 2 with one line saying why and what to pass; nothing runs."""
+    rules = _rules(workdir, **{"needs-other": _writes("ran")})
+    result = run("fix", "--allow-other", "--static", "--no-config", "--rules", str(rules), "--select", "EC98")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == (
+        "envcheck: error: fix: refusing to change the environment without consent: standard input is not a "
+        "terminal, so nobody can answer; pass --yes to run the plan, or --dry-run to only show it")
+    assert not (workdir / "ran").exists()
+
+
+def test_nothing_to_fix(workdir: Path) -> None:
+    """When no finding reaches --fail-on, fix says so and exits 0 without a plan."""
+    rules = _rules(workdir, **{"needs-other": _writes("ran")})
+    result = run("fix", "--static", "--no-config", "--rules", str(rules), "--select", "EC98", "--fail-on", "never")
+    assert (result.exit_code, result.output.startswith("envcheck fix: nothing to fix at --fail-on never")) == (0, True)
+
+
+def test_other_commands_need_allow_other(workdir: Path) -> None:
+    """With --yes but without --allow-other a non-installer command is held back; with it, it runs."""
+    rules = _rules(workdir, **{"needs-other": _writes("ran")})
+    args = ("fix", "--yes", "--static", "--no-config", "--rules", str(rules), "--select", "EC98")
+    held = run(*args)
+    assert held.exit_code == 1 and "no command to run" in held.output
+    assert not (workdir / "ran").exists()
+    allowed = run(*args, "--allow-other")
+    assert (workdir / "ran").exists()
+    assert allowed.exit_code == 1  # the rule fires whatever the command did: it remains
+    assert "remaining (1):\n  ✗ EC9810 needs-other: needs-other fires" in allowed.output
+
+
+def test_stops_at_the_first_failing_command(workdir: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A failing command stops the plan: it is reported with its exit code, and the commands after it do not run."""
+    rules = _rules(workdir, **{"fails": '["{python}", "-c", "raise SystemExit(3)"]', "after": _writes("ran")})
+    result = CliRunner().invoke(cli, ["fix", "--yes", "--allow-other", "--static", "--no-config", "--rules",
+                                      str(rules), "--select", "EC98"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert not (workdir / "ran").exists()
+    assert f"envcheck fix: stopped: `{sys.executable} -c 'raise SystemExit(3)'` exited 3; the commands after it " \
+           "did not run" in result.output
+    assert "before: 2 errors" in result.output and "remaining (2):" in result.output
+
+
+def test_on_a_terminal_it_asks_and_no_means_no(tmp_path: Path) -> None:
+    """The installed console script on a real terminal asks first: no changes nothing, yes runs the plan."""
+    pty = pytest.importorskip("pty", reason="needs a POSIX pseudo-terminal")
+    rules = _rules(tmp_path, **{"needs-other": _writes("ran")})
+    for answer, code, ran in (("n", 1, False), ("y", 1, True)):
+        primary, secondary = pty.openpty()
+        try:
+            os.write(primary, f"{answer}\n".encode())
+            proc = subprocess.run([ENVCHECK, "fix", "--allow-other", "--static", "--no-config", "--rules", rules,
+                                   "--select", "EC98"], stdin=secondary, capture_output=True, text=True,
+                                  cwd=tmp_path, env=clean_env({"NO_COLOR": "1"}), timeout=120, check=False)
+        finally:
+            os.close(primary)
+            os.close(secondary)
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        assert "Run 1 command? [y/N]" in proc.stdout
+        assert (tmp_path / "ran").exists() is ran
+        assert ("nothing was changed" in proc.stdout) is not ran
+
+
+# --- for real: a venv with a violated pin, fixed by the console script ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fakes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Wheels: fakevision pins faketorch==2.6.0; faketorch 2.13.0 and 2.6.0; fakeaddon, which a project requires."""
+    folder = tmp_path_factory.mktemp("fix-wheels")
+    for name, version, requires in (("fakevision", "0.21.0", ["faketorch==2.6.0"]), ("faketorch", "2.13.0", []),
+                                    ("faketorch", "2.6.0", []), ("fakeaddon", "1.0", [])):
+        make_wheel(folder, name, version, requires)
+    return folder
+
+
+def _venv_with_conflict(path: Path, fakes: Path) -> Path:
+    """A real venv where fakevision 0.21.0 sits next to faketorch 2.13.0 (installed --no-deps, as pins break)."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=_TIMEOUT_S, env=clean_env(),
+                   capture_output=True)
+    python = path / _BIN / "python"
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", fakes, "--no-deps",
+                    "fakevision==0.21.0", "faketorch==2.13.0"], check=True, timeout=_TIMEOUT_S, env=clean_env(),
+                   capture_output=True)
+    return python
+
+
+def _envcheck(*args: str | Path, cwd: Path, fakes: Path) -> subprocess.CompletedProcess[str]:
+    # Offline: pip finds the fake wheels instead of an index; the commands themselves are run unchanged.
+    env = clean_env({"NO_COLOR": "1", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(fakes)})
+    return subprocess.run([ENVCHECK, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.slow
+def test_fix_yes_fixes_a_pin_conflict_for_real(tmp_path: Path, fakes: Path) -> None:
+    """`envcheck fix --yes --python VENV` merges the pin fix and a project requirement into one real pip install,
+    prints before/after, and the next `envcheck` of that venv exits 0."""
+    python = _venv_with_conflict(tmp_path / "venv", fakes)
+    proc = _envcheck("fix", "--yes", "--static", "--no-config", "--python", python, "--require", "fakeaddon",
+                     cwd=tmp_path, fakes=fakes)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert f"  1. {python} -m pip install faketorch==2.6.0 fakeaddon    (EC0101, EC9901)" in out
+    assert f"[1/1] $ {python} -m pip install faketorch==2.6.0 fakeaddon" in out
+    assert "before: 2 errors;" in out and "after:  no problems;" in out
+    assert "fixed (2):" in out and "EC0101 requirement-version-conflict: fakevision 0.21.0 requires " \
+                                   "faketorch==2.6.0, but faketorch 2.13.0 is installed" in out
+    recheck = _envcheck("--static", "--no-config", "--python", python, "--require", "fakeaddon", cwd=tmp_path,
+                        fakes=fakes)
+    assert recheck.returncode == 0, recheck.stdout + recheck.stderr
+    versions = subprocess.run([python, "-c", "import faketorch, fakeaddon; print(faketorch.__version__)"],
+                              capture_output=True, text=True, check=False, timeout=60)
+    assert versions.stdout.strip() == "2.6.0"
+
+
+@pytest.mark.slow
+def test_fix_reports_a_failing_pip_and_changes_nothing_after_it(tmp_path: Path, fakes: Path) -> None:
+    """A pip install that cannot succeed stops the plan with exit 1; the re-check shows the problems remain."""
+    python = _venv_with_conflict(tmp_path / "venv", fakes)
+    proc = _envcheck("fix", "--yes", "--static", "--no-config", "--python", python, "--require", "fake-absent>=1",
+                     cwd=tmp_path, fakes=fakes)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"envcheck fix: stopped: `{python} -m pip install faketorch==2.6.0 'fake-absent>=1'` exited 1" \
+        in proc.stderr
+    assert "remaining (2):" in proc.stdout and "fixed" not in proc.stdout
