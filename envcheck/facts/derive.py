@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck.facts import gpu_compat, system_libs
+from envcheck.facts import attention, companions, gpu_compat, system_libs
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -248,6 +248,38 @@ def _coverage(wanted: str) -> Callable[[Derived], Any]:
     return compute
 
 
+def _companion(fn: Callable[[Facts, str], Any], name: str) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return fn(derived.facts, name)
+
+    return compute
+
+
+def _companion_derivations() -> list[Derivation]:
+    """Derived facts about torch's compiled companions (envcheck/facts/companions.py, rules/data tables)."""
+    mismatch = ("name", "version", "built_for", "torch", "expected", "install", "index", "requirement", "symptom")
+    out = [
+        Derivation("companions.torch-mismatch",
+                   "Companions (torchvision, torchaudio, torchcodec, xformers) built for another torch minor than "
+                   "the installed one where no declared requirement says so, with the release made for the "
+                   "installed torch and the index to install it from.", mismatch,
+                   _of_facts(companions.torch_mismatch)),
+        Derivation("companions.pinned-to-other-torch",
+                   "Companions whose declared torch requirement the installed torch fails, with the release made "
+                   "for the installed torch.", mismatch, _of_facts(companions.pinned_to_other_torch)),
+    ]
+    out += [Derivation(f"companions.{name}-build-mismatch",
+                       f"The installed {name} when its build (CPU, CUDA X.Y, ROCm) cannot load with torch's.",
+                       ("name", "version", "build", "torch", "torch_build", "torch_release", "install", "index"),
+                       _companion(companions.build_mismatch, name))
+            for name in ("torchvision", "torchaudio")]
+    out.append(Derivation("companions.torchcodec-for-torch",
+                          "The torchcodec release made for the installed torch, as one item.",
+                          ("name", "torch", "expected", "install", "index"),
+                          _companion(companions.release_for_torch, "torchcodec")))
+    return out
+
+
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
                  "installed", "kind")
 _GPU_FIELDS = ("index", "name", "compute_capability")
@@ -304,6 +336,11 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("gpu.devices-needing-ptx-jit",
                    "GPUs that torch's build covers only through PTX, JIT-compiled at first use.",
                    _COVERAGE_FIELDS, _coverage("ptx-jit")),
+        *_companion_derivations(),
+        Derivation("attention.sdpa-flash-unavailable",
+                   "CUDA devices on which the sdpa probe could not run SDPA's FlashAttention kernel (fp16), with "
+                   "torch's reason.", ("device", "name", "capability", "error", "reason"),
+                   _of_facts(attention.sdpa_flash_unavailable)),
         Derivation("cuda.older-toolkits-on-ld-library-path",
                    "CUDA toolkit library folders on LD_LIBRARY_PATH of torch's CUDA major, older than torch's "
                    "CUDA runtime or of a version their path does not name: their libraries replace the pip "

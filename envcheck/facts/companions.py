@@ -1,0 +1,375 @@
+"""Compiled companions of torch (torchvision, torchaudio, torchcodec, xformers): were they built for this torch?
+
+Pure functions of Facts; envcheck/facts/derive.py registers them as derived facts. Which torch each companion
+release was built for, and how PyPI's wheels of it are built, is data: rules/data/torch-companions.toml and
+rules/data/xformers.toml, shipped with the rule pack, never constants here.
+
+Each finding carries the exact fix: the companion release made for the installed torch (`install`, a pip
+requirement) and the package index that has the build matching torch's (`index`): the PyTorch index named by
+torch's local version tag (`+cpu`, `+cu126`, `+rocm6.2`), or PyPI when torch has no tag (it came from PyPI, whose
+companion wheels are built like its torch wheel).
+
+A companion whose own `Requires-Dist: torch...` the installed torch fails is reported by `requirements.conflicting`
+(rule EC0101, whose fix changes torch); `pinned_to_other_torch` lists those separately, with the fix in the other
+direction, so that a rule can offer it without a command that `envcheck fix` would run against EC0101's.
+`torch_mismatch` lists the mismatches that no declared requirement reveals. Companions installed by conda are
+skipped: conda's builds carry no local tag and follow conda's own pins.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck.errors import RuleError
+from envcheck.facts.gpu_compat import data_dir
+from envcheck.facts.snapshot import Distribution, Facts
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 in CI
+    import tomli as tomllib
+
+Item = dict[str, str]
+COMPANION_FILES = ("torch-companions.toml", "xformers.toml")
+PYPI_INDEX = "https://pypi.org/simple"
+PYTORCH_INDEX = "https://download.pytorch.org/whl/"
+# Local version tags of the PyTorch indexes' wheels: "cpu", "cu126" (CUDA 12.6), "rocm6.2" / "rocm6.2.4"; in the
+# tables also "cuda" (a CUDA build of a version not recorded).
+_TAG = re.compile(r"(cpu|cuda|cu(\d+)(\d)|rocm(\d+(?:\.\d+)+))")
+_PLATFORMS = ("linux-x86_64", "windows", "macos")  # the keys of PyPI's builds in the tables
+_ROW_KEYS = frozenset({"torch", "linux-x86_64", "cuda-match"})
+_COMPANION_KEYS = frozenset({"releases", "symptom", "cuda-match", *_PLATFORMS})
+
+
+@dataclass(frozen=True)
+class Build:
+    """How a binary was built: "cpu", "cuda" (with "12.4", or "" when not recorded) or "rocm" (with "6.2")."""
+
+    kind: str
+    version: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "cpu":
+            return "a CPU build"
+        name = "CUDA" if self.kind == "cuda" else "ROCm"
+        return f"a {name} {self.version} build" if self.version else f"a {name} build"
+
+
+@dataclass(frozen=True)
+class Release:
+    """One row of a companion table: a release (or series) of the companion and what it was built for."""
+
+    key: str  # as written: "0.21.0", or a series "0.9.*"
+    versions: SpecifierSet  # "==0.21.0", "==0.9.*"
+    torch: SpecifierSet  # the torch releases it was built for
+    pypi: dict[str, Build]  # platform ("linux-x86_64", "windows", "macos") -> the build of its untagged PyPI wheel
+    cuda_match: str | None  # "major" | "minor": how it compares its CUDA build with torch's at import; None: not
+
+    def exact_torch(self) -> Version | None:
+        """X.Y.Z when the row pins one torch release ("==2.6.0"), else None."""
+        specs = list(self.torch)
+        if len(specs) == 1 and specs[0].operator == "==" and not specs[0].version.endswith(".*"):
+            return Version(specs[0].version)
+        return None
+
+    def built_for(self) -> str:
+        """The torch it was built for, for people: "2.6.0", "2.11" (a series), "2.11.0 or later"."""
+        specs = list(self.torch)
+        if len(specs) == 1:
+            spec = specs[0]
+            if spec.operator == "==":
+                return spec.version.removesuffix(".*")
+            if spec.operator == ">=":
+                return f"{spec.version} or later"
+        return str(self.torch)
+
+    def install(self, name: str) -> str:
+        return f"{name}=={self.key}"
+
+
+@dataclass(frozen=True)
+class Companion:
+    name: str
+    symptom: str  # how a build for another torch fails, in the library's own words
+    releases: tuple[Release, ...]
+
+    def release_of(self, version: Version) -> Release | None:
+        for release in self.releases:
+            if release.versions.contains(version, prereleases=True):
+                return release
+        return None
+
+
+def _tag_build(tag: str) -> Build | None:
+    """"cpu" -> CPU; "cu124" -> CUDA 12.4; "cuda" -> CUDA; "rocm6.2" -> ROCm 6.2; anything else -> None."""
+    match = _TAG.fullmatch(tag)
+    if match is None:
+        return None
+    if match.group(1) in ("cpu", "cuda"):
+        return Build(match.group(1))
+    if match.group(2) is not None:
+        return Build("cuda", f"{int(match.group(2))}.{match.group(3)}")
+    return Build("rocm", ".".join(match.group(4).split(".")[:2]))
+
+
+@functools.cache
+def companion_tables(directory: Path | None = None) -> dict[str, Companion]:
+    """The shipped tables (or those in `directory`); a malformed file is a RuleError naming the key."""
+    directory = directory or data_dir()
+    out: dict[str, Companion] = {}
+    for filename in COMPANION_FILES:
+        path = directory / filename
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise RuleError(str(path), f"cannot be read: {exc}") from None
+        for name, table in data.items():
+            out[name] = _companion(str(path), name, table)
+    return out
+
+
+def _companion(file: str, name: str, table: object) -> Companion:
+    if not isinstance(table, dict) or not isinstance(table.get("releases"), dict) or not table["releases"]:
+        raise RuleError(file, "expected a table with a non-empty [NAME.releases] table", key=name)
+    unknown = set(table) - _COMPANION_KEYS
+    if unknown:
+        raise RuleError(file, f"unknown key (expected {', '.join(sorted(_COMPANION_KEYS))})",
+                        key=f"{name}.{sorted(unknown)[0]}")
+    symptom = table.get("symptom")
+    if not isinstance(symptom, str) or not symptom.strip():
+        raise RuleError(file, "expected the error a mismatched build raises, as a string", key=f"{name}.symptom")
+    cuda_match = _cuda_match(file, table.get("cuda-match"), f"{name}.cuda-match")
+    defaults = _builds(file, table, name)
+    releases = []
+    for key, row in table["releases"].items():
+        where = f"{name}.releases.{key}"
+        if not isinstance(row, dict) or not isinstance(row.get("torch"), str) or set(row) - _ROW_KEYS:
+            raise RuleError(file, "expected { torch = \"SPECIFIER\", linux-x86_64 = \"cu124\", cuda-match = "
+                            "\"major\" }", key=where)
+        try:
+            versions = SpecifierSet(f"=={key}")
+            torch = SpecifierSet(row["torch"])
+        except InvalidSpecifier as exc:
+            raise RuleError(file, f"not a version or specifier: {exc}", key=where) from None
+        if not list(torch):
+            raise RuleError(file, "expected a torch specifier such as \"==2.6.0\"", key=f"{where}.torch")
+        pypi = {**defaults, **_builds(file, row, where)}
+        row_match = _cuda_match(file, row.get("cuda-match"), f"{where}.cuda-match") or cuda_match
+        releases.append(Release(key, versions, torch, pypi, row_match))
+    return Companion(name, symptom.strip(), tuple(releases))
+
+
+def _builds(file: str, table: dict[str, object], where: str) -> dict[str, Build]:
+    out = {}
+    for platform in _PLATFORMS:
+        if platform in table:
+            build = _tag_build(str(table[platform]))
+            if build is None:
+                raise RuleError(file, f"expected \"cpu\", \"cuda\", \"cuXYZ\" or \"rocmX.Y\", got "
+                                f"{table[platform]!r}", key=f"{where}.{platform}")
+            out[platform] = build
+    return out
+
+
+def _cuda_match(file: str, value: object, key: str) -> str | None:
+    if value not in (None, "major", "minor"):
+        raise RuleError(file, f"expected \"major\" or \"minor\", got {value!r}", key=key)
+    return None if value is None else str(value)
+
+
+# --- the installed torch and companions ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Torch:
+    version: Version  # the release, X.Y.Z (local tag dropped)
+    text: str  # as installed, "2.7.0+cpu"
+    build: Build | None  # None when torch/version.py could not be read
+    index: str  # where its companions come from
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text or "")
+    except InvalidVersion:
+        return None
+
+
+def _installed_torch(facts: Facts) -> _Torch | None:
+    """The installed torch, if it is a release the tables can speak about (not a nightly, not a custom build)."""
+    build_facts = facts.torch
+    dist = facts.active("torch")
+    text = (build_facts.version if build_facts is not None else None) or (dist.version if dist else None)
+    version = _version(text)
+    if text is None or version is None or version.is_prerelease or version.is_devrelease:
+        return None  # no torch, or a nightly / NGC build ("2.6.0a0+ecf3bae40a"): its companions come with it
+    if version.local is None:
+        index = PYPI_INDEX
+    elif _tag_build(version.local) is None:
+        return None  # a custom build ("+git1234"): no index has companions for it
+    else:
+        index = PYTORCH_INDEX + version.local
+    build: Build | None = None
+    if build_facts is not None and build_facts.problem is None:
+        if build_facts.hip:
+            build = Build("rocm", ".".join(build_facts.hip.split(".")[:2]))
+        elif build_facts.cuda:
+            build = Build("cuda", build_facts.cuda)
+        else:
+            build = Build("cpu")
+    return _Torch(Version(version.base_version), text, build, index)
+
+
+def _installed(facts: Facts, name: str) -> tuple[Distribution, Version] | None:
+    """The imported `name` and its version, when it is a release the tables can speak about."""
+    dist = facts.active(name)
+    version = _version(dist.version) if dist is not None else None
+    if dist is None or version is None or version.is_prerelease or version.is_devrelease:
+        return None
+    if dist.installer == "conda":
+        return None  # conda's builds carry no local tag and follow conda's own pins
+    if version.local is not None and _tag_build(version.local) is None:
+        return None  # built from source ("+git1234"): against whatever torch was there, not the wheel's
+    return dist, version
+
+
+def _declared_torch_conflict(facts: Facts, dist: Distribution) -> str | None:
+    """The torch requirement `dist` declares and the installed torch fails ("torch==2.6.0"), else None."""
+    torch = facts.active("torch")
+    installed = _version(torch.version) if torch is not None else None
+    if installed is None:
+        return None
+    env = {**facts.python.marker_environment, "extra": ""}
+    for line in dist.requires:
+        try:
+            req = Requirement(line)
+            if req.name.lower() != "torch" or (req.marker is not None and not req.marker.evaluate(env)):
+                continue
+        except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+            continue
+        if not req.specifier.contains(installed, prereleases=True):
+            return str(req)
+    return None
+
+
+def _fits(release: Release, torch: Version) -> bool:
+    """Was `release` built for `torch`? An exact pin counts at the minor level: the ABI changes between minors."""
+    exact = release.exact_torch()
+    if exact is not None:
+        return exact.release[:2] == torch.release[:2]
+    return release.torch.contains(torch, prereleases=True)
+
+
+def _for_torch(companion: Companion, torch: Version) -> Release | None:
+    """The newest release of `companion` made for `torch`, preferring one pinned to exactly that release."""
+    fitting = [r for r in companion.releases if _fits(r, torch)]
+    if not fitting:
+        return None
+    exact = [r for r in fitting if r.exact_torch() == torch]
+    return max(exact or fitting, key=lambda r: Version(r.key.replace(".*", "")))
+
+
+# --- derivations ---------------------------------------------------------------------------------------------
+
+
+def _mismatches(facts: Facts, declared_conflict: bool) -> list[Item]:
+    """Installed companions built for another torch minor than the installed one (by the tables), with the
+    release made for it, whose own declared torch requirement fails (`declared_conflict`) or holds / is absent."""
+    torch = _installed_torch(facts)
+    if torch is None:
+        return []
+    out = []
+    for name, companion in sorted(companion_tables().items()):
+        installed = _installed(facts, name)
+        if installed is None:
+            continue
+        dist, version = installed
+        release = companion.release_of(Version(version.public))
+        if release is None or _fits(release, torch.version):
+            continue
+        requirement = _declared_torch_conflict(facts, dist)
+        wanted = _for_torch(companion, torch.version)
+        if (requirement is not None) != declared_conflict or wanted is None:
+            continue
+        out.append({
+            "name": dist.name, "version": dist.version, "built_for": release.built_for(), "torch": torch.text,
+            "expected": wanted.key, "install": wanted.install(name), "index": torch.index,
+            "requirement": requirement or "", "symptom": companion.symptom,
+        })
+    return out
+
+
+def torch_mismatch(facts: Facts) -> list[Item]:
+    """Companions that the tables say were built for another torch minor, where their own metadata does not say
+    so (no torch requirement, or a floor that the installed torch meets): pip cannot see these."""
+    return _mismatches(facts, declared_conflict=False)
+
+
+def pinned_to_other_torch(facts: Facts) -> list[Item]:
+    """Companions whose declared torch requirement the installed torch fails (EC0101 reports the requirement),
+    with the release of the companion made for the installed torch: the fix in the other direction."""
+    return _mismatches(facts, declared_conflict=True)
+
+
+def _companion_build(facts: Facts, version: Version, release: Release) -> Build | None:
+    """The build of an installed companion: its local tag, or for an untagged (PyPI) wheel the table's entry for
+    this platform (None where the table has none: Linux aarch64, whose PyPI builds changed over releases)."""
+    if version.local is not None:
+        return _tag_build(version.local)
+    platform, machine = facts.python.platform, facts.python.machine.lower()
+    if platform == "linux" and machine in ("x86_64", "amd64"):
+        return release.pypi.get("linux-x86_64")
+    return release.pypi.get({"win32": "windows", "darwin": "macos"}.get(platform, ""))
+
+
+def build_mismatch(facts: Facts, name: str) -> list[Item]:
+    """The installed `name` if its build (CPU, CUDA X.Y, ROCm) cannot load with torch's, as the companion itself
+    checks it (`cuda-match`), when it was made for the installed torch release (otherwise `torch_mismatch`
+    reports it). Empty when the companion's or torch's build is unknown."""
+    companion = companion_tables()[name]
+    installed = _installed(facts, name)
+    torch = _installed_torch(facts)
+    if installed is None or torch is None or torch.build is None:
+        return []
+    dist, version = installed
+    release = companion.release_of(Version(version.public))
+    if release is None or not _fits(release, torch.version):
+        return []
+    build = _companion_build(facts, version, release)
+    if build is None or not _differs(build, torch.build, release.cuda_match):
+        return []
+    return [{
+        "name": dist.name, "version": dist.version, "build": build.describe(), "torch": torch.text,
+        "torch_build": torch.build.describe(), "torch_release": str(torch.version),
+        "install": f"{name}=={version.public}", "index": torch.index,
+    }]
+
+
+def _differs(build: Build, torch: Build, cuda_match: str | None) -> bool:
+    if build.kind != torch.kind:
+        return True
+    if build.kind != "cuda" or cuda_match is None or not build.version or not torch.version:
+        return False
+    depth = 1 if cuda_match == "major" else 2
+    return build.version.split(".")[:depth] != torch.version.split(".")[:depth]
+
+
+def release_for_torch(facts: Facts, name: str) -> list[Item] | None:
+    """The release of `name` made for the installed torch, as one item; None when there is no torch release the
+    table can speak about, or the table has no release of `name` for it."""
+    torch = _installed_torch(facts)
+    wanted = None if torch is None else _for_torch(companion_tables()[name], torch.version)
+    if torch is None or wanted is None:
+        return None
+    return [{"name": name, "torch": torch.text, "expected": wanted.key, "install": wanted.install(name),
+             "index": torch.index}]
