@@ -5,34 +5,30 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envcheck import __version__
 from envcheck import config as config_mod
-from envcheck import fix as fix_mod
 from envcheck import rules as rules_mod
 from envcheck.check import ProbeOptions, RuleSet, gather, rule_set
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts.derive import Derived
 from envcheck.model import FAIL_ON_LEVELS, Report
-from envcheck.probes import run_probes
 from envcheck.probes.catalog import PROBE_NAMES
 from envcheck.report import FORMATS, render
 from envcheck.report.common import tally
-from envcheck.report.probes import render_json as probes_json
-from envcheck.report.probes import render_text as probes_text
-from envcheck.ruledoc import rules_json, rules_markdown, rules_text
 from envcheck.templates import shell
+
+if TYPE_CHECKING:
+    from envcheck.fix import Step
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
@@ -282,6 +278,8 @@ def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, 
         chosen = [r for r in every if r.id in wanted or r.name in wanted]
     else:
         chosen = every
+    from envcheck.ruledoc import rules_json, rules_markdown, rules_text
+
     if fmt == "json":
         click.echo(rules_json(chosen), nl=False)
     elif fmt == "markdown":
@@ -298,6 +296,10 @@ def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, 
 @_python_option
 def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
+    from envcheck.probes import run_probes
+    from envcheck.report.probes import render_json as probes_json
+    from envcheck.report.probes import render_text as probes_text
+
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
         raise click.UsageError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
@@ -311,7 +313,9 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
     click.echo(probes_json(results) if fmt == "json" else probes_text(results, cached), nl=False)
 
 
-def _run_plan(steps: Sequence[fix_mod.Step]) -> tuple[fix_mod.Step, str] | None:
+def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
+    import subprocess
+
     """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
@@ -344,6 +348,8 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
         rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool, require: tuple[str, ...],
         forbid: tuple[str, ...]) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
+    from envcheck import fix as fix_mod
+
     rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
     level = fail_on or rules.config.fail_on or "error"
 
@@ -381,6 +387,8 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     if failed is not None:
         click.echo(f"envcheck fix: stopped: `{shell(failed[0].argv)}` {failed[1]}; the commands after it did not "
                    "run", err=True)
+    import importlib
+
     importlib.invalidate_caches()  # the in-process collector must see what the commands installed
     after = checked()
     click.echo(fix_mod.render_outcome(before, after), nl=False)

@@ -12,7 +12,7 @@ import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import config as config_mod
 from envcheck import policy
@@ -24,8 +24,9 @@ from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Rule
-from envcheck.probes import run_probes
-from envcheck.probes.runner import Progress
+
+if TYPE_CHECKING:
+    from envcheck.probes.runner import Progress
 
 
 def collection_request(rules: Iterable[Rule]) -> dict[str, Any]:
@@ -65,6 +66,8 @@ def gather(rules: Sequence[Rule], *, python: str | None = None, facts_file: str 
     facts = collect_mod.collect(collection_request(rules), python=python)
     if not probes.run:
         return facts
+    from envcheck.probes import run_probes  # only when probes run: --static never loads the runner
+
     results, _ = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache,
                             progress=probes.progress)
     return dataclasses.replace(facts, probes=results)

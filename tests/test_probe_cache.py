@@ -103,11 +103,11 @@ def test_cli_probe_rejects_unknown_names() -> None:
 
 def test_static_runs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """--static never starts a probe child."""
-    import envcheck.check as check_mod
+    import envcheck.probes as probes_mod
 
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("a probe ran under --static")
 
-    monkeypatch.setattr(check_mod, "run_probes", boom)
+    monkeypatch.setattr(probes_mod, "run_probes", boom)
     result = CliRunner().invoke(cli, ["check", "--static"])
     assert result.exit_code == 0, result.output
