@@ -395,5 +395,15 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     raise click.exceptions.Exit(EXIT_FINDINGS if failed is not None or after.at_or_above(level) else EXIT_CLEAN)
 
 
+def _register_fleet() -> None:
+    # The fleet command group lives with the fleet code; torch is imported only when it runs under torchrun.
+    from envcheck.fleet.cli import fleet
+
+    cli.add_command(fleet)
+
+
+_register_fleet()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import subprocess
 import tempfile
 import threading
@@ -45,6 +46,7 @@ def collect(request: dict[str, Any], python: str | None = None) -> Facts:
         raw = _collect_foreign(python, request)
         origin = f"python:{python}"
     raw["envcheck_version"] = __version__
+    raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
     facts = Facts.from_dict(raw, file=origin, origin=origin)
     return dataclasses.replace(facts, nvml=nvml.result())
 

@@ -156,6 +156,7 @@ class Facts:
     nvml: NvmlFacts | None = None  # the driver and GPUs; None: not collected (GPU predicates are then unknown)
     probes: dict[str, ProbeResult] = field(default_factory=dict)  # live probe results; empty with --static
     envcheck_version: str = ""  # version of envcheck that collected the snapshot
+    host: str = ""  # socket.gethostname() of the machine it was collected on; "" when unknown (older snapshots)
     origin: str = "local"  # "local", "python:PATH" or "file:PATH": where these facts came from
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
@@ -187,6 +188,7 @@ class Facts:
         out: dict[str, Any] = {
             "schema": SCHEMA,
             "envcheck_version": self.envcheck_version,
+            "host": self.host,
             "python": asdict(self.python),
             # asdict keeps tuples as tuples; the JSON shape (and from_dict) has lists.
             "distributions": [{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(d).items()}
@@ -240,5 +242,6 @@ class Facts:
                 k: ProbeResult.from_reader(Reader(v, file, f"probes.{k}")) for k, v in probes.data.items()
             },
             envcheck_version=r.opt_str("envcheck_version") or "",
+            host=r.opt_str("host") or "",
             origin=origin,
         )

@@ -1,0 +1,13 @@
+"""Many machines, one report: the same facts collected on every node, grouped by identical environment.
+
+  fingerprint.py  what makes two environments the same (a view of the facts, and its digest)
+  local.py        what one rank collects (its facts; probes on its own GPU)
+  distributed.py  the torch.distributed part: ranks post to torchrun's rendezvous store, rank 0 gathers
+  model.py        Member, Node, Group, Difference, FleetFinding, FleetReport (frozen data)
+  merge.py        members (ranks or snapshot files) -> FleetReport; pure
+  checks.py       cross-node checks (EC10xx): torch / CUDA build / NCCL / driver / Python / package versions, GPUs
+  report.py       text and JSON
+  cli.py          the `envcheck fleet` command group (`fleet` and `fleet merge`)
+
+Nothing here imports torch at import time; distributed.py imports it when a torchrun worker connects.
+"""

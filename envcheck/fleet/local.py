@@ -1,0 +1,59 @@
+"""What one rank collects: the static facts of its interpreter, and the live probes on its own GPU only.
+
+torchrun starts one rank per GPU. Each rank probes the GPU its local rank would use, by giving the probe children
+a CUDA_VISIBLE_DEVICES of that one device, so eight ranks on an eight-GPU node probe the eight GPUs in parallel,
+once each, instead of eight times all eight. A rank's device is the local_rank-th entry of its CUDA_VISIBLE_DEVICES
+(or of NVML's device list, by UUID, when that is unset), wrapping around when there are more ranks than GPUs.
+
+No torch here: the probes run in child processes, as everywhere in envcheck.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+
+from envcheck.check import ProbeOptions, gather
+from envcheck.facts.snapshot import Facts
+from envcheck.model import Rule
+from envcheck.probes import cache, runner
+from envcheck.probes.catalog import PROBE_NAMES
+
+
+def local_device(facts: Facts, local_rank: int | None, environ: Mapping[str, str]) -> str | None:
+    """The CUDA_VISIBLE_DEVICES value naming this rank's GPU; None to leave the probes' view of GPUs unchanged."""
+    nvml = facts.nvml
+    if local_rank is None or nvml is None or not nvml.devices:
+        return None
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        # The probe children number devices in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as NVML does.
+        choices = [d.uuid or str(d.index) for d in nvml.devices]
+    else:
+        choices = [c.strip() for c in visible.split(",") if c.strip()]
+        if not choices or choices[0].startswith("-"):
+            return None  # no GPU visible to this rank: probing sees what the rank sees
+    return choices[local_rank % len(choices)]
+
+
+def collect(rules: Sequence[Rule], probes: ProbeOptions, local_rank: int | None,
+            environ: Mapping[str, str] | None = None) -> tuple[Facts, str | None]:
+    """(facts, the device probed or None). Raises what the collection raises: the caller reports it."""
+    env = dict(os.environ if environ is None else environ)
+    facts = gather(rules, probes=ProbeOptions(run=False))
+    if not probes.run:
+        return facts, None
+    device = local_device(facts, local_rank, env)
+    keyed = facts
+    if device is not None:
+        env["CUDA_VISIBLE_DEVICES"] = device
+        # The cache key covers the device: another rank of this node probing another GPU must not reuse these.
+        keyed = dataclasses.replace(facts, env={**facts.env, "CUDA_VISIBLE_DEVICES": device})
+    key = cache.fingerprint(keyed, PROBE_NAMES, runner.child_source())
+    results = cache.load(key) if probes.use_cache else None
+    if results is None or not all(n in results for n in PROBE_NAMES):
+        results = runner.run(PROBE_NAMES, runner.RunOptions(python=facts.python.executable,
+                                                            timeout_s=probes.timeout_s, env=env))
+        cache.store(key, results)
+    return dataclasses.replace(facts, probes=results), device
