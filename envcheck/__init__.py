@@ -74,7 +74,7 @@ def check(
     Raises:
         envcheck.errors.EnvcheckError: bad input (`ConfigError` names the configuration file and key).
     """
-    from envcheck.check import check as run_check  # deferred: `import envcheck` stays cheap
+    from envcheck.api import check as run_check  # deferred: `import envcheck` stays cheap
 
     return run_check(require=require, forbid=forbid, config=config, no_config=no_config, project_dir=project_dir,
                      python=python, facts_file=facts_file, rule_dirs=rule_dirs, select=select, ignore=ignore,

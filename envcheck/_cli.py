@@ -17,7 +17,7 @@ import click
 from envcheck import __version__
 from envcheck import config as config_mod
 from envcheck import rules as rules_mod
-from envcheck.check import ProbeOptions, RuleSet, gather, rule_set
+from envcheck.api import ProbeOptions, RuleSet, gather, rule_set
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts.derive import Derived

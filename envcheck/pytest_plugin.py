@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from envcheck.check import RuleSet
+    from envcheck.api import RuleSet
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Finding, Report, Rule
 
@@ -147,14 +147,14 @@ class _Session:
     def rules(self) -> RuleSet:
         if self._rules is None:
             from envcheck import config as config_mod
-            from envcheck.check import rule_set
+            from envcheck.api import rule_set
 
             self._rules = rule_set(config_mod.resolve(start=self.rootpath))
         return self._rules
 
     def facts(self, probes: Iterable[str] = ()) -> Facts:
         """The static facts of this interpreter, with the results of `probes` (run now, or taken from the cache)."""
-        from envcheck.check import gather
+        from envcheck.api import gather
         from envcheck.probes import run_probes
 
         if self._facts is None:

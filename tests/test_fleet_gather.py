@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from envcheck import rules as rules_mod
-from envcheck.check import ProbeOptions
+from envcheck.api import ProbeOptions
 from envcheck.errors import CollectError, EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts

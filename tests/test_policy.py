@@ -15,7 +15,7 @@ import envcheck
 from envcheck import policy
 from envcheck import rules as rules_mod
 from envcheck._cli import cli
-from envcheck.check import rule_set
+from envcheck.api import rule_set
 from envcheck.config import Config, from_table
 from envcheck.engine import evaluate
 from envcheck.errors import ConfigError, EnvcheckError

@@ -10,7 +10,7 @@ import pytest
 from conftest import SITE, dist_dict, facts_dict
 
 from envcheck import rules as rules_mod
-from envcheck.check import collection_request
+from envcheck.api import collection_request
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Rule, Status

@@ -102,7 +102,7 @@ def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str, select
     if ctx.invoked_subcommand is not None:
         return
     from envcheck import rules as rules_mod
-    from envcheck.check import ProbeOptions
+    from envcheck.api import ProbeOptions
     from envcheck.fleet import distributed
     from envcheck.fleet import merge as merge_mod
 

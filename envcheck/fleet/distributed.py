@@ -38,7 +38,7 @@ from datetime import timedelta
 from types import FrameType
 from typing import Any
 
-from envcheck.check import ProbeOptions
+from envcheck.api import ProbeOptions
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import local

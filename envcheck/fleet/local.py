@@ -14,7 +14,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
-from envcheck.check import ProbeOptions, gather
+from envcheck.api import ProbeOptions, gather
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Rule
 from envcheck.probes import cache, runner

@@ -1,14 +1,13 @@
 """The check as a library call: configuration and rules, facts (collected or loaded), evaluation.
 
-No printing, no exit codes. `envcheck.check()` (the package-level function) is `check()` here.
+No printing, no exit codes. `envcheck.check()` (the package-level function) calls `check()` here; this module
+is named `api` so that the function and a submodule never share the name `envcheck.check`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
-import types
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,19 +153,3 @@ def check(
     # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
     facts = gather(rules.every, python=_path(python), facts_file=_path(facts_file), probes=probes)
     return evaluate(rules.chosen, facts)
-
-
-class _CallableModule(types.ModuleType):
-    """`envcheck.check` names both this module and the package's public function `envcheck.check()`.
-
-    Importing the submodule (the CLI does; so does the function's own lazy import) makes Python rebind the
-    package attribute `envcheck.check` to the module. Calling the module calls `check()`, so `envcheck.check(...)`
-    works whichever of the two the attribute holds, and `import envcheck.check` keeps working for code that wants
-    `gather` or `ProbeOptions`.
-    """
-
-    def __call__(self, **kwargs: Any) -> Report:
-        return check(**kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
