@@ -164,6 +164,9 @@ def _options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 _policy_options = _options(_config_option, _no_config_option, _require_option, _forbid_option)
+# What `check` and `fix` share: which verdicts count, which rules run, how facts are gathered, the project policy.
+_checking_options = _options(_fail_on_option, _select_option, _ignore_option, _static_option, _probe_timeout_option,
+                             _no_cache_option, _python_option)
 
 
 def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
@@ -198,13 +201,7 @@ def cli() -> None:
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
 @click.option("--also", "also", multiple=True, metavar="FORMAT=FILE", callback=_also,
               help="Also write the report in FORMAT to FILE (repeatable): --also junit=envcheck.xml.")
-@_fail_on_option
-@_select_option
-@_ignore_option
-@_static_option
-@_probe_timeout_option
-@_no_cache_option
-@_python_option
+@_checking_options
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
 @_rules_option
 @_policy_options
@@ -334,13 +331,7 @@ def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
 @click.option("-y", "--yes", is_flag=True, help="Run the plan without asking (for CI and scripts).")
 @click.option("--allow-other", is_flag=True,
               help="Also run commands that are not pip / uv pip / conda commands for the checked interpreter.")
-@_fail_on_option
-@_select_option
-@_ignore_option
-@_static_option
-@_probe_timeout_option
-@_no_cache_option
-@_python_option
+@_checking_options
 @_rules_option
 @_policy_options
 def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select: tuple[str, ...],
