@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from envcheck.facts.probe_results import ProbeResult
-from envcheck.facts.snapshot import Facts
-from envcheck.probes import cache, runner
 from envcheck.probes.catalog import PROBE_NAMES
+
+if TYPE_CHECKING:
+    from envcheck.facts.probe_results import ProbeResult
+    from envcheck.facts.snapshot import Facts
+    from envcheck.probes.runner import Progress
 
 __all__ = ["PROBE_NAMES", "probe_facts", "run_probes"]
 
@@ -22,9 +25,12 @@ def run_probes(
     *,
     timeout_s: float = 120.0,
     use_cache: bool = True,
-    progress: runner.Progress | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, ProbeResult], bool]:
     """(results, from_cache) for the probes `names`, run with the interpreter the facts describe."""
+    # Imported here: reading the catalogue (rule validation does) must not load the runner and hashlib.
+    from envcheck.probes import cache, runner
+
     source = runner.child_source()
     key = cache.fingerprint(facts, names, source)
     if use_cache:

@@ -1,25 +1,27 @@
-"""Reporters: each turns a Report into a string. The CLI picks one with --format and writes its output."""
+"""Reporters: each turns a Report into a string. The CLI picks one with --format and writes its output.
+
+A reporter's module is imported only when its format is asked for: a check pays for the text reporter, not for
+XML or markdown.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 
 from envcheck.model import Report
-from envcheck.report import github, junit, markdown, text
-from envcheck.report import json as json_report
 
-Reporter = Callable[..., str]
-
-FORMATS: dict[str, Reporter] = {
-    "text": text.render,
-    "json": json_report.render,
-    "markdown": markdown.render,
-    "junit": junit.render,  # JUnit XML: a testcase per rule, for CI test dashboards
-    "github": github.render,  # GitHub Actions workflow commands: an annotation per problem
+# Format name -> the module (in envcheck.report) whose `render(report)` produces it.
+FORMATS: dict[str, str] = {
+    "text": "text",
+    "json": "json",
+    "markdown": "markdown",
+    "junit": "junit",  # JUnit XML: a testcase per rule, for CI test dashboards
+    "github": "github",  # GitHub Actions workflow commands: an annotation per problem
 }
 
 
 def render(report: Report, fmt: str, *, color: bool = False, verbose: bool = False) -> str:
+    module = importlib.import_module(f"envcheck.report.{FORMATS[fmt]}")
     if fmt == "text":
-        return text.render(report, color=color, verbose=verbose)
-    return FORMATS[fmt](report)
+        return str(module.render(report, color=color, verbose=verbose))
+    return str(module.render(report))
