@@ -397,4 +397,11 @@ _register_fleet()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")
+    finally:
+        # Everything still alive is about to be torn down with the interpreter: moving it out of the collector's
+        # reach spares the final collections (about 25 ms of a 250 ms static check, measured in bench/).
+        import gc
+
+        gc.freeze()

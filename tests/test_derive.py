@@ -219,3 +219,22 @@ def test_list_derivations_declare_their_item_fields() -> None:
         for item in items:
             assert tuple(item) == derivation.fields, name
             assert all(isinstance(v, str) for v in item.values()), name
+
+
+@pytest.mark.parametrize(
+    ("line", "extra"),
+    [
+        pytest.param('psutil>=4.0; extra == "dmypy"', "dmypy", id="only-an-extra"),
+        pytest.param('tomli; python_version < "3.11" and extra == "toml"', "toml", id="conjunction-ending-in-extra"),
+        pytest.param('x; (python_version < "3.8" or sys_platform == "win32") and extra == "a"', None, id="has-or"),
+        pytest.param('y; extra == "a" or python_version < "3.8"', None, id="extra-then-or"),
+        pytest.param('z; python_version < "3.11"', None, id="no-extra"),
+        pytest.param("numpy>=1.21", None, id="no-marker"),
+        pytest.param("u @ https://host/a;b", None, id="semicolon-in-url"),
+    ],
+)
+def test_extra_only_lines_are_recognised_without_parsing(line: str, extra: str | None) -> None:
+    """A line the walk may skip unparsed is one whose marker is false for every extra but the one it names."""
+    from envcheck.facts.derive import _only_extra
+
+    assert _only_extra(line) == extra

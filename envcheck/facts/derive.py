@@ -40,7 +40,20 @@ _REQUIREMENTS: dict[str, Requirement | None] = {}
 _VERSIONS: dict[str, Version | None] = {}
 # `name...; extra == "gpu"`: the common shape of an extra's requirement. Such a line matters only when that extra
 # is reached, so it is not parsed otherwise (most lines of large distributions are extras).
-_ONLY_EXTRA = re.compile(r""";\s*extra\s*==\s*['"]([^'"]+)['"]\s*$""")
+# The marker's tail `extra == "gpu"` (alone, or as the last term of a conjunction): such a line is false for every
+# other extra. A marker with `or` anywhere is left to the full parser, as the extra test may then not bind the
+# whole. Markers cannot contain ';', so the marker is what follows the last one (a URL may contain ';').
+_EXTRA_TAIL = re.compile(r"""(?:^|\band)\s*extra\s*==\s*['"]([^'"]+)['"]\s*$""")
+_OR = re.compile(r"\bor\b")
+
+
+def _only_extra(line: str) -> str | None:
+    """The extra a requirement line is conditional on, when that can be read without parsing the line."""
+    _, sep, marker = line.rpartition(";")
+    if not sep or _OR.search(marker):
+        return None
+    found = _EXTRA_TAIL.search(marker.strip())
+    return found.group(1) if found else None
 
 
 def parse_requirement(text: str) -> Requirement | None:
@@ -102,8 +115,8 @@ def _walk(derived: Derived) -> _Walk:
         seen.add((dist.canonical_name, extra))
         env = base_env if not extra else {**base_env, "extra": extra}
         for line in dist.requires:
-            only = _ONLY_EXTRA.search(line)
-            if only is not None and _normalize_extra(only.group(1)) != extra:
+            only = _only_extra(line)
+            if only is not None and _normalize_extra(only) != extra:
                 continue
             req = parse_requirement(line)
             if req is None:
