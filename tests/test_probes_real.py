@@ -2,7 +2,7 @@
 
 A module-scoped fixture makes a venv and installs torch 2.13.0+cpu, numpy and safetensors into it (about a minute
 where the wheel is local). ENVCHECK_TORCH_PYTHON names an interpreter that already has them, to skip that step
-(for example `ENVCHECK_TORCH_PYTHON=/tmp/torchvenv/bin/python`). If the install fails the tests are skipped with
+(for example `ENVCHECK_TORCH_PYTHON=$HOME/venvs/torch/bin/python`). If the install fails the tests are skipped with
 the reason, except under CI=true, where they fail: CI must really run the probes.
 
 The expected outcomes below are what torch 2.13.0+cpu was observed to do; docs/probes.md documents the cases.
