@@ -217,7 +217,7 @@ def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 # --- a real torch (CPU build) in a throwaway venv -------------------------------------------------------------------
 
 TORCH_REQUIREMENT = "torch==2.13.0+cpu"  # the CPU build: the probe outcomes the tests assert are its outcomes
-_BIN = "Scripts" if os.name == "nt" else "bin"
+BIN = "Scripts" if os.name == "nt" else "bin"  # a venv's folder of executables
 _INSTALL_TIMEOUT_S = 1800  # guards against a hung pip; never a timing assertion
 
 
@@ -246,7 +246,7 @@ def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     if override:
         return override
     venv = tmp_path_factory.mktemp("torch-venv")
-    python = venv / _BIN / ("python.exe" if os.name == "nt" else "python")
+    python = venv / BIN / ("python.exe" if os.name == "nt" else "python")
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
         [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:", TORCH_REQUIREMENT, "numpy",

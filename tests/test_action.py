@@ -3,7 +3,6 @@ runner would set (GITHUB_STEP_SUMMARY, GITHUB_OUTPUT, GITHUB_ACTION_PATH) pointi
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -12,14 +11,13 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import clean_env
+from conftest import BIN, clean_env
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 WORKFLOW: dict[str, Any] = yaml.safe_load(
     (ROOT / ".github" / "workflows" / "action-self-test.yml").read_text(encoding="utf-8"))
 _TIMEOUT_S = 600  # a guard against a hung pip, never a timing assertion
-_BIN = "Scripts" if os.name == "nt" else "bin"
 
 
 def _step(name: str) -> dict[str, Any]:
@@ -123,7 +121,7 @@ def test_whole_action_in_a_fresh_venv(workspace: Path) -> None:
     venv = workspace / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=_TIMEOUT_S, capture_output=True,
                    env=clean_env())
-    python = str(venv / _BIN / "python")
+    python = str(venv / BIN / "python")
     install = _run_step(INSTALL, workspace, python)
     assert install.returncode == 0, install.stdout + install.stderr
     proc = _run_step(RUN, workspace, python, args="--static")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import clean_env
+from conftest import BIN, clean_env
 from test_real_env import make_wheel
 
 from envcheck import fix as fix_mod
@@ -21,7 +21,6 @@ from envcheck.model import Finding, Report, Severity, Status
 PY = "/opt/venv/bin/python"
 PIP = (PY, "-m", "pip")
 ENVCHECK = Path(sys.executable).parent / "envcheck"
-_BIN = "Scripts" if os.name == "nt" else "bin"
 _TIMEOUT_S = 600  # a guard against a hung pip or venv, never a timing assertion
 
 
@@ -280,7 +279,7 @@ def _venv_with_conflict(path: Path, fakes: Path) -> Path:
     """A real venv where fakevision 0.21.0 sits next to faketorch 2.13.0 (installed --no-deps, as pins break)."""
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=_TIMEOUT_S, env=clean_env(),
                    capture_output=True)
-    python = path / _BIN / "python"
+    python = path / BIN / "python"
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", fakes, "--no-deps",
                     "fakevision==0.21.0", "faketorch==2.13.0"], check=True, timeout=_TIMEOUT_S, env=clean_env(),
                    capture_output=True)

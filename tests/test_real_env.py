@@ -11,7 +11,6 @@ import base64
 import hashlib
 import importlib.util
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -22,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import BIN, clean_env
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 _PIP_TIMEOUT_S = 600  # guards against a hung subprocess; never a timing assertion
 _RUN_TIMEOUT_S = 120
-_BIN = "Scripts" if os.name == "nt" else "bin"
 
 # A torchvision-like companion pinned to a torch other than the one installed: rule EC0101's case.
 FAKES: list[tuple[str, str, list[str]]] = [
@@ -40,12 +39,8 @@ PIN = "faketorch==2.6.0"
 
 
 def _clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The caller's environment without what would leak into the checked interpreter or make pip ask questions."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP") and not k.startswith("ENVCHECK_")}
-    env.update({"NO_COLOR": "1", "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-    env.update(extra or {})
-    return env
+    """The shared clean environment, with colour off so the console script's output can be compared as text."""
+    return clean_env({"NO_COLOR": "1", **(extra or {})})
 
 
 def _run(argv: Sequence[str | Path], cwd: Path, env: Mapping[str, str] | None = None,
@@ -92,10 +87,10 @@ class Venv:
 
     @property
     def python(self) -> Path:
-        return self.path / _BIN / "python"
+        return self.path / BIN / "python"
 
     def script(self, name: str) -> Path:
-        return self.path / _BIN / name
+        return self.path / BIN / name
 
     def pip_install(self, *args: str | Path, env: Mapping[str, str] | None = None) -> None:
         _ok(_run([self.python, "-m", "pip", "install", "--quiet", *args], cwd=self.path, env=env,

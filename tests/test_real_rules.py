@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import clean_env
+from conftest import BIN, clean_env
 from test_real_env import make_wheel
 
 pytestmark = pytest.mark.slow
 
-_BIN = "Scripts" if os.name == "nt" else "bin"
 _TIMEOUT_S = 900  # guards against a hung pip; never a timing assertion
 
 
@@ -37,7 +36,7 @@ def _pip(python: Path | str, *args: str) -> None:
 
 def _venv(path: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=_TIMEOUT_S)
-    return path / _BIN / "python"
+    return path / BIN / "python"
 
 
 def _site(python: Path) -> Path:

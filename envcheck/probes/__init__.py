@@ -1,11 +1,11 @@
 """Live probes: tiny programs that find out what actually works on this machine, run in isolated children.
 
-`probe_facts(facts, ...)` runs the probes (or takes them from the cache) and returns the facts with their results.
+`run_probes(facts, ...)` runs the probes (or takes them from the cache) for the interpreter the facts describe;
+`envcheck.api.gather` puts the results into the snapshot.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from envcheck.facts.snapshot import Facts
     from envcheck.probes.runner import Progress
 
-__all__ = ["PROBE_NAMES", "probe_facts", "run_probes"]
+__all__ = ["PROBE_NAMES", "run_probes"]
 
 
 def run_probes(
@@ -42,8 +42,3 @@ def run_probes(
     cache.store(key, results)
     return results, False
 
-
-def probe_facts(facts: Facts, **kwargs: object) -> Facts:
-    """`facts` with every probe's result filled in."""
-    results, _ = run_probes(facts, **kwargs)  # type: ignore[arg-type]
-    return dataclasses.replace(facts, probes=results)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from envcheck.errors import FactsError
+from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.probes.catalog import BY_NAME, ProbeSpec
 
@@ -142,9 +144,6 @@ class _Lines:
 
 
 def _result(raw: object, name: str) -> ProbeResult:
-    from envcheck.errors import FactsError
-    from envcheck.facts._reader import Reader
-
     try:
         return ProbeResult.from_reader(Reader(raw, "<probe child>", name))
     except FactsError as exc:
