@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
-
-from envcheck.errors import RuleError
-from envcheck.facts import attention, companions
-from envcheck.facts.derive import DERIVATIONS, Derived
 from envcheck.facts.gpu_compat import data_dir
+
+from envcheck.derived import attention, companions
+from envcheck.derived.derive import DERIVATIONS, Derived
+from envcheck.errors import RuleError
 from envcheck.rules import builtin_rules_dir
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

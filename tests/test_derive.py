@@ -19,7 +19,7 @@ from conftest import (
     write_dist,
 )
 
-from envcheck.facts.derive import DERIVATIONS, Derived
+from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.facts.snapshot import Facts
 
 
@@ -235,6 +235,6 @@ def test_list_derivations_declare_their_item_fields() -> None:
 )
 def test_extra_only_lines_are_recognised_without_parsing(line: str, extra: str | None) -> None:
     """A line the walk may skip unparsed is one whose marker is false for every extra but the one it names."""
-    from envcheck.facts.derive import _only_extra
+    from envcheck.derived.derive import _only_extra
 
     assert _only_extra(line) == extra

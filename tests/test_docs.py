@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from envcheck import rules as rules_mod
 from envcheck._cli import cli
 from envcheck.conditions import PREDICATES
-from envcheck.facts.derive import DERIVATIONS
+from envcheck.derived.derive import DERIVATIONS
 
 RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 REGENERATE = "envcheck rule --all --format markdown > docs/rules.md"

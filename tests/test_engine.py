@@ -160,7 +160,7 @@ def test_counts_cover_every_status() -> None:
 
 def test_foreach_over_an_unknown_fact_is_skipped_not_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     """A foreach rule whose derived list is unknown (None) is skipped naming the fact, never a vacuous pass."""
-    from envcheck.facts import derive
+    from envcheck.derived import derive
 
     monkeypatch.setitem(derive.DERIVATIONS, "distributions.duplicates", derive.Derivation(
         "distributions.duplicates", "test", derive.DERIVATIONS["distributions.duplicates"].fields, lambda d: None))

@@ -9,9 +9,9 @@ import pytest
 from conftest import build_facts, gpu_dict, nvml_dict, torch_dict
 
 from envcheck import rules as rules_mod
+from envcheck.derived import gpu_compat
+from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.facts import gpu_compat
-from envcheck.facts.derive import DERIVATIONS, Derived
 from envcheck.rules import builtin_rules_dir
 
 NO_DRIVER = nvml_dict(status="no-driver", driver=None, cuda=None)

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
-from envcheck.facts import attention, companions, gpu_compat, system_libs
+from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck.derived import attention, companions, gpu_compat, system_libs
+from envcheck.derived.common import Item
+from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_COMPANIONS, XFORMERS, Tables
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
-
-Item = dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,6 @@ class Derivation:
     compute: Callable[[Derived], Any]  # may read other derivations through the Derived it is given
 
 
-# Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
-# purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
-# thrashes (every line missed on every pass).
-_REQUIREMENTS: dict[str, Requirement | None] = {}
-_VERSIONS: dict[str, Version | None] = {}
 # `name...; extra == "gpu"`: the common shape of an extra's requirement. Such a line matters only when that extra
 # is reached, so it is not parsed otherwise (most lines of large distributions are extras).
 # The marker's tail `extra == "gpu"` (alone, or as the last term of a conjunction): such a line is false for every
@@ -54,24 +49,6 @@ def _only_extra(line: str) -> str | None:
         return None
     found = _EXTRA_TAIL.search(marker.strip())
     return found.group(1) if found else None
-
-
-def parse_requirement(text: str) -> Requirement | None:
-    if text not in _REQUIREMENTS:
-        try:
-            _REQUIREMENTS[text] = Requirement(text)
-        except InvalidRequirement:
-            _REQUIREMENTS[text] = None
-    return _REQUIREMENTS[text]
-
-
-def parse_version(text: str) -> Version | None:
-    if text not in _VERSIONS:
-        try:
-            _VERSIONS[text] = Version(text)
-        except InvalidVersion:
-            _VERSIONS[text] = None
-    return _VERSIONS[text]
 
 
 def _normalize_extra(name: str) -> str:
@@ -103,7 +80,7 @@ def _walk(derived: Derived) -> _Walk:
     extra's own requirements, and markers are evaluated for the checked interpreter, not for envcheck's.
     """
     facts = derived.facts
-    base_env = {**facts.python.marker_environment, "extra": ""}
+    base_env = marker_env(facts)
     problems: dict[tuple[str, str, str], Item] = {}
     invalid: dict[str, list[str]] = {}
     work: list[tuple[Distribution, str, str]] = [(d[0], "", d[0].name) for d in facts.names.values()]
@@ -113,7 +90,7 @@ def _walk(derived: Derived) -> _Walk:
         if (dist.canonical_name, extra) in seen or dist.problems:
             continue
         seen.add((dist.canonical_name, extra))
-        env = base_env if not extra else {**base_env, "extra": extra}
+        env = base_env if not extra else marker_env(facts, extra)
         for line in dist.requires:
             only = _only_extra(line)
             if only is not None and _normalize_extra(only) != extra:
@@ -254,6 +231,10 @@ def _of_facts(fn: Callable[[Facts], Any]) -> Callable[[Derived], Any]:
     return compute
 
 
+def _driver_vs_torch_cuda(derived: Derived) -> Any:
+    return gpu_compat.driver_vs_torch_cuda(derived.facts, derived.tables[CUDA_DRIVER])
+
+
 def _coverage(wanted: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
         return gpu_compat.devices_with_coverage(derived.facts, wanted)
@@ -261,25 +242,36 @@ def _coverage(wanted: str) -> Callable[[Derived], Any]:
     return compute
 
 
-def _companion(fn: Callable[[Facts, str], Any], name: str) -> Callable[[Derived], Any]:
+def _companion_tables(derived: Derived) -> dict[str, companions.Companion]:
+    return companions.merged((derived.tables[TORCH_COMPANIONS], derived.tables[XFORMERS]))
+
+
+def _of_companions(fn: Callable[[Facts, dict[str, companions.Companion]], Any]) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
-        return fn(derived.facts, name)
+        return fn(derived.facts, _companion_tables(derived))
+
+    return compute
+
+
+def _companion(fn: Callable[[Facts, companions.Companion], Any], name: str) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return fn(derived.facts, _companion_tables(derived)[name])
 
     return compute
 
 
 def _companion_derivations() -> list[Derivation]:
-    """Derived facts about torch's compiled companions (envcheck/facts/companions.py, rules/data tables)."""
+    """Derived facts about torch's compiled companions (envcheck/derived/companions.py, rules/data tables)."""
     mismatch = ("name", "version", "built_for", "torch", "expected", "install", "index", "requirement", "symptom")
     out = [
         Derivation("companions.torch-mismatch",
                    "Companions (torchvision, torchaudio, torchcodec, xformers) built for another torch minor than "
                    "the installed one where no declared requirement says so, with the release made for the "
                    "installed torch and the index to install it from.", mismatch,
-                   _of_facts(companions.torch_mismatch)),
+                   _of_companions(companions.torch_mismatch)),
         Derivation("companions.pinned-to-other-torch",
                    "Companions whose declared torch requirement the installed torch fails, with the release made "
-                   "for the installed torch.", mismatch, _of_facts(companions.pinned_to_other_torch)),
+                   "for the installed torch.", mismatch, _of_companions(companions.pinned_to_other_torch)),
     ]
     out += [Derivation(f"companions.{name}-build-mismatch",
                        f"The installed {name} when its build (CPU, CUDA X.Y, ROCm) cannot load with torch's.",
@@ -336,7 +328,7 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("gpu.driver-vs-torch-cuda",
                    "Whether the NVIDIA driver runs torch's CUDA runtime: \"ok\", \"minor-compat\" (only through "
                    "CUDA minor version compatibility), \"too-old\", or \"n/a\" (no CUDA torch, or no driver).", (),
-                   _of_facts(gpu_compat.driver_vs_torch_cuda)),
+                   _driver_vs_torch_cuda),
         Derivation("gpu.devices-without-native-bf16",
                    "GPUs of compute capability below 8.0, which have no native bfloat16 math.",
                    _GPU_FIELDS, _of_facts(gpu_compat.devices_without_native_bf16)),
@@ -368,10 +360,14 @@ DERIVATIONS: dict[str, Derivation] = {
 
 
 class Derived:
-    """Lazily computed derived facts of one snapshot: each derivation runs at most once, and only if asked."""
+    """Lazily computed derived facts of one snapshot: each derivation runs at most once, and only if asked.
 
-    def __init__(self, facts: Facts) -> None:
+    `tables` are the rule pack's data tables, already parsed: a derivation reads them, never a file.
+    """
+
+    def __init__(self, facts: Facts, tables: Tables = NO_TABLES) -> None:
         self.facts = facts
+        self.tables = tables
         self._values: dict[str, Any] = {}
         self._walk: _Walk | None = None
 
