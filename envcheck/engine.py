@@ -66,19 +66,19 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
 def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
     applies = rule.applies.evaluate(ctx)
     if applies.value is False:
-        return [_plain(rule, Status.NA, f"does not apply: not {rule.applies.describe()}")]
+        return [_plain(rule, Status.NA, f"does not apply here: applies when {rule.applies.describe()}")]
     if applies.value is None:
         return [_skipped(rule, applies.missing)]
     when = rule.when.evaluate(ctx)
     if when.value is None:
         return [_skipped(rule, when.missing)]
     if when.value is False:
-        return [_plain(rule, Status.PASS, f"passed: not {rule.when.describe()}")]
+        return [_plain(rule, Status.PASS, f"not found: fires when {rule.when.describe()}")]
     if rule.foreach is None:
         return [_found(rule, ctx, None, when.evidence)]
     items = ctx.derived.get(rule.foreach)
     if items is None:  # the derivation lacked its inputs (no NVML facts, a probe that did not run)
         return [_skipped(rule, frozenset({f"fact {rule.foreach}"}))]
     if not items:
-        return [_plain(rule, Status.PASS, f"passed: no {rule.foreach}")]
+        return [_plain(rule, Status.PASS, f"not found: {rule.foreach} is empty")]
     return [_found(rule, ctx, dict(item), when.evidence) for item in items]

@@ -15,7 +15,7 @@ HOME_FACT = "cuda.home-toolkit-other-major"
 
 
 def _derived(name: str, **facts: Any) -> Any:
-    return Derived(build_facts(**facts)).get(name)
+    return Derived(build_facts(**facts)).get(name)  # no derivation here reads a data table
 
 
 @pytest.mark.parametrize(
