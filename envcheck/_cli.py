@@ -274,7 +274,8 @@ def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, 
         if unknown:
             raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
         chosen = rules_mod.select(every, ids)
-        files = [f for f in files if any(r in chosen for r in f.rules)]
+        chosen_ids = {r.id for r in chosen}
+        files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
     else:
         chosen = every
     from envcheck.ruledoc import rules_json, rules_markdown, rules_text
