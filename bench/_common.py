@@ -270,7 +270,13 @@ try:  # collection_request / gather: envcheck.api in later versions, envcheck.ch
     check_mod = importlib.import_module("envcheck.api")
 except ImportError:
     check_mod = importlib.import_module("envcheck.check")
-from envcheck.facts import _collector, derive
+try:  # data tables and the requirement cache: envcheck.derived / _packaging later, envcheck.facts.derive earlier
+    tables_mod = importlib.import_module("envcheck.derived.tables")
+    requirement_cache = importlib.import_module("envcheck._packaging")
+except ImportError:
+    tables_mod = None
+    requirement_cache = importlib.import_module("envcheck.facts.derive")
+from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
 from envcheck.conditions import Context
 from envcheck import engine
@@ -283,6 +289,9 @@ for p in files:
 toml_s = clock() - t0
 rules = step("rules.load: total", rules_mod.load, rule_dirs)
 T["rules.load: of which tomllib parsing alone"] = toml_s
+if tables_mod is not None:
+    step("rules.load: of which the data tables (read, parsed, validated)", tables_mod.load,
+         [rules_mod.builtin_rules_dir(), *rule_dirs])
 request = step("check.collection_request", check_mod.collection_request, rules)
 path = _collector.search_path()
 found = step("collect: importlib.metadata.distributions() listing",
@@ -298,7 +307,7 @@ for d in found:
 raw = step("collect: collect() total (second pass, warm OS cache)", _collector.collect, request)
 raw["envcheck_version"] = "bench"
 facts = step("Facts.from_dict", Facts.from_dict, raw)
-ctx = Context(facts)
+ctx = Context(facts, rules.tables) if hasattr(rules, "tables") else Context(facts)
 per_rule = {}
 per_kind = defaultdict(float)
 t_all = clock()
@@ -315,11 +324,11 @@ T["evaluate: all rules (engine._verdicts, in id order, fresh derivations)"] = cl
 T.update(per_rule); T.update(sorted(per_kind.items()))
 report = step("engine.evaluate: whole, second time (new Context; lru caches warm)", engine.evaluate, rules, facts)
 step("render text", lambda: render(report, "text", color=False, verbose=False))
-if hasattr(derive.parse_requirement, "cache_info"):
-    ci = derive.parse_requirement.cache_info()
+if hasattr(requirement_cache.parse_requirement, "cache_info"):
+    ci = requirement_cache.parse_requirement.cache_info()
     cache = "lru hits %d, misses %d, maxsize %d, size %d" % (ci.hits, ci.misses, ci.maxsize, ci.currsize)
 else:
-    cache = "%d lines parsed" % len(getattr(derive, "_REQUIREMENTS", {}))
+    cache = "%d lines parsed" % len(getattr(requirement_cache, "_REQUIREMENTS", {}))
 print(json.dumps({"phases": T, "rules": len(rules), "distributions": len(facts.distributions),
                   "requires": sum(len(d.requires) for d in facts.distributions),
                   "parse_requirement_cache": cache,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envcheck._cli import main
+from envcheck._cli import console
 
 if __name__ == "__main__":
-    main()
+    console()

@@ -18,9 +18,9 @@ from envcheck import __version__
 from envcheck import config as config_mod
 from envcheck import rules as rules_mod
 from envcheck.api import ProbeOptions, RuleSet, gather, rule_set
+from envcheck.derived.derive import Derived
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.facts.derive import Derived
 from envcheck.model import FAIL_ON_LEVELS, Report
 from envcheck.probes.catalog import PROBE_NAMES
 from envcheck.report import FORMATS, render
@@ -250,29 +250,32 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
         progress.clear()
     data = snapshot.to_dict()
     # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only.
-    data["derived"] = Derived(snapshot).all()
+    data["derived"] = Derived(snapshot, rules.every.tables).all()
     _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
 
 
 @cli.command()
-@click.argument("ids", nargs=-1, metavar="[ID|NAME]...")
+@click.argument("ids", nargs=-1, metavar="[ID|PREFIX|NAME]...")
 @click.option("--all", "show_all", is_flag=True, help="Document every rule.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
               show_default=True)
 @_rules_option
 def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
-    """Explain rules: what each detects, why it matters, how to fix it, and its references."""
+    """Explain rules: what each detects, why it matters, how to fix it, and its references.
+
+    Rules are named as --select names them: an id, an id prefix (`EC01` is every EC01xx rule) or a name.
+    """
     files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
     every = [r for f in files for r in f.rules]
     if not ids and not show_all:
         raise click.UsageError("name a rule (e.g. `envcheck rule EC0201`) or pass --all")
     if ids:
-        unknown = [i for i in ids if not any(r.id == i.upper() or r.name == i for r in every)]
+        unknown = rules_mod.unknown_selectors(every, ids)
         if unknown:
             raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
-        wanted = {i.upper() for i in ids} | set(ids)
-        files = [f for f in files if any(r.id in wanted or r.name in wanted for r in f.rules)]
-        chosen = [r for r in every if r.id in wanted or r.name in wanted]
+        chosen = rules_mod.select(every, ids)
+        chosen_ids = {r.id for r in chosen}
+        files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
     else:
         chosen = every
     from envcheck.ruledoc import rules_json, rules_markdown, rules_text
@@ -311,9 +314,9 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
 
 
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
+    """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     import subprocess
 
-    """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
         sys.stdout.flush()
@@ -397,11 +400,18 @@ _register_fleet()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """The CLI, as tests and embedders call it: exits through SystemExit, leaves the process as it found it."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")
+
+
+def console() -> None:
+    """The `envcheck` command and `python -m envcheck`: `main`, then nothing but the interpreter's exit."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")
+        main()
     finally:
         # Everything still alive is about to be torn down with the interpreter: moving it out of the collector's
-        # reach spares the final collections (about 25 ms of a 250 ms static check, measured in bench/).
+        # reach spares the final collections (about 25 ms of a 250 ms static check, measured in bench/). Only
+        # here: in a process that goes on (pytest, an embedding program) it would keep garbage alive for good.
         import gc
 
         gc.freeze()

@@ -23,6 +23,7 @@ from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Rule
+from envcheck.rules import RulePack
 
 if TYPE_CHECKING:
     from envcheck.probes.runner import Progress
@@ -52,7 +53,7 @@ class ProbeOptions:
     progress: Progress | None = None  # called as each probe starts (the CLI draws a line on a terminal)
 
 
-def gather(rules: Sequence[Rule], *, python: str | None = None, facts_file: str | None = None,
+def gather(rules: Iterable[Rule], *, python: str | None = None, facts_file: str | None = None,
            probes: ProbeOptions = ProbeOptions(run=False)) -> Facts:
     """Facts from a saved snapshot, another interpreter, or this one; with probe results unless `probes.run` is off.
 
@@ -75,10 +76,10 @@ def gather(rules: Sequence[Rule], *, python: str | None = None, facts_file: str 
 @dataclass(frozen=True)
 class RuleSet:
     """The rules of one check: facts are collected for `every` rule (a saved snapshot then serves any selection),
-    `chosen` are evaluated."""
+    `chosen` are evaluated. Both carry the pack's data tables."""
 
-    every: tuple[Rule, ...]
-    chosen: tuple[Rule, ...]
+    every: RulePack
+    chosen: RulePack
     config: Config
 
 
@@ -100,7 +101,7 @@ def rule_set(
     """
     pack = rules_mod.load([*config.rule_dirs, *rule_dirs])
     project = policy.rules(config, require=require, forbid=forbid)
-    every = policy.merge(pack, project, config)
+    every = pack.only(policy.merge(pack.rules, project))
     unknown = rules_mod.unknown_selectors(every, [*select, *ignore])
     if unknown:
         raise EnvcheckError(f"no rule matches {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
@@ -112,8 +113,8 @@ def rule_set(
             raise config.error(f"ignore.{selector}", f"no rule matches {selector!r} (see `envcheck rule --all`)")
     selectors = list(select) or list(config.select)
     ignores = [*ignore, *(selector for selector, _reason in config.ignore)]
-    chosen = [*rules_mod.select(pack, selectors, ignores), *rules_mod.select(project, (), ignores)]
-    return RuleSet(every=tuple(every), chosen=tuple(chosen), config=config)
+    chosen = pack.only([*rules_mod.select(pack, selectors, ignores), *rules_mod.select(project, (), ignores)])
+    return RuleSet(every=every, chosen=chosen, config=config)
 
 
 def _path(value: str | os.PathLike[str] | None) -> str | None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,14 +18,10 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from envcheck import _toml
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.probes.catalog import PROBE_NAMES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 in CI
-    import tomli as tomllib
 
 ENVCHECK_TOML = "envcheck.toml"
 PYPROJECT = "pyproject.toml"
@@ -199,14 +194,12 @@ def from_table(table: dict[str, Any], *, file: str | None = None, prefix: str = 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
-            return data
+        return _toml.load(path)
     except FileNotFoundError:
         raise ConfigError(str(path), "no such file") from None
     except OSError as exc:
         raise ConfigError(str(path), f"cannot be read ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
+    except _toml.TOMLDecodeError as exc:
         raise ConfigError(str(path), f"invalid TOML: {exc}") from None
 
 

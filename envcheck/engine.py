@@ -1,25 +1,29 @@
-"""evaluate(rules, facts) -> Report. Pure: no I/O, no printing, deterministic order."""
+"""evaluate(pack, facts) -> Report. Pure: no I/O, no printing, deterministic order.
+
+The pack brings its data tables already parsed (envcheck/rules.py loads them with the rules), so nothing here
+opens a file: a saved snapshot evaluates the same anywhere, and a bad table has already failed at load time.
+"""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from envcheck import __version__
 from envcheck.conditions import Context
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
+from envcheck.rules import RulePack
 from envcheck.templates import render, render_argv
 
 
-def evaluate(rules: Iterable[Rule], facts: Facts) -> Report:
+def evaluate(pack: RulePack, facts: Facts) -> Report:
     """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict."""
-    ctx = Context(facts)
+    ctx = Context(facts, pack.tables)
     findings: list[Finding] = []
-    for rule in sorted(rules, key=lambda r: r.id):
+    for rule in sorted(pack.rules, key=lambda r: r.id):
         try:
             findings.extend(_verdicts(rule, ctx))
         except Exception as exc:  # noqa: BLE001 - one bad rule or odd fact must not cost the other verdicts
-            findings.append(_plain(rule, Status.ERROR, detail=f"{type(exc).__name__}: {exc}"))
+            detail = f"{type(exc).__name__}: {exc}"
+            findings.append(_plain(rule, Status.ERROR, f"could not be evaluated: {detail}", detail=detail))
     return Report(
         findings=tuple(findings),
         python=facts.python.executable,
@@ -29,9 +33,16 @@ def evaluate(rules: Iterable[Rule], facts: Facts) -> Report:
     )
 
 
-def _plain(rule: Rule, status: Status, *, missing: frozenset[str] = frozenset(), detail: str = "") -> Finding:
-    return Finding(rule_id=rule.id, name=rule.name, severity=rule.severity, status=status, summary=rule.name,
+def _plain(rule: Rule, status: Status, summary: str, *, missing: frozenset[str] = frozenset(),
+           detail: str = "") -> Finding:
+    """A verdict that found nothing to report: its summary says why, in one line (a rule's own summary describes
+    the problem, which was not found)."""
+    return Finding(rule_id=rule.id, name=rule.name, severity=rule.severity, status=status, summary=summary,
                    missing=tuple(sorted(missing)), detail=detail, references=rule.references, area=rule.area)
+
+
+def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
+    return _plain(rule, Status.SKIPPED, f"not checked: needs {'; '.join(sorted(missing))}", missing=missing)
 
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
@@ -55,19 +66,19 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
 def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
     applies = rule.applies.evaluate(ctx)
     if applies.value is False:
-        return [_plain(rule, Status.NA)]
+        return [_plain(rule, Status.NA, f"does not apply here: applies when {rule.applies.describe()}")]
     if applies.value is None:
-        return [_plain(rule, Status.SKIPPED, missing=applies.missing)]
+        return [_skipped(rule, applies.missing)]
     when = rule.when.evaluate(ctx)
     if when.value is None:
-        return [_plain(rule, Status.SKIPPED, missing=when.missing)]
+        return [_skipped(rule, when.missing)]
     if when.value is False:
-        return [_plain(rule, Status.PASS)]
+        return [_plain(rule, Status.PASS, f"not found: fires when {rule.when.describe()}")]
     if rule.foreach is None:
         return [_found(rule, ctx, None, when.evidence)]
     items = ctx.derived.get(rule.foreach)
     if items is None:  # the derivation lacked its inputs (no NVML facts, a probe that did not run)
-        return [_plain(rule, Status.SKIPPED, missing=frozenset({f"fact {rule.foreach}"}))]
+        return [_skipped(rule, frozenset({f"fact {rule.foreach}"}))]
     if not items:
-        return [_plain(rule, Status.PASS)]
+        return [_plain(rule, Status.PASS, f"not found: {rule.foreach} is empty")]
     return [_found(rule, ctx, dict(item), when.evidence) for item in items]

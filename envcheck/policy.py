@@ -201,7 +201,7 @@ def rules(config: Config, *, require: Sequence[str] = (), forbid: Sequence[str] 
             *_probe_rules(config)]
 
 
-def merge(pack: Sequence[Rule], policy: Sequence[Rule], config: Config) -> list[Rule]:
+def merge(pack: Sequence[Rule], policy: Sequence[Rule]) -> list[Rule]:
     """The pack and the policy rules together; a pack rule in the reserved range that a policy rule also uses is a
     configuration error naming both, never a silent shadowing."""
     taken = {r.id: r for r in pack}

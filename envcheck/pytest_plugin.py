@@ -9,7 +9,7 @@ rootdir, as `envcheck` finds it from the working directory.
     pytest --envcheck                   # static tier: stop before the first test if the check fails (exit 1)
     pytest --envcheck --envcheck-probes # the live probes too (seconds; cached between runs)
 
-    @pytest.mark.envcheck("EC0301")              # skip while rule EC0301 fires here
+    @pytest.mark.envcheck("EC0301")              # skip while rule EC0301 fires here (ids, prefixes, names)
     @pytest.mark.envcheck(probe="sdpa")          # skip unless the sdpa probe passes (runs it, cached)
     @pytest.mark.envcheck(require="torch>=2.6")  # skip unless torch>=2.6 is installed (also: forbid=...)
 """
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from envcheck.api import RuleSet
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Finding, Report, Rule
+    from envcheck.rules import RulePack
 
 MARKER = ("envcheck(*rules, probe=None, require=None, forbid=None): skip the test unless the environment meets it "
           "(envcheck): none of the rules (ids or names) fires, the probes pass, the requirements are installed "
@@ -175,8 +176,9 @@ class _Session:
         self.header = f"envcheck: {tally(report)} ({'with probes' if probes else 'static'}) — {report.python}"
         return report, fail_on or rules.config.fail_on or "error"
 
-    def _marker_rules(self, marks: Sequence[pytest.Mark]) -> list[Rule]:
+    def _marker_rules(self, marks: Sequence[pytest.Mark]) -> RulePack:
         from envcheck import policy
+        from envcheck import rules as rules_mod
         from envcheck.config import from_table
         from envcheck.probes.catalog import PROBE_NAMES
 
@@ -190,7 +192,7 @@ class _Session:
             if unknown:
                 raise MarkerError(f"unknown argument {unknown[0]!r} (use rule ids, probe=, require=, forbid=)")
             for wanted in _strings(list(mark.args), "rules"):
-                found = [r for r in every if r.id == wanted.upper() or r.name == wanted]
+                found = rules_mod.select(every, [wanted])  # an id, an id prefix or a name, as --select takes
                 if not found:
                     raise MarkerError(f"no rule {wanted!r} (see `envcheck rule --all`)")
                 chosen += found
@@ -203,7 +205,7 @@ class _Session:
         # The marker's own policy, validated as a configuration file's would be (a bad requirement is one line).
         marker_policy = from_table({"require": require, "forbid": forbid,
                                     "probes-must-pass": list(dict.fromkeys(probe_names))}, file=_MARKER_FILE)
-        return [*dict.fromkeys(chosen), *policy.rules(marker_policy)]
+        return every.only([*dict.fromkeys(chosen), *policy.rules(marker_policy)])
 
     def unmet(self, marks: Sequence[pytest.Mark]) -> list[str]:
         """Why the environment does not meet the markers (empty when it does): the summaries of what fired."""

@@ -1,29 +1,35 @@
-"""Loading and validating the rule pack: TOML files, one `[[rule]]` table per rule.
+"""Loading and validating the rule pack: TOML files, one `[[rule]]` table per rule, and the data tables beside them.
 
 Everything a rule file can get wrong is caught here, before any fact is collected, as one RuleError naming the
 file, the rule id and the key: unknown keys, bad ids, bad specifiers, markers or regexes, unknown predicates,
-unknown facts, placeholders that cannot be filled, duplicate ids or names across files.
+unknown facts, placeholders that cannot be filled, duplicate ids or names across files, and malformed data tables
+(rules/data/*.toml, see envcheck/derived/tables.py). `load` returns both as one `RulePack`, which is what
+`envcheck.engine.evaluate` takes.
+
+Selectors (`--select`, `--ignore`, `envcheck rule`, the configuration's `select` / `ignore`, pytest markers) all
+mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name (`matches`).
 """
 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck import _toml
+from envcheck._resources import builtin_rules_dir
 from envcheck.conditions import ALWAYS, Where, parse
+from envcheck.derived import tables as tables_mod
+from envcheck.derived.derive import DERIVATIONS
+from envcheck.derived.tables import Tables
 from envcheck.errors import RuleError
-from envcheck.facts.derive import DERIVATIONS
 from envcheck.model import Rule, Severity
 from envcheck.templates import invalid_placeholder, placeholders
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 in CI
-    import tomli as tomllib
+__all__ = ["RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file", "load_files",
+           "matches", "select", "unknown_selectors"]
 
 RULE_ID = re.compile(r"EC\d{4}")
 RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
@@ -43,11 +49,23 @@ class RuleFile:
     rules: tuple[Rule, ...]
 
 
-def builtin_rules_dir() -> Path:
-    """The shipped rule pack: inside the installed wheel, or the repository's rules/ in a source checkout."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_rules"
-    return packaged if packaged.is_dir() else here.parent / "rules"
+@dataclass(frozen=True)
+class RulePack:
+    """Rules and the data tables their derived facts read, loaded and validated together: everything an
+    evaluation needs besides the facts. Iterating it gives the rules."""
+
+    rules: tuple[Rule, ...]
+    tables: Tables
+
+    def __iter__(self) -> Iterator[Rule]:
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def only(self, rules: Iterable[Rule]) -> RulePack:
+        """Other rules (a selection, or with policy rules added) with the same tables."""
+        return RulePack(tuple(rules), self.tables)
 
 
 def _text(rule: dict[str, Any], key: str, where: Where) -> str:
@@ -144,11 +162,10 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
 def load_file(path: Path) -> RuleFile:
     file = str(path)
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        data = _toml.load(path)
     except OSError as exc:
         raise RuleError(file, f"cannot be read ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
+    except _toml.TOMLDecodeError as exc:
         raise RuleError(file, f"invalid TOML: {exc}") from None
     extra = sorted(set(data) - _FILE_KEYS)
     if extra:
@@ -186,21 +203,28 @@ def load_files(dirs: Sequence[Path]) -> list[RuleFile]:
     return files
 
 
-def load(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
-    """The shipped pack plus any extra rule directories."""
-    return [rule for f in load_files([builtin_rules_dir(), *extra_dirs]) for rule in f.rules]
+def load(extra_dirs: Iterable[Path] = ()) -> RulePack:
+    """The shipped pack plus any extra rule directories, with the data tables of their data/ folders."""
+    dirs = [builtin_rules_dir(), *extra_dirs]
+    rules = tuple(rule for f in load_files(dirs) for rule in f.rules)
+    return RulePack(rules, tables_mod.load(dirs))
+
+
+def matches(selector: str, rule_id: str, name: str) -> bool:
+    """Whether a selector picks a rule: a prefix of its id, in any case ("EC01", "ec0201"), or its exact name."""
+    return rule_id.startswith(selector.upper()) or name == selector
 
 
 def select(rules: Iterable[Rule], select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
-    """Rules matching any `select` entry and no `ignore` entry. An entry is an id prefix ("EC01") or a name."""
+    """Rules matching any `select` entry (all rules when there is none) and no `ignore` entry."""
 
-    def matches(rule: Rule, patterns: Sequence[str]) -> bool:
-        return any(rule.id.startswith(p.upper()) or rule.name == p for p in patterns)
+    def any_of(rule: Rule, selectors: Sequence[str]) -> bool:
+        return any(matches(s, rule.id, rule.name) for s in selectors)
 
-    return [r for r in rules if (not select or matches(r, select)) and not matches(r, ignore)]
+    return [r for r in rules if (not select or any_of(r, select)) and not any_of(r, ignore)]
 
 
 def unknown_selectors(rules: Iterable[Rule], selectors: Sequence[str]) -> list[str]:
     """Entries of --select / --ignore that match no rule: almost always a typo, so the CLI refuses them."""
     rules = list(rules)
-    return [s for s in selectors if not any(r.id.startswith(s.upper()) or r.name == s for r in rules)]
+    return [s for s in selectors if not any(matches(s, r.id, r.name) for r in rules)]

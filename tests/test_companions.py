@@ -1,5 +1,5 @@
 """Derived facts about torch's companions (torchvision, torchaudio, torchcodec, xformers) and the sdpa probe's
-flash backend: envcheck/facts/companions.py and envcheck/facts/attention.py, with the shipped data tables."""
+flash backend: envcheck/derived/companions.py and envcheck/derived/attention.py, with the shipped data tables."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from typing import Any
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
 
+from envcheck import rules as rules_mod
+from envcheck.derived import attention, companions
+from envcheck.derived import tables as tables_mod
+from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.facts import attention, companions
-from envcheck.facts.derive import DERIVATIONS, Derived
-from envcheck.facts.gpu_compat import data_dir
 from envcheck.rules import builtin_rules_dir
+
+TABLES = tables_mod.load([builtin_rules_dir()])
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -29,23 +32,27 @@ def _facts(torch: str | None, cuda: str | None = None, *dists: tuple[str, str], 
 
 
 def _derived(name: str, facts: Any) -> Any:
-    return Derived(facts).get(name)
+    return Derived(facts, TABLES).get(name)
+
+
+def companion_tables() -> dict[str, companions.Companion]:
+    """The shipped companion tables, merged by companion name as the derivations see them."""
+    return companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]))
 
 
 # --- the shipped tables ----------------------------------------------------------------------------------------
 
 
 def test_shipped_tables_load() -> None:
-    tables = companions.companion_tables()
-    assert set(tables) == {"torchvision", "torchaudio", "torchcodec", "xformers"}
-    for filename in companions.COMPANION_FILES:
-        assert (builtin_rules_dir() / "data" / filename).is_file()
-    assert data_dir() == builtin_rules_dir() / "data"
+    """The shipped pack's two companion tables load, from rules/data/, naming the four companions."""
+    assert set(companion_tables()) == {"torchvision", "torchaudio", "torchcodec", "xformers"}
+    for table in (tables_mod.TORCH_COMPANIONS, tables_mod.XFORMERS):
+        assert TABLES.files[table.stem] == str(builtin_rules_dir() / "data" / f"{table.stem}.toml")
 
 
 def test_torchvision_rows_follow_the_release_scheme() -> None:
     """torchvision 0.(N+15) is built for torch 2.N: a typo in the table breaks this."""
-    for release in companions.companion_tables()["torchvision"].releases:
+    for release in companion_tables()["torchvision"].releases:
         exact = release.exact_torch()
         if exact is None:
             continue
@@ -54,7 +61,7 @@ def test_torchvision_rows_follow_the_release_scheme() -> None:
 
 def test_torchaudio_rows_follow_the_release_scheme() -> None:
     """torchaudio X.Y is built for torch X.Y (the 2.0 series one patch ahead)."""
-    for release in companions.companion_tables()["torchaudio"].releases:
+    for release in companion_tables()["torchaudio"].releases:
         exact = release.exact_torch()
         if exact is not None:
             assert release.key.split(".")[:2] == [str(exact.major), str(exact.minor)], release.key
@@ -62,7 +69,7 @@ def test_torchaudio_rows_follow_the_release_scheme() -> None:
 
 def test_cuda_match_per_release() -> None:
     """torchvision compared CUDA major.minor in 0.15 and majors from 0.16; torchaudio always major.minor."""
-    tables = companions.companion_tables()
+    tables = companion_tables()
     by_key = {r.key: r for r in tables["torchvision"].releases}
     assert by_key["0.15.2"].cuda_match == "minor"
     assert by_key["0.16.0"].cuda_match == "major"
@@ -95,19 +102,15 @@ SYMPTOM = 'symptom = "it fails"\n'
     ],
 )
 def test_malformed_table(tmp_path: Path, text: str, key: str) -> None:
-    """A malformed table is one RuleError naming the file and the key, not a wrong answer."""
-    (tmp_path / "torch-companions.toml").write_text(text, encoding="utf-8")
-    (tmp_path / "xformers.toml").write_text(f'[xformers]\n{SYMPTOM}[xformers.releases]\n'
-                                            '"0.0.30" = { torch = "==2.7.0" }\n', encoding="utf-8")
+    """A malformed table in a rule directory's data/ is one RuleError naming the file and the key when the pack
+    loads, not a wrong answer (nor an error verdict) later."""
+    path = tmp_path / "data" / "torch-companions.toml"
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
     with pytest.raises(RuleError) as info:
-        companions.companion_tables(tmp_path)
+        rules_mod.load([tmp_path])
     assert info.value.key == key
-    assert info.value.file == str(tmp_path / "torch-companions.toml")
-
-
-def test_missing_table_file(tmp_path: Path) -> None:
-    with pytest.raises(RuleError, match="cannot be read"):
-        companions.companion_tables(tmp_path)
+    assert info.value.file == str(path)
 
 
 # --- built for another torch -----------------------------------------------------------------------------------

@@ -19,12 +19,16 @@ from conftest import (
     write_dist,
 )
 
-from envcheck.facts.derive import DERIVATIONS, Derived
+from envcheck.derived import tables as tables_mod
+from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.facts.snapshot import Facts
+from envcheck.rules import builtin_rules_dir
+
+TABLES = tables_mod.load([builtin_rules_dir()])
 
 
 def _derived(facts: Facts, name: str) -> Any:
-    return Derived(facts).get(name)
+    return Derived(facts, TABLES).get(name)
 
 
 def _unsatisfied(facts: Facts) -> list[tuple[str, str, str, str]]:
@@ -199,7 +203,7 @@ def test_list_derivations_declare_their_item_fields() -> None:
         dist_dict("a", "1", "b>=2", "c", requires_python=">=3.12"), dist_dict("b", "1"),
         dist_dict("b", "0.5", location="/elsewhere"), dist_dict("x", "1.0-custom"),
         dist_dict("y", "1", problems=["no METADATA file"]),
-        # torch's companions (envcheck/facts/companions.py): torchcodec declares no torch and is torch 2.9's,
+        # torch's companions (envcheck/derived/companions.py): torchcodec declares no torch and is torch 2.9's,
         # xformers pins another torch, torchvision and torchaudio are CPU builds next to a CUDA torch.
         dist_dict("torch", "2.5.1+cu124"), dist_dict("torchcodec", "0.9.1"),
         dist_dict("xformers", "0.0.28", "torch==2.4.1"), dist_dict("torchvision", "0.20.1+cpu", "torch==2.5.1"),
@@ -210,7 +214,7 @@ def test_list_derivations_declare_their_item_fields() -> None:
                     "status": "error", "error_class": "RuntimeError", "message": "No available kernel."}}}},
         env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
     raw["partial_installs"] = [f"{SITE}/~orch"]
-    derived = Derived(Facts.from_dict(raw))
+    derived = Derived(Facts.from_dict(raw), TABLES)
     for name, derivation in DERIVATIONS.items():
         if not derivation.fields:
             continue
@@ -235,6 +239,6 @@ def test_list_derivations_declare_their_item_fields() -> None:
 )
 def test_extra_only_lines_are_recognised_without_parsing(line: str, extra: str | None) -> None:
     """A line the walk may skip unparsed is one whose marker is false for every extra but the one it names."""
-    from envcheck.facts.derive import _only_extra
+    from envcheck.derived.derive import _only_extra
 
     assert _only_extra(line) == extra

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from envcheck import rules as rules_mod
 from envcheck._cli import cli
 from envcheck.conditions import PREDICATES
-from envcheck.facts.derive import DERIVATIONS
+from envcheck.derived.derive import DERIVATIONS, markdown_table
 
 RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 REGENERATE = "envcheck rule --all --format markdown > docs/rules.md"
@@ -38,3 +38,16 @@ def test_rule_language_documents_every_predicate_and_derived_fact() -> None:
     text = RULE_LANGUAGE_MD.read_text(encoding="utf-8")
     assert [p for p in sorted(PREDICATES) if f"\n| `{p}` |" not in text] == []
     assert [d for d in sorted(DERIVATIONS) if f"`{d}`" not in text] == []
+
+
+def test_rule_language_derived_facts_table_is_generated() -> None:
+    """The derived-facts table of docs/rule-language.md is exactly what DERIVATIONS' docs generate, and every
+    item field a rule may use is named in its fact's doc."""
+    text = RULE_LANGUAGE_MD.read_text(encoding="utf-8")
+    start, end = "<!-- derived-facts:", "<!-- /derived-facts -->"
+    block = text[text.index(start):text.index(end)].split("\n", 1)[1]
+    regenerate = ("replace the table between the derived-facts markers with the output of `python -c \"from "
+                  "envcheck.derived.derive import markdown_table; print(markdown_table(), end='')\"`")
+    assert block == markdown_table(), f"docs/rule-language.md is stale: {regenerate}"
+    assert {d.name: [f for f in d.fields if f"`{f}`" not in d.doc] for d in DERIVATIONS.values()} == {
+        d: [] for d in DERIVATIONS}

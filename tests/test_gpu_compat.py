@@ -9,16 +9,18 @@ import pytest
 from conftest import build_facts, gpu_dict, nvml_dict, torch_dict
 
 from envcheck import rules as rules_mod
+from envcheck.derived import gpu_compat
+from envcheck.derived import tables as tables_mod
+from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.facts import gpu_compat
-from envcheck.facts.derive import DERIVATIONS, Derived
 from envcheck.rules import builtin_rules_dir
 
 NO_DRIVER = nvml_dict(status="no-driver", driver=None, cuda=None)
+TABLES = tables_mod.load([builtin_rules_dir()])
 
 
 def _derived(name: str, **facts: Any) -> Any:
-    return Derived(build_facts(**facts)).get(name)
+    return Derived(build_facts(**facts), TABLES).get(name)
 
 
 def _build_probe(archs: object) -> dict[str, Any]:
@@ -193,7 +195,7 @@ def test_coverage_views(name: str, nvml: dict[str, Any], expected: list[str] | N
 
 def test_shipped_cuda_driver_table() -> None:
     """rules/data/cuda-driver.toml loads: floors for CUDA 11-13 and a minimum driver per toolkit and platform."""
-    table = gpu_compat.cuda_driver_table()
+    table = TABLES[tables_mod.CUDA_DRIVER]
     assert table.minor_compat_floor == {11: 450, 12: 525, 13: 580}
     linux = table.toolkit_minimum["linux"]
     assert str(linux[(12, 4)]) == "550.54.14" and str(linux[(13, 0)]) == "580.65.6"
@@ -206,7 +208,7 @@ def test_shipped_cuda_driver_table() -> None:
 
 def test_cuda_driver_table_is_found_where_the_rules_are() -> None:
     """The table lives in the rule pack's data/ folder, wherever the pack is (checkout or wheel)."""
-    assert gpu_compat.data_dir() == builtin_rules_dir() / "data"
+    assert TABLES.files["cuda-driver"] == str(builtin_rules_dir() / "data" / "cuda-driver.toml")
 
 
 @pytest.mark.parametrize(
@@ -221,14 +223,17 @@ def test_cuda_driver_table_is_found_where_the_rules_are() -> None:
         pytest.param('[minor-compatibility]\n"12" = 525\n[toolkit-minimum-driver.linux]\n"12.4" = "550"\n',
                      "toolkit-minimum-driver.windows", id="platform-missing"),
         pytest.param("", "minor-compatibility", id="empty"),
+        pytest.param('[minor-compatibility]\n"12" = 525\n[toolkits]\n', "toolkits", id="unknown-key"),
     ],
 )
 def test_malformed_cuda_driver_table(tmp_path: Path, text: str, key: str) -> None:
-    """A malformed table is one RuleError naming the file and the key, not a wrong answer."""
-    path = tmp_path / "cuda-driver.toml"
+    """A malformed table in a rule directory's data/ is one RuleError naming the file and the key when the pack
+    loads, not a wrong answer (nor an error verdict) later."""
+    path = tmp_path / "data" / "cuda-driver.toml"
+    path.parent.mkdir()
     path.write_text(text, encoding="utf-8")
     with pytest.raises(RuleError) as info:
-        gpu_compat.cuda_driver_table(path)
+        rules_mod.load([tmp_path])
     assert info.value.key == key
     assert info.value.file == str(path)
 
@@ -237,4 +242,4 @@ def test_rule_loader_skips_data_tables() -> None:
     """rules/data/*.toml are tables for derivations: the loader reads only the rule files beside them."""
     files = rules_mod.load_files([builtin_rules_dir()])
     assert files and all(f.path.parent == builtin_rules_dir() for f in files)
-    assert (builtin_rules_dir() / "data" / gpu_compat.CUDA_DRIVER_FILE).is_file()
+    assert (builtin_rules_dir() / "data" / "cuda-driver.toml").is_file()

@@ -17,10 +17,12 @@ from envcheck import rules as rules_mod
 from envcheck._cli import cli
 from envcheck.api import rule_set
 from envcheck.config import Config, from_table
+from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import Finding, Rule, Severity, Status
 from envcheck.report import json as json_report
+from envcheck.rules import RulePack
 
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
@@ -35,7 +37,8 @@ def cfg(**table: Any) -> Config:
 
 def verdicts(config: Config, require: tuple[str, ...] = (), forbid: tuple[str, ...] = (),
              **facts: Any) -> dict[str, Finding]:
-    report = evaluate(policy.rules(config, require=require, forbid=forbid), build_facts(**facts))
+    report = evaluate(RulePack(tuple(policy.rules(config, require=require, forbid=forbid)), NO_TABLES),
+                      build_facts(**facts))
     return {f.rule_id: f for f in report.findings}
 
 
@@ -62,8 +65,10 @@ def test_ids_names_and_area() -> None:
         pytest.param([], Status.FAIL, "the project requires torch>=2.6; found torch (not installed)", id="absent"),
         pytest.param([dist_dict("torch", "2.5.1+cu124")], Status.FAIL,
                      "the project requires torch>=2.6; found torch 2.5.1+cu124", id="too-old"),
-        pytest.param([dist_dict("torch", "2.6.0+cu124")], Status.PASS, "project-require-torch", id="satisfied"),
-        pytest.param([dist_dict("torch", "2.7.0rc1")], Status.PASS, "project-require-torch", id="pre-release"),
+        pytest.param([dist_dict("torch", "2.6.0+cu124")], Status.PASS,
+                     "not found: fires when `torch>=2.6` is not installed", id="satisfied"),
+        pytest.param([dist_dict("torch", "2.7.0rc1")], Status.PASS,
+                     "not found: fires when `torch>=2.6` is not installed", id="pre-release"),
     ],
 )
 def test_require(dists: list[dict[str, Any]], status: Status, summary: str) -> None:
@@ -204,7 +209,8 @@ def test_select_narrows_the_pack_but_policy_always_runs() -> None:
 def test_policy_findings_are_schema_valid_json() -> None:
     """Generated rules' verdicts go through the JSON reporter like any other and match the report schema."""
     config = cfg(require=["torch>=2.6"], forbid=["apex"], gpu_min_capability="8.0", probes_must_pass=["bf16"])
-    report = evaluate(policy.rules(config), build_facts(dists=[dist_dict("apex", "0.1")], nvml=nvml_dict(T4)))
+    report = evaluate(RulePack(tuple(policy.rules(config)), NO_TABLES),
+                      build_facts(dists=[dist_dict("apex", "0.1")], nvml=nvml_dict(T4)))
     jsonschema.validate(json_report.as_dict(report), SCHEMA)
     assert [f.status for f in report.findings] == [Status.FAIL, Status.FAIL, Status.FAIL, Status.SKIPPED]
 

@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SITE, dist_dict, facts_dict
 
+from envcheck import _toml
 from envcheck import rules as rules_mod
 from envcheck.api import collection_request
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Rule, Status
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from envcheck.model import Status
 
 CASES: dict[str, dict[str, dict[str, Any]]] = {}
 for _file in sorted((Path(__file__).parent / "fixtures" / "rule_cases").glob("*.toml")):
-    _loaded = tomllib.loads(_file.read_text(encoding="utf-8"))
+    _loaded = _toml.loads(_file.read_text(encoding="utf-8"))
     assert not set(_loaded) & set(CASES), f"{_file.name} repeats cases of {sorted(set(_loaded) & set(CASES))}"
     CASES.update(_loaded)
-PACK: list[Rule] = rules_mod.load()
+PACK = rules_mod.load()
 BY_ID = {r.id: r for r in PACK}
 REQUEST = collection_request(PACK)
 
@@ -89,7 +84,7 @@ def test_cases_name_shipped_rules(rule_id: str) -> None:
 def test_rule_fires(rule_id: str) -> None:
     """In its `fires` environment the rule reports its finding, with every placeholder filled in."""
     case = CASES[rule_id]["fires"]
-    report = evaluate([BY_ID[rule_id]], _snapshot(case))
+    report = evaluate(PACK.only([BY_ID[rule_id]]), _snapshot(case))
     found = [f for f in report.findings if f.status.is_finding]
     assert [f.status for f in report.findings if not f.status.is_finding] == []
     assert len(found) == case.get("expect", 1)
@@ -103,17 +98,17 @@ def test_rule_fires(rule_id: str) -> None:
 def test_rule_does_not_fire(rule_id: str) -> None:
     """In its `passes` environment the rule is quiet, with exactly the verdict the case expects."""
     case = CASES[rule_id]["passes"]
-    report = evaluate([BY_ID[rule_id]], _snapshot(case))
+    report = evaluate(PACK.only([BY_ID[rule_id]]), _snapshot(case))
     assert [f.status for f in report.findings] == [Status(case["expect"])]
 
 
 def test_evidence_names_the_probe_or_the_version_range_that_decided() -> None:
     """EC0502 cites the probe when it ran, and the version range (naming the missing probe) when it did not."""
     rule = BY_ID["EC0502"]
-    with_probe = evaluate([rule], _snapshot(CASES["EC0502"]["fires"])).findings[0]
+    with_probe = evaluate(PACK.only([rule]), _snapshot(CASES["EC0502"]["fires"])).findings[0]
     assert with_probe.evidence.startswith("probe `transformer-fastpath` case `cpu/autocast-bfloat16`")
     static = {k: v for k, v in CASES["EC0502"]["fires"].items() if k != "probes"}
-    by_version = evaluate([rule], _snapshot(static)).findings[0]
+    by_version = evaluate(PACK.only([rule]), _snapshot(static)).findings[0]
     assert by_version.status is Status.WARN
     assert by_version.evidence.startswith("torch build: version")
     assert "probe transformer-fastpath (not run" in by_version.evidence

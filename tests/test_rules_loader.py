@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from envcheck import rules as rules_mod
+from envcheck.derived import gpu_compat
+from envcheck.derived import tables as tables_mod
 from envcheck.errors import RuleError
 from envcheck.model import Rule, Severity
 
@@ -201,3 +204,90 @@ def test_unknown_selectors(tmp_path: Path) -> None:
     """unknown_selectors() returns exactly the entries that match no rule, in the order given."""
     assert rules_mod.unknown_selectors(_pack(tmp_path), ["EC90", "typo", "ec91", "second-rule", "EC0"]) == [
         "typo", "EC0"]
+
+
+# --- the data tables, loaded with the pack ---------------------------------------------------------------------
+
+
+def _data_file(rule_dir: Path, stem: str, text: str) -> Path:
+    """A data table in a rule directory's data/ folder."""
+    return write_rules(rule_dir / "data", f"{stem}.toml", text)
+
+
+def test_pack_carries_every_registered_table() -> None:
+    """load() returns the rules and every registered data table of the shipped pack, parsed, as one RulePack."""
+    pack = rules_mod.load()
+    assert isinstance(pack, rules_mod.RulePack) and list(pack) == list(pack.rules) and len(pack) > 50
+    assert set(pack.tables.parsed) == set(tables_mod.REGISTRY)
+    assert isinstance(pack.tables[tables_mod.CUDA_DRIVER], gpu_compat.CudaDriverTable)
+    assert pack.only(pack.rules[:1]).tables is pack.tables
+
+
+@pytest.mark.parametrize(
+    ("stem", "text", "key", "message"),
+    [
+        pytest.param("cuda-driver", "minor-compatibility = [", None, "invalid TOML", id="bad-toml"),
+        pytest.param("cuda-driver", '[minor-compatibility]\n"12" = "525"\n', "minor-compatibility.12",
+                     "expected a CUDA major and a driver branch", id="bad-value"),
+        pytest.param("xformers", '[xformers]\nsymptom = "s"\n[xformers.releases]\n"0.1" = { torch = "2.6" }\n',
+                     "xformers.releases.0.1", "not a version or specifier", id="bad-specifier"),
+        pytest.param("cuda-drivers", "", None, r"unknown data table \(known: cuda-driver, ", id="misspelt-file"),
+    ],
+)
+def test_bad_table_fails_the_pack_load(tmp_path: Path, stem: str, text: str, key: str | None, message: str) -> None:
+    """A malformed or unknown table in a rule directory's data/ fails `load` with one RuleError naming the file
+    and the key: before any fact is collected, never as an error verdict later."""
+    write_rules(tmp_path, "mine.toml", rule_text())
+    path = _data_file(tmp_path, stem, text)
+    with pytest.raises(RuleError, match=message) as info:
+        rules_mod.load([tmp_path])
+    assert (info.value.file, info.value.key) == (str(path), key)
+
+
+def test_later_directory_table_replaces_the_shipped_one(tmp_path: Path) -> None:
+    """A rule directory's table replaces the shipped table of the same name (newer data without a new envcheck)."""
+    shipped = (rules_mod.builtin_rules_dir() / "data" / "cuda-driver.toml").read_text(encoding="utf-8")
+    path = _data_file(tmp_path, "cuda-driver", shipped.replace('"12" = 525', '"12" = 530'))
+    pack = rules_mod.load([tmp_path])
+    assert pack.tables[tables_mod.CUDA_DRIVER].minor_compat_floor[12] == 530
+    assert pack.tables.files["cuda-driver"] == str(path)
+
+
+def test_every_registered_table_must_be_found(tmp_path: Path) -> None:
+    """A pack whose data/ lacks a registered table is a RuleError naming the file that is missing."""
+    with pytest.raises(RuleError, match="data table missing") as info:
+        tables_mod.load([tmp_path])
+    assert info.value.file == str(tmp_path / "data" / "cuda-driver.toml")
+
+
+def test_tables_absent_from_a_hand_built_pack_fail_by_name() -> None:
+    """Reading a table that was not loaded (rules evaluated without their pack) names the table."""
+    with pytest.raises(LookupError, match="'cuda-driver' was not loaded"):
+        tables_mod.NO_TABLES[tables_mod.CUDA_DRIVER]
+
+
+# --- one meaning for a selector everywhere ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("selector", ["EC01", "ec0201", "EC0101", "requirement-version-conflict", "EC05"])
+def test_selectors_mean_the_same_everywhere(selector: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id, an id prefix (any case) or a name picks the same rules in rules.select, `--select`, the
+    configuration's `select`, `envcheck rule` and the pytest marker."""
+    from click.testing import CliRunner
+
+    from envcheck._cli import cli
+    from envcheck.api import rule_set
+    from envcheck.config import Config
+    from envcheck.pytest_plugin import _Session
+
+    pack = rules_mod.load()
+    expected = [r.id for r in rules_mod.select(pack, [selector])]
+    assert expected and all(rules_mod.matches(selector, i, next(r.name for r in pack if r.id == i)) for i in expected)
+    assert [r.id for r in rule_set(Config(), select=[selector]).chosen] == expected
+    assert [r.id for r in rule_set(Config(select=(selector,))).chosen] == expected
+    result = CliRunner().invoke(cli, ["rule", selector, "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert [r["id"] for r in json.loads(result.output)] == expected
+    monkeypatch.chdir(tmp_path)  # no project configuration: the marker sees the shipped pack only
+    marker_rules = _Session(tmp_path)._marker_rules([pytest.mark.envcheck(selector).mark])
+    assert [r.id for r in marker_rules] == expected

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 from conftest import build_facts, torch_dict
 
-from envcheck.facts import system_libs
-from envcheck.facts.derive import DERIVATIONS, Derived
+from envcheck.derived import system_libs
+from envcheck.derived.derive import DERIVATIONS, Derived
 
 LD_FACT = "cuda.older-toolkits-on-ld-library-path"
 HOME_FACT = "cuda.home-toolkit-other-major"
 
 
 def _derived(name: str, **facts: Any) -> Any:
-    return Derived(build_facts(**facts)).get(name)
+    return Derived(build_facts(**facts)).get(name)  # no derivation here reads a data table
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from envcheck._packaging import marker_env
+from envcheck.derived.derive import Derived
+from envcheck.derived.tables import NO_TABLES, Tables
 from envcheck.errors import RuleError
-from envcheck.facts.derive import Derived
 from envcheck.facts.snapshot import Facts
 
 
@@ -37,17 +39,18 @@ def of(value: bool) -> Outcome:
 
 
 class Context:
-    """What a condition is evaluated against: the facts and their derived facts."""
+    """What a condition is evaluated against: the facts, and their derived facts computed with the rule pack's
+    data tables (already parsed: evaluation opens no file)."""
 
-    def __init__(self, facts: Facts, derived: Derived | None = None) -> None:
+    def __init__(self, facts: Facts, tables: Tables = NO_TABLES) -> None:
         self.facts = facts
-        self.derived = derived or Derived(facts)
+        self.derived = Derived(facts, tables)
         self._marker_env: dict[str, str] | None = None
 
     @property
     def marker_env(self) -> dict[str, str]:
         if self._marker_env is None:
-            self._marker_env = {**self.facts.python.marker_environment, "extra": ""}
+            self._marker_env = marker_env(self.facts)
         return self._marker_env
 
 

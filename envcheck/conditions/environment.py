@@ -13,10 +13,11 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from envcheck._packaging import parse_version
 from envcheck.conditions._parsing import _first_line, _regex, _requirement, _specifier, _string, _table
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
+from envcheck.derived.derive import DERIVATIONS
 from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
-from envcheck.facts.derive import DERIVATIONS, parse_version
 
 
 class _Leaf:

@@ -10,10 +10,10 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envcheck._packaging import parse_version
 from envcheck.conditions._parsing import _regex, _specifier, _string, _table
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.conditions.environment import _Leaf
-from envcheck.facts.derive import parse_version
 from envcheck.facts.gpus import STATUSES, GpuDevice
 from envcheck.facts.probe_results import PROBE_STATUSES
 from envcheck.probes.catalog import PROBE_NAMES

@@ -15,11 +15,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from envcheck.model import FAIL_ON_LEVELS, Rule
+from envcheck.model import FAIL_ON_LEVELS
+
+if TYPE_CHECKING:
+    from envcheck.rules import RulePack
 
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,7 +52,7 @@ def _split(values: Sequence[str]) -> list[str]:
 
 
 def _rules(rule_dirs: Sequence[Path], select: Sequence[str], ignore: Sequence[str]
-           ) -> tuple[list[Rule], list[Rule], list[str]]:
+           ) -> tuple[RulePack, RulePack, list[str]]:
     """(every rule, the chosen ones, the --ignore entries meant for fleet checks). Unknown selectors are an error."""
     from envcheck import rules as rules_mod
     from envcheck.fleet import checks
@@ -60,7 +63,7 @@ def _rules(rule_dirs: Sequence[Path], select: Sequence[str], ignore: Sequence[st
     unknown = [u for u in rules_mod.unknown_selectors(every, selectors + ignores) if u not in fleet_ignores]
     if unknown:
         raise click.UsageError(f"no rule or fleet check matches {', '.join(map(repr, unknown))}")
-    return every, rules_mod.select(every, selectors, ignores), fleet_ignores
+    return every, every.only(rules_mod.select(every, selectors, ignores)), fleet_ignores
 
 
 def _emit(report: Any, fmt: str, output: str | None, color: bool | None, verbose: bool, fail_on: str) -> None:
@@ -111,12 +114,12 @@ def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str, select
     if env.rank != 0:
         # Ranks other than 0 load the rules inside the collection, so that a node with a broken rule directory
         # is reported by rank 0 as failed instead of ending the job.
-        outcome = distributed.run(lambda: rules_mod.load(rule_dirs), probes, gather_timeout)
+        outcome = distributed.run(lambda: rules_mod.load(rule_dirs).rules, probes, gather_timeout)
         if outcome.warning:
             click.echo(f"envcheck fleet: {outcome.warning}", err=True)
         raise click.exceptions.Exit(EXIT_CLEAN)
     every, chosen, fleet_ignores = _rules(rule_dirs, select, ignore)
-    gathered = distributed.run(lambda: every, probes, gather_timeout)
+    gathered = distributed.run(lambda: every.rules, probes, gather_timeout)
     report = merge_mod.build(gathered.members, gathered.facts, chosen, expected=gathered.expected,
                          stopped=gathered.stopped, ignore_checks=fleet_ignores)
     _emit(report, fmt, output, color, verbose, fail_on)

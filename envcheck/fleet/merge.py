@@ -19,13 +19,13 @@ from envcheck.facts.snapshot import SCHEMA, Facts
 from envcheck.fleet import checks
 from envcheck.fleet.fingerprint import absent_value, fingerprint, snapshot_view, sort_key, view
 from envcheck.fleet.model import Difference, FleetReport, Group, Member, Node
-from envcheck.model import Rule
+from envcheck.rules import RulePack
 
 
 def build(
     members: Sequence[Member],
     facts_by_fingerprint: Mapping[str, Facts],
-    rules: Sequence[Rule],
+    rules: RulePack,
     *,
     expected: int | None = None,
     stopped: str | None = None,

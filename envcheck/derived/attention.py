@@ -1,4 +1,4 @@
-"""Attention kernels as the sdpa probe saw them: pure functions of Facts, registered in envcheck/facts/derive.py.
+"""Attention kernels as the sdpa probe saw them: pure functions of Facts, registered in envcheck/derived/derive.py.
 
 The probe's backend matrix runs scaled_dot_product_attention on every CUDA device with one backend allowed at a
 time (case `cuda:N/backend=flash,dtype=float16`, see docs/probes.md); a case that raised means torch could not
@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from envcheck.derived.common import Item
 from envcheck.facts.snapshot import Facts
 
-Item = dict[str, str]
 _FLASH_CASE = re.compile(r"cuda:(\d+)/backend=flash,dtype=float16")
 # torch's preamble lines, which say that a kernel was not used but not why.
 _PREAMBLE = re.compile(r"kernel not used because|No available kernel|^Memory efficient kernel not used", re.I)

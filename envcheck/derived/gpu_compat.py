@@ -1,30 +1,22 @@
 """GPU compatibility facts derived from NVML, torch's build and the torch-build probe: pure functions of Facts.
 
-envcheck/facts/derive.py registers them as derived facts. Tables (which driver a CUDA runtime needs) are data in
-rules/data/cuda-driver.toml, shipped with the rule pack, never constants here.
+envcheck/derived/derive.py registers them as derived facts. Tables (which driver a CUDA runtime needs) are data in
+rules/data/cuda-driver.toml, read and validated with the rule pack (`parse_cuda_driver`), never constants here.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck._packaging import major_minor, parse_version
+from envcheck.derived.common import Item, without_cuda_torch
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 in CI
-    import tomli as tomllib
-
-Item = dict[str, str]
-CUDA_DRIVER_FILE = "cuda-driver.toml"
 NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
 # sm_90 (cubin), sm_90a (arch-specific cubin), sm_100f (family cubin), compute_90 (PTX). The last digit is the minor.
 _ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
@@ -38,42 +30,30 @@ class CudaDriverTable:
     toolkit_minimum: dict[str, dict[tuple[int, int], Version]]  # "linux" | "windows" -> (major, minor) -> driver
 
 
-def data_dir() -> Path:
-    """rules/data: inside the installed wheel (envcheck/_rules/data), or in a source checkout."""
-    # The same choice as envcheck.rules.builtin_rules_dir, which cannot be imported here (rules imports derive).
-    package = Path(__file__).resolve().parent.parent
-    packaged = package / "_rules"
-    return (packaged if packaged.is_dir() else package.parent / "rules") / "data"
-
-
-@functools.cache
-def cuda_driver_table(path: Path | None = None) -> CudaDriverTable:
-    """The shipped table (or the one at `path`); a malformed file is a RuleError naming the key."""
-    path = path or data_dir() / CUDA_DRIVER_FILE
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise RuleError(str(path), f"cannot be read: {exc}") from None
+def parse_cuda_driver(data: dict[str, Any], file: str) -> CudaDriverTable:
+    """The table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
 
     def versions(key: str, table: object) -> dict[str, Version]:
         if not isinstance(table, dict) or not table:
-            raise RuleError(str(path), "expected a non-empty table", key=key)
+            raise RuleError(file, "expected a non-empty table", key=key)
         out = {}
         for name, value in table.items():
             try:
                 out[name] = Version(value)
             except (InvalidVersion, TypeError):
-                raise RuleError(str(path), f"expected a driver version, got {value!r}", key=f"{key}.{name}") from None
+                raise RuleError(file, f"expected a driver version, got {value!r}", key=f"{key}.{name}") from None
         return out
 
+    unknown = sorted(set(data) - {"minor-compatibility", "toolkit-minimum-driver"})
+    if unknown:
+        raise RuleError(file, "unknown key (expected minor-compatibility, toolkit-minimum-driver)", key=unknown[0])
     floors = {}
     table = data.get("minor-compatibility")
     if not isinstance(table, dict) or not table:
-        raise RuleError(str(path), "expected a non-empty table", key="minor-compatibility")
+        raise RuleError(file, "expected a non-empty table", key="minor-compatibility")
     for name, branch in table.items():
         if not name.isdigit() or not isinstance(branch, int) or isinstance(branch, bool):
-            raise RuleError(str(path), f"expected a CUDA major and a driver branch such as \"12\" = 525, got "
+            raise RuleError(file, f"expected a CUDA major and a driver branch such as \"12\" = 525, got "
                             f"{name!r} = {branch!r}", key=f"minor-compatibility.{name}")
         floors[int(name)] = branch
     minimums: dict[str, dict[tuple[int, int], Version]] = {}
@@ -83,40 +63,25 @@ def cuda_driver_table(path: Path | None = None) -> CudaDriverTable:
         table = versions(key, toolkits.get(platform) if isinstance(toolkits, dict) else None)
         minimums[platform] = {}
         for name, version in table.items():
-            release = _major_minor(name)
+            release = major_minor(name)
             if release is None:
-                raise RuleError(str(path), "expected a CUDA release such as \"12.4\"", key=f"{key}.{name}")
+                raise RuleError(file, "expected a CUDA release such as \"12.4\"", key=f"{key}.{name}")
             minimums[platform][release] = version
     return CudaDriverTable(floors, minimums)
 
 
-def _major_minor(text: str | None) -> tuple[int, int] | None:
-    """"12.4" -> (12, 4); "9.0" -> (9, 0); None for anything else."""
-    match = re.fullmatch(r"(\d+)\.(\d+)(\.\d+)*", (text or "").strip())
-    return None if match is None else (int(match.group(1)), int(match.group(2)))
-
-
-def _driver(text: str | None) -> Version | None:
-    try:
-        return Version(text or "")
-    except InvalidVersion:
-        return None
-
-
-def driver_vs_torch_cuda(facts: Facts) -> str | None:
+def driver_vs_torch_cuda(facts: Facts, table: CudaDriverTable) -> str | None:
     """"ok", "minor-compat", "too-old" or "n/a" (no CUDA torch, or no driver); None when it cannot be told."""
-    torch = facts.torch
-    if torch is None or (torch.cuda is None and torch.problem is None):
-        return "n/a"  # no torch, or a CPU or ROCm build: it needs no NVIDIA driver
-    runtime = _major_minor(torch.cuda)
+    if without_cuda_torch(facts):
+        return "n/a"  # it needs no NVIDIA driver
+    runtime = major_minor(facts.torch.cuda if facts.torch is not None else None)
     nvml = facts.nvml
     if runtime is None or nvml is None:
         return None
     if nvml.status in ("no-driver", "driver-not-loaded"):
         return "n/a"  # no driver at all is another finding than an old one
-    table = cuda_driver_table()
-    driver = _driver(nvml.driver_version)
-    supported = _major_minor(nvml.cuda_driver_version)
+    driver = parse_version(nvml.driver_version)
+    supported = major_minor(nvml.cuda_driver_version)
     if supported is not None:
         if supported >= runtime:
             return "ok"
@@ -147,7 +112,7 @@ def devices_without_native_bf16(facts: Facts) -> list[Item] | None:
     out: list[Item] = []
     unknown = False
     for device in nvml.devices:
-        capability = _major_minor(device.compute_capability)
+        capability = major_minor(device.compute_capability)
         if capability is None:
             unknown = True
         elif capability < NATIVE_BF16:
@@ -194,16 +159,15 @@ def coverage(capability: tuple[int, int], archs: list[str]) -> str:
 
 def arch_coverage(facts: Facts) -> list[Item] | None:
     """Each GPU and how torch's compiled archs cover it; None without NVML devices or the probe's arch list."""
-    torch = facts.torch
-    if torch is None or (torch.cuda is None and torch.problem is None):
-        return []  # no torch, or a CPU or ROCm build: no CUDA kernels to cover any GPU with
+    if without_cuda_torch(facts):
+        return []  # no CUDA kernels to cover any GPU with
     nvml = facts.nvml
     archs = _arch_list(facts)
     if nvml is None or not nvml.devices_known or archs is None:
         return None
     out = []
     for device in nvml.devices:
-        capability = _major_minor(device.compute_capability)
+        capability = major_minor(device.compute_capability)
         out.append({
             "index": str(device.index), "name": device.name or "?",
             "compute_capability": device.compute_capability or "",

@@ -1,8 +1,9 @@
 """Compiled companions of torch (torchvision, torchaudio, torchcodec, xformers): were they built for this torch?
 
-Pure functions of Facts; envcheck/facts/derive.py registers them as derived facts. Which torch each companion
-release was built for, and how PyPI's wheels of it are built, is data: rules/data/torch-companions.toml and
-rules/data/xformers.toml, shipped with the rule pack, never constants here.
+Pure functions of Facts and the companion tables; envcheck/derived/derive.py registers them as derived facts.
+Which torch each companion release was built for, and how PyPI's wheels of it are built, is data:
+rules/data/torch-companions.toml and rules/data/xformers.toml, read and validated with the rule pack
+(`parse_companions`), never constants here.
 
 Each finding carries the exact fix: the companion release made for the installed torch (`install`, a pip
 requirement) and the package index that has the build matching torch's (`index`): the PyTorch index named by
@@ -18,28 +19,20 @@ skipped: conda's builds carry no local tag and follow conda's own pins.
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck.derived.common import Item
 from envcheck.errors import RuleError
-from envcheck.facts.gpu_compat import data_dir
 from envcheck.facts.snapshot import Distribution, Facts
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 in CI
-    import tomli as tomllib
-
-Item = dict[str, str]
-COMPANION_FILES = ("torch-companions.toml", "xformers.toml")
 PYPI_INDEX = "https://pypi.org/simple"
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 # Local version tags of the PyTorch indexes' wheels: "cpu", "cu126" (CUDA 12.6), "rocm6.2" / "rocm6.2.4"; in the
@@ -121,21 +114,22 @@ def _tag_build(tag: str) -> Build | None:
     return Build("rocm", ".".join(match.group(4).split(".")[:2]))
 
 
-@functools.cache
-def companion_tables(directory: Path | None = None) -> dict[str, Companion]:
-    """The shipped tables (or those in `directory`); a malformed file is a RuleError naming the key."""
-    directory = directory or data_dir()
-    out: dict[str, Companion] = {}
-    for filename in COMPANION_FILES:
-        path = directory / filename
-        try:
-            with path.open("rb") as fh:
-                data = tomllib.load(fh)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise RuleError(str(path), f"cannot be read: {exc}") from None
-        for name, table in data.items():
-            out[name] = _companion(str(path), name, table)
-    return out
+@dataclass(frozen=True)
+class CompanionTable:
+    """One companion table file (rules/data/torch-companions.toml, rules/data/xformers.toml), parsed: companion
+    name -> its releases."""
+
+    companions: Mapping[str, Companion]
+
+
+def parse_companions(data: dict[str, Any], file: str) -> CompanionTable:
+    """A companion table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
+    return CompanionTable({name: _companion(file, name, table) for name, table in data.items()})
+
+
+def merged(tables: Iterable[CompanionTable]) -> dict[str, Companion]:
+    """Every companion of `tables`, by name."""
+    return {name: companion for table in tables for name, companion in table.companions.items()}
 
 
 def _companion(file: str, name: str, table: object) -> Companion:
@@ -198,19 +192,12 @@ class _Torch:
     index: str  # where its companions come from
 
 
-def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text or "")
-    except InvalidVersion:
-        return None
-
-
 def _installed_torch(facts: Facts) -> _Torch | None:
     """The installed torch, if it is a release the tables can speak about (not a nightly, not a custom build)."""
     build_facts = facts.torch
     dist = facts.active("torch")
     text = (build_facts.version if build_facts is not None else None) or (dist.version if dist else None)
-    version = _version(text)
+    version = parse_version(text)
     if text is None or version is None or version.is_prerelease or version.is_devrelease:
         return None  # no torch, or a nightly / NGC build ("2.6.0a0+ecf3bae40a"): its companions come with it
     if version.local is None:
@@ -233,7 +220,7 @@ def _installed_torch(facts: Facts) -> _Torch | None:
 def _installed(facts: Facts, name: str) -> tuple[Distribution, Version] | None:
     """The imported `name` and its version, when it is a release the tables can speak about."""
     dist = facts.active(name)
-    version = _version(dist.version) if dist is not None else None
+    version = parse_version(dist.version) if dist is not None else None
     if dist is None or version is None or version.is_prerelease or version.is_devrelease:
         return None
     if dist.installer == "conda":
@@ -246,16 +233,18 @@ def _installed(facts: Facts, name: str) -> tuple[Distribution, Version] | None:
 def _declared_torch_conflict(facts: Facts, dist: Distribution) -> str | None:
     """The torch requirement `dist` declares and the installed torch fails ("torch==2.6.0"), else None."""
     torch = facts.active("torch")
-    installed = _version(torch.version) if torch is not None else None
+    installed = parse_version(torch.version) if torch is not None else None
     if installed is None:
         return None
-    env = {**facts.python.marker_environment, "extra": ""}
+    env = marker_env(facts)
     for line in dist.requires:
+        req = parse_requirement(line)
+        if req is None or req.name.lower() != "torch":
+            continue
         try:
-            req = Requirement(line)
-            if req.name.lower() != "torch" or (req.marker is not None and not req.marker.evaluate(env)):
+            if req.marker is not None and not req.marker.evaluate(env):
                 continue
-        except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
             continue
         if not req.specifier.contains(installed, prereleases=True):
             return str(req)
@@ -282,14 +271,14 @@ def _for_torch(companion: Companion, torch: Version) -> Release | None:
 # --- derivations ---------------------------------------------------------------------------------------------
 
 
-def _mismatches(facts: Facts, declared_conflict: bool) -> list[Item]:
+def _mismatches(facts: Facts, tables: Mapping[str, Companion], declared_conflict: bool) -> list[Item]:
     """Installed companions built for another torch minor than the installed one (by the tables), with the
     release made for it, whose own declared torch requirement fails (`declared_conflict`) or holds / is absent."""
     torch = _installed_torch(facts)
     if torch is None:
         return []
     out = []
-    for name, companion in sorted(companion_tables().items()):
+    for name, companion in sorted(tables.items()):
         installed = _installed(facts, name)
         if installed is None:
             continue
@@ -309,16 +298,16 @@ def _mismatches(facts: Facts, declared_conflict: bool) -> list[Item]:
     return out
 
 
-def torch_mismatch(facts: Facts) -> list[Item]:
+def torch_mismatch(facts: Facts, tables: Mapping[str, Companion]) -> list[Item]:
     """Companions that the tables say were built for another torch minor, where their own metadata does not say
     so (no torch requirement, or a floor that the installed torch meets): pip cannot see these."""
-    return _mismatches(facts, declared_conflict=False)
+    return _mismatches(facts, tables, declared_conflict=False)
 
 
-def pinned_to_other_torch(facts: Facts) -> list[Item]:
+def pinned_to_other_torch(facts: Facts, tables: Mapping[str, Companion]) -> list[Item]:
     """Companions whose declared torch requirement the installed torch fails (EC0101 reports the requirement),
     with the release of the companion made for the installed torch: the fix in the other direction."""
-    return _mismatches(facts, declared_conflict=True)
+    return _mismatches(facts, tables, declared_conflict=True)
 
 
 def _companion_build(facts: Facts, version: Version, release: Release) -> Build | None:
@@ -332,11 +321,11 @@ def _companion_build(facts: Facts, version: Version, release: Release) -> Build 
     return release.pypi.get({"win32": "windows", "darwin": "macos"}.get(platform, ""))
 
 
-def build_mismatch(facts: Facts, name: str) -> list[Item]:
+def build_mismatch(facts: Facts, companion: Companion) -> list[Item]:
     """The installed `name` if its build (CPU, CUDA X.Y, ROCm) cannot load with torch's, as the companion itself
     checks it (`cuda-match`), when it was made for the installed torch release (otherwise `torch_mismatch`
     reports it). Empty when the companion's or torch's build is unknown."""
-    companion = companion_tables()[name]
+    name = companion.name
     installed = _installed(facts, name)
     torch = _installed_torch(facts)
     if installed is None or torch is None or torch.build is None:
@@ -364,11 +353,12 @@ def _differs(build: Build, torch: Build, cuda_match: str | None) -> bool:
     return build.version.split(".")[:depth] != torch.version.split(".")[:depth]
 
 
-def release_for_torch(facts: Facts, name: str) -> list[Item] | None:
+def release_for_torch(facts: Facts, companion: Companion) -> list[Item] | None:
     """The release of `name` made for the installed torch, as one item; None when there is no torch release the
     table can speak about, or the table has no release of `name` for it."""
     torch = _installed_torch(facts)
-    wanted = None if torch is None else _for_torch(companion_tables()[name], torch.version)
+    name = companion.name
+    wanted = None if torch is None else _for_torch(companion, torch.version)
     if torch is None or wanted is None:
         return None
     return [{"name": name, "torch": torch.text, "expected": wanted.key, "install": wanted.install(name),

@@ -14,30 +14,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 
-from envcheck.facts import attention, companions, gpu_compat, system_libs
+from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck.derived import attention, companions, gpu_compat, system_libs
+from envcheck.derived.common import Item
+from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_COMPANIONS, XFORMERS, Tables
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
-
-Item = dict[str, str]
 
 
 @dataclass(frozen=True)
 class Derivation:
     name: str
-    doc: str  # one sentence: what the value is
+    doc: str  # markdown: what the value is, or what each item is with every field; generates the docs' table
     fields: tuple[str, ...]  # keys of each item, for list-valued derivations (validated in rule templates)
     compute: Callable[[Derived], Any]  # may read other derivations through the Derived it is given
 
 
-# Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
-# purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
-# thrashes (every line missed on every pass).
-_REQUIREMENTS: dict[str, Requirement | None] = {}
-_VERSIONS: dict[str, Version | None] = {}
 # `name...; extra == "gpu"`: the common shape of an extra's requirement. Such a line matters only when that extra
 # is reached, so it is not parsed otherwise (most lines of large distributions are extras).
 # The marker's tail `extra == "gpu"` (alone, or as the last term of a conjunction): such a line is false for every
@@ -54,24 +49,6 @@ def _only_extra(line: str) -> str | None:
         return None
     found = _EXTRA_TAIL.search(marker.strip())
     return found.group(1) if found else None
-
-
-def parse_requirement(text: str) -> Requirement | None:
-    if text not in _REQUIREMENTS:
-        try:
-            _REQUIREMENTS[text] = Requirement(text)
-        except InvalidRequirement:
-            _REQUIREMENTS[text] = None
-    return _REQUIREMENTS[text]
-
-
-def parse_version(text: str) -> Version | None:
-    if text not in _VERSIONS:
-        try:
-            _VERSIONS[text] = Version(text)
-        except InvalidVersion:
-            _VERSIONS[text] = None
-    return _VERSIONS[text]
 
 
 def _normalize_extra(name: str) -> str:
@@ -103,7 +80,7 @@ def _walk(derived: Derived) -> _Walk:
     extra's own requirements, and markers are evaluated for the checked interpreter, not for envcheck's.
     """
     facts = derived.facts
-    base_env = {**facts.python.marker_environment, "extra": ""}
+    base_env = marker_env(facts)
     problems: dict[tuple[str, str, str], Item] = {}
     invalid: dict[str, list[str]] = {}
     work: list[tuple[Distribution, str, str]] = [(d[0], "", d[0].name) for d in facts.names.values()]
@@ -113,7 +90,7 @@ def _walk(derived: Derived) -> _Walk:
         if (dist.canonical_name, extra) in seen or dist.problems:
             continue
         seen.add((dist.canonical_name, extra))
-        env = base_env if not extra else {**base_env, "extra": extra}
+        env = base_env if not extra else marker_env(facts, extra)
         for line in dist.requires:
             only = _only_extra(line)
             if only is not None and _normalize_extra(only) != extra:
@@ -254,6 +231,10 @@ def _of_facts(fn: Callable[[Facts], Any]) -> Callable[[Derived], Any]:
     return compute
 
 
+def _driver_vs_torch_cuda(derived: Derived) -> Any:
+    return gpu_compat.driver_vs_torch_cuda(derived.facts, derived.tables[CUDA_DRIVER])
+
+
 def _coverage(wanted: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
         return gpu_compat.devices_with_coverage(derived.facts, wanted)
@@ -261,34 +242,63 @@ def _coverage(wanted: str) -> Callable[[Derived], Any]:
     return compute
 
 
-def _companion(fn: Callable[[Facts, str], Any], name: str) -> Callable[[Derived], Any]:
+def _companion_tables(derived: Derived) -> dict[str, companions.Companion]:
+    return companions.merged((derived.tables[TORCH_COMPANIONS], derived.tables[XFORMERS]))
+
+
+def _of_companions(fn: Callable[[Facts, dict[str, companions.Companion]], Any]) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
-        return fn(derived.facts, name)
+        return fn(derived.facts, _companion_tables(derived))
+
+    return compute
+
+
+def _companion(fn: Callable[[Facts, companions.Companion], Any], name: str) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return fn(derived.facts, _companion_tables(derived)[name])
 
     return compute
 
 
 def _companion_derivations() -> list[Derivation]:
-    """Derived facts about torch's compiled companions (envcheck/facts/companions.py, rules/data tables)."""
+    """Derived facts about torch's compiled companions (envcheck/derived/companions.py, rules/data tables)."""
     mismatch = ("name", "version", "built_for", "torch", "expected", "install", "index", "requirement", "symptom")
+    build = ("name", "version", "build", "torch", "torch_build", "torch_release", "install", "index")
     out = [
         Derivation("companions.torch-mismatch",
-                   "Companions (torchvision, torchaudio, torchcodec, xformers) built for another torch minor than "
-                   "the installed one where no declared requirement says so, with the release made for the "
-                   "installed torch and the index to install it from.", mismatch,
-                   _of_facts(companions.torch_mismatch)),
+                   "installed torch companions (torchvision, torchaudio, torchcodec, xformers) that were built for "
+                   "another torch minor than the installed one where no declared requirement says so (no torch "
+                   "requirement, or a floor the installed torch meets): `name`, `version`, `built_for` (\"2.6.0\", "
+                   "\"2.11\", \"2.11.0 or later\"), `torch`, `expected` (the companion release made for the "
+                   "installed torch: \"0.22.0\", or a series \"0.9.*\"), `install` (the pip requirement, "
+                   "`torchvision==0.22.0`), `index` (the index torch came from: "
+                   "`https://download.pytorch.org/whl/cu126` for a `+cu126` torch, PyPI for an untagged one), "
+                   "`requirement` (empty here), `symptom` (how the companion fails, in its own words). An exact pin "
+                   "counts at the minor level. Skipped, as absent: pre-release and custom builds of either, conda "
+                   "installs, releases not in the tables, a torch no release is known for. The tables are data: "
+                   "`rules/data/torch-companions.toml`, `rules/data/xformers.toml`", mismatch,
+                   _of_companions(companions.torch_mismatch)),
         Derivation("companions.pinned-to-other-torch",
-                   "Companions whose declared torch requirement the installed torch fails, with the release made "
-                   "for the installed torch.", mismatch, _of_facts(companions.pinned_to_other_torch)),
+                   "the same, for companions whose own declared torch requirement the installed torch fails "
+                   "(`requirement`, e.g. `torch==2.6.0`, which `requirements.conflicting` also reports): the fix in "
+                   "the other direction. Fields as `companions.torch-mismatch`: `name`, `version`, `built_for`, "
+                   "`torch`, `expected`, `install`, `index`, `symptom`", mismatch,
+                   _of_companions(companions.pinned_to_other_torch)),
     ]
     out += [Derivation(f"companions.{name}-build-mismatch",
-                       f"The installed {name} when its build (CPU, CUDA X.Y, ROCm) cannot load with torch's.",
-                       ("name", "version", "build", "torch", "torch_build", "torch_release", "install", "index"),
+                       f"the installed {name}, when it is the release made for the installed torch but of another "
+                       "build, as the companion itself checks it: CPU vs CUDA vs ROCm, and for CUDA the major "
+                       f"{major}: `name`, `version`, `build` (\"a CUDA 12.6 build\"), `torch`, `torch_build`, "
+                       "`torch_release`, `install` (`{name}==X.Y.Z`), `index`. A companion's build comes from its "
+                       "local version tag, else from the table's entry for PyPI's wheels on this platform (unknown "
+                       "on Linux aarch64)".replace("{name}", name), build,
                        _companion(companions.build_mismatch, name))
-            for name in ("torchvision", "torchaudio")]
+            for name, major in (("torchvision", "(from 0.16) or major.minor (0.15)"),
+                                ("torchaudio", "and minor"))]
     out.append(Derivation("companions.torchcodec-for-torch",
-                          "The torchcodec release made for the installed torch, as one item.",
-                          ("name", "torch", "expected", "install", "index"),
+                          "one item, the torchcodec release made for the installed torch: `name`, `torch`, "
+                          "`expected` (\"0.9.*\"), `install`, `index`. Unknown without a torch release the table "
+                          "knows", ("name", "torch", "expected", "install", "index"),
                           _companion(companions.release_for_torch, "torchcodec")))
     return out
 
@@ -297,81 +307,117 @@ _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement",
                  "installed", "kind")
 _GPU_FIELDS = ("index", "name", "compute_capability")
 _COVERAGE_FIELDS = (*_GPU_FIELDS, "coverage", "build_archs")
+_UNSAT_DOC = ("`package`, `package_version`, `requirer` (\"torchvision 0.21.0\", with the extras path when there is "
+              "one), `via`, `requirement`, `dependency`, `specifier`, `installed`, `kind` (`missing` or `conflict`)")
+_COVERAGE_DOC = "`index`, `name`, `compute_capability`, `coverage`, `build_archs`"
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
     for d in [
         Derivation("requirements.unsatisfied",
-                   "Requirements that are missing or conflicting: the union of the two below, as `pip check` "
-                   "reports them.", _UNSAT_FIELDS, _unsatisfied),
+                   "every unsatisfied requirement (Requires-Dist of the imported distributions, markers evaluated "
+                   f"for the checked interpreter, extras followed), as `pip check` reports them: {_UNSAT_DOC}",
+                   _UNSAT_FIELDS, _unsatisfied),
         Derivation("requirements.missing",
-                   "Requirements (Requires-Dist, markers evaluated, extras followed) whose distribution is not "
-                   "installed.", _UNSAT_FIELDS, _missing),
+                   f"the same, where the dependency is not installed: {_UNSAT_DOC}", _UNSAT_FIELDS, _missing),
         Derivation("requirements.conflicting",
-                   "Requirements whose distribution is installed in a version outside the required range.",
-                   _UNSAT_FIELDS, _conflicts),
+                   f"the same, where it is installed in another version: {_UNSAT_DOC}", _UNSAT_FIELDS, _conflicts),
         Derivation("distributions.duplicates",
-                   "Distributions installed more than once on the import path; the first is imported, the rest "
-                   "shadowed.",
+                   "distributions installed more than once on the import path (the first is imported, the rest "
+                   "shadowed): `name`, `active_version`, `active_location`, `shadowed_version`, "
+                   "`shadowed_location`, `shadowed_metadata_dir`, `same_location`",
                    ("name", "active_version", "active_location", "shadowed_version", "shadowed_location",
                     "shadowed_metadata_dir", "same_location"), _duplicates),
         Derivation("distributions.corrupt",
-                   "Distributions whose metadata is missing, unreadable, undecodable or malformed.",
-                   ("name", "metadata_dir", "problem"), _corrupt),
+                   "distributions whose metadata is missing, unreadable, undecodable or malformed: `name`, "
+                   "`metadata_dir`, `problem`", ("name", "metadata_dir", "problem"), _corrupt),
         Derivation("distributions.invalid-versions",
-                   "Distributions whose version is not a valid PEP 440 version (e.g. 1.0-custom).",
-                   ("name", "version", "metadata_dir"), _invalid_versions),
-        Derivation("distributions.partial-installs",
-                   "`~name` entries in site-packages left by an interrupted pip install or uninstall.",
-                   ("path", "folder", "entry"), _partial_installs),
-        Derivation("python.virtualenv", "The checked interpreter runs in a virtual environment (venv, virtualenv, "
-                   "uv).", (), _interpreter_flag("virtualenv")),
-        Derivation("python.conda", "The checked interpreter belongs to a conda environment.", (),
-                   _interpreter_flag("conda")),
-        Derivation("python.externally-managed", "PEP 668: pip refuses to install into the checked interpreter.", (),
-                   _interpreter_flag("externally_managed")),
+                   "distributions whose version is not a valid PEP 440 version (`1.0-custom`): `name`, `version`, "
+                   "`metadata_dir`", ("name", "version", "metadata_dir"), _invalid_versions),
         Derivation("distributions.requires-python",
-                   "Imported distributions whose Requires-Python excludes the checked interpreter.",
+                   "imported distributions whose Requires-Python excludes the checked interpreter: `name`, "
+                   "`version`, `requires_python`, `python`",
                    ("name", "version", "requires_python", "python"), _requires_python),
+        Derivation("distributions.partial-installs",
+                   "`~name` entries in site-packages left by an interrupted pip install or uninstall: `path`, "
+                   "`folder`, `entry`", ("path", "folder", "entry"), _partial_installs),
+        Derivation("python.virtualenv",
+                   "true or false: the checked interpreter runs in a virtual environment (venv, virtualenv, uv)", (),
+                   _interpreter_flag("virtualenv")),
+        Derivation("python.conda", "true or false: the checked interpreter belongs to a conda environment", (),
+                   _interpreter_flag("conda")),
+        Derivation("python.externally-managed",
+                   "true or false: pip refuses to install into the checked interpreter (PEP 668)", (),
+                   _interpreter_flag("externally_managed")),
         Derivation("gpu.driver-vs-torch-cuda",
-                   "Whether the NVIDIA driver runs torch's CUDA runtime: \"ok\", \"minor-compat\" (only through "
-                   "CUDA minor version compatibility), \"too-old\", or \"n/a\" (no CUDA torch, or no driver).", (),
-                   _of_facts(gpu_compat.driver_vs_torch_cuda)),
+                   "`\"ok\"` (the driver supports torch's CUDA runtime), `\"minor-compat\"` (it runs only through "
+                   "CUDA minor version compatibility: same major, driver branch at or above the major's floor, 450 "
+                   "/ 525 / 580 for CUDA 11 / 12 / 13; features of the newer minor and PTX JIT need a newer "
+                   "driver), `\"too-old\"`, or `\"n/a\"` (no torch, a CPU or ROCm build, or no driver installed). "
+                   "Unknown when NVML could not read the driver or `torch/version.py` is unreadable. The floors "
+                   "and each toolkit's minimum driver are data: `rules/data/cuda-driver.toml`", (),
+                   _driver_vs_torch_cuda),
         Derivation("gpu.devices-without-native-bf16",
-                   "GPUs of compute capability below 8.0, which have no native bfloat16 math.",
+                   "GPUs of compute capability below 8.0 (no native bfloat16): `index`, `name`, "
+                   "`compute_capability`. Unknown when NVML could not list the GPUs",
                    _GPU_FIELDS, _of_facts(gpu_compat.devices_without_native_bf16)),
         Derivation("gpu.arch-coverage",
-                   "Every GPU and how torch's compiled architectures cover it: native cubin, PTX JIT, or none.",
-                   _COVERAGE_FIELDS, _of_facts(gpu_compat.arch_coverage)),
+                   "every GPU and how torch's compiled architectures (the `torch-build` probe's arch list) cover "
+                   "it: `index`, `name`, `compute_capability`, `coverage` (`native`: a cubin of the same major and "
+                   "a minor at most the GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with "
+                   "X.Y at most the GPU's, compiled at first launch; `none`; `unknown` when NVML could not read the "
+                   "capability), `build_archs` (space-separated). Empty for no torch or a CPU/ROCm build; unknown "
+                   "without the probe's arch list or NVML's GPUs", _COVERAGE_FIELDS,
+                   _of_facts(gpu_compat.arch_coverage)),
         Derivation("gpu.devices-not-in-build",
-                   "GPUs that torch's build has neither a cubin nor PTX for (`no kernel image is available`).",
+                   "the `gpu.arch-coverage` items whose coverage is `none` (`no kernel image is available`): "
+                   f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",
                    _COVERAGE_FIELDS, _coverage("none")),
         Derivation("gpu.devices-needing-ptx-jit",
-                   "GPUs that torch's build covers only through PTX, JIT-compiled at first use.",
+                   "the `gpu.arch-coverage` items whose coverage is `ptx-jit`, JIT-compiled at first use: "
+                   f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",
                    _COVERAGE_FIELDS, _coverage("ptx-jit")),
         *_companion_derivations(),
         Derivation("attention.sdpa-flash-unavailable",
-                   "CUDA devices on which the sdpa probe could not run SDPA's FlashAttention kernel (fp16), with "
-                   "torch's reason.", ("device", "name", "capability", "error", "reason"),
-                   _of_facts(attention.sdpa_flash_unavailable)),
+                   "CUDA devices on which the `sdpa` probe's case `cuda:N/backend=flash,dtype=float16` raised: "
+                   "`device` (\"cuda:0\"), `name`, `capability` (from the `torch-build` probe, \"?\" without it), "
+                   "`error`, `reason` (torch's own explanation, e.g. `Flash attention only supports gpu "
+                   "architectures in the range [sm80, sm90]...`). Unknown when the probe did not run to completion",
+                   ("device", "name", "capability", "error", "reason"), _of_facts(attention.sdpa_flash_unavailable)),
         Derivation("cuda.older-toolkits-on-ld-library-path",
-                   "CUDA toolkit library folders on LD_LIBRARY_PATH of torch's CUDA major, older than torch's "
-                   "CUDA runtime or of a version their path does not name: their libraries replace the pip "
-                   "nvidia-* wheels'.", ("path", "toolkit", "torch_cuda"),
+                   "the entries of `LD_LIBRARY_PATH` that are a CUDA toolkit's library folder "
+                   "(`.../cuda-12.1/lib64`, `.../cuda/lib64`, `.../cuda/12.4/lib64`, `.../targets/<triple>/lib`) of "
+                   "torch's CUDA major and older than torch's CUDA, or whose path names no version, in path order: "
+                   "`path`, `toolkit` (`\"12.1\"`, or `\"unknown\"`), `torch_cuda`. The loader searches them before "
+                   "the pip `nvidia-*` wheels' folders. Empty without a CUDA torch; unknown when `torch/version.py` "
+                   "is unreadable", ("path", "toolkit", "torch_cuda"),
                    _of_facts(system_libs.older_toolkits_on_ld_library_path)),
         Derivation("cuda.home-toolkit-other-major",
-                   "The CUDA toolkit that CUDA_HOME (else CUDA_PATH) names, when its CUDA major differs from "
-                   "torch's: CUDA extensions cannot be built against it.",
+                   "the toolkit that `torch.utils.cpp_extension` compiles with, as `CUDA_HOME`, else `CUDA_PATH` "
+                   "names it (an empty `CUDA_HOME` falls through, as in torch), when the version in its path has "
+                   "another CUDA major than torch's: one item `variable`, `path`, `toolkit`, `torch_cuda`, or none. "
+                   "A path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are not judged",
                    ("variable", "path", "toolkit", "torch_cuda"), _of_facts(system_libs.cuda_home_other_major)),
     ]
 }
 
 
-class Derived:
-    """Lazily computed derived facts of one snapshot: each derivation runs at most once, and only if asked."""
+def markdown_table() -> str:
+    """The table of derived facts in docs/rule-language.md, generated from `DERIVATIONS` (a test keeps the page in
+    step): one row per fact, in registry order, with what its value or items are."""
+    rows = [f"| `{d.name}` | {d.doc} |" for d in DERIVATIONS.values()]
+    return "\n".join(["| name | value or items |", "|---|---|", *rows]) + "\n"
 
-    def __init__(self, facts: Facts) -> None:
+
+class Derived:
+    """Lazily computed derived facts of one snapshot: each derivation runs at most once, and only if asked.
+
+    `tables` are the rule pack's data tables, already parsed: a derivation reads them, never a file.
+    """
+
+    def __init__(self, facts: Facts, tables: Tables = NO_TABLES) -> None:
         self.facts = facts
+        self.tables = tables
         self._values: dict[str, Any] = {}
         self._walk: _Walk | None = None
 

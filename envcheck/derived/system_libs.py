@@ -1,5 +1,5 @@
 """Facts about the CUDA toolkits that the loader and the extension builder will use instead of torch's own: pure
-functions of Facts, registered as derived facts by envcheck/facts/derive.py.
+functions of Facts, registered as derived facts by envcheck/derived/derive.py.
 
 They read only what the snapshot holds: the collected environment variables (LD_LIBRARY_PATH, CUDA_HOME,
 CUDA_PATH) and torch's build. A toolkit's version comes from its folder's name (`/usr/local/cuda-12.1/lib64`,
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
+from envcheck._packaging import major_minor
+from envcheck.derived.common import Item, without_cuda_torch
 from envcheck.facts.snapshot import Facts
 
-Item = dict[str, str]
 UNKNOWN = "unknown"
 
 # A CUDA toolkit's library folder: `cuda`, `cuda-12.1`, `CUDA/v12.4` or `cuda/12.4` (NVIDIA HPC SDK), then
@@ -25,11 +26,6 @@ _TOOLKIT_LIB_DIR = re.compile(
 _TOOLKIT_VERSION = re.compile(r"(?i)cuda[-_/\\]?v?(\d+)\.(\d+)")
 
 
-def _major_minor(text: str | None) -> tuple[int, int] | None:
-    match = re.match(r"(\d+)\.(\d+)", (text or "").strip())
-    return None if match is None else (int(match.group(1)), int(match.group(2)))
-
-
 def toolkit_version(path: str) -> tuple[int, int] | None:
     """The CUDA version a toolkit folder's path names (the last one), or None: "/usr/local/cuda-12.1/lib64" ->
     (12, 1); "/usr/local/cuda/lib64" -> None."""
@@ -37,15 +33,9 @@ def toolkit_version(path: str) -> tuple[int, int] | None:
     return None if not found else (int(found[-1][0]), int(found[-1][1]))
 
 
-def _without_cuda_torch(facts: Facts) -> bool:
-    """No torch, or a CPU or ROCm build: no CUDA runtime to compare a toolkit with."""
-    torch = facts.torch
-    return torch is None or (torch.cuda is None and torch.problem is None)
-
-
 def _torch_cuda(facts: Facts) -> tuple[int, int] | None:
     """torch's CUDA runtime; None when torch/version.py could not be read."""
-    return None if facts.torch is None else _major_minor(facts.torch.cuda)
+    return None if facts.torch is None else major_minor(facts.torch.cuda)
 
 
 def older_toolkits_on_ld_library_path(facts: Facts) -> list[Item] | None:
@@ -56,7 +46,7 @@ def older_toolkits_on_ld_library_path(facts: Facts) -> list[Item] | None:
     folder's libnvJitLink.so.12 (same soname) replaces the wheel's. A folder of another major carries another
     soname (CUDA 11 has no nvJitLink, CUDA 13's is .so.13) and is left out. Empty without a CUDA torch.
     """
-    if _without_cuda_torch(facts):
+    if without_cuda_torch(facts):
         return []
     runtime = _torch_cuda(facts)
     if runtime is None:
@@ -84,7 +74,7 @@ def cuda_home_other_major(facts: Facts) -> list[Item] | None:
     then `nvcc` on PATH and /usr/local/cuda; only the two variables are read here. Empty when neither names a
     version, or without a CUDA torch.
     """
-    if _without_cuda_torch(facts):
+    if without_cuda_torch(facts):
         return []
     runtime = _torch_cuda(facts)
     if runtime is None:

@@ -1,0 +1,58 @@
+"""envcheck's one way of reading versions, requirements and markers with `packaging`.
+
+Everything here answers None for what does not parse, never raises: a bad version in someone's metadata is a
+finding (or an unknown), not a crash. Parsed lines and versions are cached for the process.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+from envcheck.facts.snapshot import Facts
+
+__all__ = ["major_minor", "marker_env", "parse_requirement", "parse_version"]
+
+# Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
+# purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
+# thrashes (every line missed on every pass).
+_REQUIREMENTS: dict[str, Requirement | None] = {}
+_VERSIONS: dict[str, Version | None] = {}
+_MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
+
+
+def parse_requirement(text: str) -> Requirement | None:
+    """The PEP 508 requirement `text`, or None when it does not parse."""
+    if text not in _REQUIREMENTS:
+        try:
+            _REQUIREMENTS[text] = Requirement(text)
+        except InvalidRequirement:
+            _REQUIREMENTS[text] = None
+    return _REQUIREMENTS[text]
+
+
+def parse_version(text: str | None) -> Version | None:
+    """The PEP 440 version `text`, or None when it is absent or does not parse."""
+    if text is None:
+        return None
+    if text not in _VERSIONS:
+        try:
+            _VERSIONS[text] = Version(text)
+        except InvalidVersion:
+            _VERSIONS[text] = None
+    return _VERSIONS[text]
+
+
+def major_minor(text: str | None) -> tuple[int, int] | None:
+    """(major, minor) of a dotted release such as a CUDA version or a compute capability: "12.4" -> (12, 4),
+    "12.4.1" -> (12, 4); None for anything else ("12", "12.4a", "", None)."""
+    match = _MAJOR_MINOR.fullmatch((text or "").strip())
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def marker_env(facts: Facts, extra: str = "") -> dict[str, str]:
+    """The PEP 508 marker environment of the checked interpreter, with `extra` set (to "" outside any extra, so
+    that a marker naming `extra` evaluates instead of raising)."""
+    return {**facts.python.marker_environment, "extra": extra}
