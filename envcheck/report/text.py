@@ -5,9 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from envcheck.model import Report, Status
-from envcheck.report.common import tally
+from envcheck.report.common import command_lines, tally
 from envcheck.report.groups import Problem, grouped
-from envcheck.templates import shell
 
 _WIDTH = 100
 _MAX_ITEMS = 10  # items of one rule listed without -v; the merged command still covers every one
@@ -60,7 +59,8 @@ def _problem(p: Problem, style: _Style, verbose: bool) -> list[str]:
         for text in texts:
             out += _wrap(label, text, style)
     for argv in p.commands:
-        out.append(f"      {style('1', '$')} {shell(argv)}")
+        first, *rest = command_lines(argv, _WIDTH - len("      $ "))
+        out += [f"      {style('1', '$')} {first}", *(f"        {line}" for line in rest)]
     if p.references:
         one_line = "    see: " + " ".join(p.references)
         # Too long for one line: one address per line, each whole (a wrapped URL cannot be clicked).
