@@ -18,7 +18,12 @@ def _cell(text: str) -> str:
 
 
 def _row(p: Problem) -> str:
-    summary = p.first.summary if len(p.findings) == 1 else f"{p.first.summary} (and {len(p.findings) - 1} more)"
+    if p.status is Status.ERROR:
+        summary = "could not be evaluated: " + "; ".join(p.details)
+    elif len(p.findings) == 1:
+        summary = p.first.summary
+    else:
+        summary = f"{p.first.summary} (and {len(p.findings) - 1} more)"
     return f"| {p.status.value} | `{p.rule_id}` {p.name} | {p.severity.value} | {_cell(summary)} |"
 
 
