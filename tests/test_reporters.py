@@ -134,6 +134,14 @@ def test_long_commands_wrap_into_lines_a_shell_joins(tmp_path: Path) -> None:
     assert command_lines(argv[:4], 60) == [shlex.join(argv[:4])]
 
 
+def test_a_single_findings_command_stays_on_one_line() -> None:
+    """Only a merged command is continued over lines: one finding's command is one line, however long its path."""
+    python = "/home/someone/projects/a-project-with-a-long-name/.venvs/python3.11-cuda12.8/bin/python"
+    long_one = finding("EC0101", Status.FAIL, commands=((python, "-m", "pip", "install", "torch==2.6.0"),))
+    out = text.render(report(long_one, python=python))
+    assert f"      $ {python} -m pip install torch==2.6.0\n" in out and " \\\n" not in out
+
+
 def test_markdown_groups_a_rules_items() -> None:
     """Markdown shows a rule's items as one table row and one section: a list, the why once, one merged command."""
     out = markdown.render(report(*MISSING))

@@ -13,7 +13,8 @@ from itertools import groupby
 
 from envcheck import fix
 from envcheck.model import Finding, Report, Severity, Status
-from envcheck.report.common import problems
+from envcheck.report.common import command_lines, problems
+from envcheck.templates import shell
 
 
 def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
@@ -31,6 +32,11 @@ class Problem:
     @classmethod
     def of(cls, findings: Sequence[Finding], python: str) -> Problem:
         return cls(tuple(findings), fix.commands(findings, python))
+
+    def command_lines(self, argv: tuple[str, ...], width: int) -> list[str]:
+        """`argv` shell-quoted for display: one line for a single finding's command (as a script greps it), and
+        continued over lines of `width` for a command merged from several items, which grows with them."""
+        return command_lines(argv, width) if len(self.findings) > 1 else [shell(argv)]
 
     @property
     def first(self) -> Finding:

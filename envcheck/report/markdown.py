@@ -7,10 +7,10 @@ one merged command.
 from __future__ import annotations
 
 from envcheck.model import Report, Status
-from envcheck.report.common import command_lines, tally
+from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
 
-_WIDTH = 100  # a command longer than this is continued on the next line (` \`), as in the text report
+_WIDTH = 100  # a merged command longer than this is continued on the next line (` \`), as in the text report
 
 
 def _cell(text: str) -> str:
@@ -38,7 +38,7 @@ def _section(p: Problem) -> list[str]:
     for label, texts in (("Why", p.whys), ("Evidence", p.evidence), ("Fix", p.fixes)):
         out += [line for text in texts for line in (f"**{label}.** {text}", "")]
     if p.commands:
-        out += ["```sh", *(line for argv in p.commands for line in command_lines(argv, _WIDTH)), "```", ""]
+        out += ["```sh", *(line for argv in p.commands for line in p.command_lines(argv, _WIDTH)), "```", ""]
     if p.references:
         out += ["References: " + ", ".join(f"<{r}>" for r in p.references), ""]
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from envcheck.model import Report, Status
-from envcheck.report.common import command_lines, tally
+from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
 
 _WIDTH = 100
@@ -59,7 +59,7 @@ def _problem(p: Problem, style: _Style, verbose: bool) -> list[str]:
         for text in texts:
             out += _wrap(label, text, style)
     for argv in p.commands:
-        first, *rest = command_lines(argv, _WIDTH - len("      $ "))
+        first, *rest = p.command_lines(argv, _WIDTH - len("      $ "))
         out += [f"      {style('1', '$')} {first}", *(f"        {line}" for line in rest)]
     if p.references:
         one_line = "    see: " + " ".join(p.references)
