@@ -281,7 +281,7 @@ def test_github_report_annotates_each_problem() -> None:
 def test_github_annotates_a_rule_once_for_all_its_items() -> None:
     """A rule that fired for two items is one annotation listing both, with one merged command."""
     (line, _) = github.render(report(*MISSING)).splitlines()
-    assert line == ("::error title=EC0102 requirement-not-installed (2 items)::"
+    assert line == ("::error title=EC0102 requirement-not-installed ×2::"
                     "- torchvision 0.21.0 requires numpy<2, which is not installed%0A"
                     "- torchvision 0.21.0 requires pillow!=8.3.*,>=5.3.0, which is not installed%0A"
                     "fix: Install the missing requirement.%0A"

@@ -52,7 +52,7 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     """The annotations, then one plain line; colour and verbosity do not apply."""
     lines = []
     for p in grouped(report):
-        count = f" ({len(p.findings)} items)" if len(p.findings) > 1 else ""
+        count = f" ×{len(p.findings)}" if len(p.findings) > 1 else ""  # as the text report counts them
         lines.append(annotation(_LEVEL[p.status], _message(p), title=f"{p.rule_id} {p.name}{count}"))
     lines += [annotation("warning", p, title="envcheck could not collect everything")
               for p in report.collection_problems]
