@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,7 @@ def test_text_lists_ten_items_and_every_one_with_verbose() -> None:
     assert "    - needs pkg11\n" in verbose and "more (-v" not in verbose
 
 
+@pytest.mark.skipif(shutil.which("sh") is None, reason="no POSIX sh on PATH")
 def test_long_commands_wrap_into_lines_a_shell_joins(tmp_path: Path) -> None:
     """A command wider than the line is split at argument boundaries with ` \\`; /bin/sh runs it as one command."""
     argv = ["printf", "%s|", *(f"requirement-{i}<{i + 1}" for i in range(15)), "a b", "it's"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from envcheck.ruledoc import command_line
 
 RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 RULES = rules_mod.load()
+# The quoting is POSIX shell quoting, read back by a POSIX sh (Git for Windows puts one on PATH as well).
+pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="no POSIX sh on PATH")
 
 
 def _expected(rule: Rule) -> list[list[str]]:
