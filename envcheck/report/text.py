@@ -1,4 +1,8 @@
-"""The default report for a terminal: one quiet line when all is well, each problem with why/fix/commands if not."""
+"""The default report for a terminal: one quiet line when all is well, each problem with why/fix/commands if not.
+
+A rule that fired for several items is one block: `[error ×12]`, the items as a list (the first ten without -v),
+the why and fix once, and one merged command, continued over lines with a trailing backslash when it is long.
+"""
 
 from __future__ import annotations
 
