@@ -23,8 +23,9 @@ from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS, Report
 from envcheck.probes.catalog import PROBE_NAMES
-from envcheck.report import FORMATS, render
+from envcheck.report import ReportFormat, render
 from envcheck.report.common import tally
+from envcheck.report.interface import DocFormat, ProbeFormat
 from envcheck.templates import shell
 
 if TYPE_CHECKING:
@@ -176,14 +177,14 @@ def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path
                     forbid=forbid)
 
 
-def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[str, str]]:
+def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
     pairs = []
     for value in values:
         fmt, sep, file = value.partition("=")
-        if not sep or fmt not in FORMATS or not file:
-            raise click.BadParameter(f"expected FORMAT=FILE with FORMAT one of {', '.join(sorted(FORMATS))}, "
+        if not sep or fmt not in ReportFormat.names() or not file:
+            raise click.BadParameter(f"expected FORMAT=FILE with FORMAT one of {', '.join(ReportFormat.names())}, "
                                      f"got {value!r}", ctx=ctx, param=param)
-        pairs.append((fmt, file))
+        pairs.append((ReportFormat(fmt), file))
     return pairs
 
 
@@ -197,7 +198,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(ReportFormat.names()), default="text", show_default=True)
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
 @click.option("--also", "also", multiple=True, metavar="FORMAT=FILE", callback=_also,
               help="Also write the report in FORMAT to FILE (repeatable): --also junit=envcheck.xml.")
@@ -257,8 +258,7 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
 @cli.command()
 @click.argument("ids", nargs=-1, metavar="[ID|PREFIX|NAME]...")
 @click.option("--all", "show_all", is_flag=True, help="Document every rule.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(DocFormat.names()), default="text", show_default=True)
 @_rules_option
 def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
     """Explain rules: what each detects, why it matters, how to fix it, and its references.
@@ -278,27 +278,21 @@ def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, 
         files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
     else:
         chosen = every
-    from envcheck.ruledoc import rules_json, rules_markdown, rules_text
+    from envcheck.ruledoc import render as render_rules
 
-    if fmt == "json":
-        click.echo(rules_json(chosen), nl=False)
-    elif fmt == "markdown":
-        click.echo(rules_markdown(files, only={r.id for r in chosen}), nl=False)
-    else:
-        click.echo(rules_text(chosen), nl=False)
+    click.echo(render_rules(files, chosen, fmt), nl=False)
 
 
 @cli.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(ProbeFormat.names()), default="text", show_default=True)
 @_probe_timeout_option
 @_no_cache_option
 @_python_option
 def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
     from envcheck.probes import run_probes
-    from envcheck.report.probes import render_json as probes_json
-    from envcheck.report.probes import render_text as probes_text
+    from envcheck.report.probes import render as render_probes
 
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
@@ -310,7 +304,7 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
                                      use_cache=not no_cache, progress=progress)
     finally:
         progress.clear()
-    click.echo(probes_json(results) if fmt == "json" else probes_text(results, cached), nl=False)
+    click.echo(render_probes(results, fmt, from_cache=cached), nl=False)
 
 
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:

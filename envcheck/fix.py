@@ -159,6 +159,15 @@ def plan(findings: Iterable[Finding], python: str) -> Plan:
     return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand))
 
 
+def commands(findings: Iterable[Finding], python: str) -> tuple[tuple[str, ...], ...]:
+    """Every command of `findings`, as `envcheck fix` would run them (deduplicated, ordered, installs merged).
+
+    The reports show a rule that fired for several items with these: one `pip install` of every missing
+    requirement instead of one command per item, and the same line `envcheck fix` then runs.
+    """
+    return tuple(step.argv for step in plan(findings, python).steps)
+
+
 # --- text --------------------------------------------------------------------------------------------------------
 
 

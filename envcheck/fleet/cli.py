@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from envcheck.model import FAIL_ON_LEVELS
+from envcheck.report.interface import FleetFormat
 
 if TYPE_CHECKING:
     from envcheck.rules import RulePack
@@ -31,7 +32,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _report_options(fn: F) -> F:
     """The options `fleet` and `fleet merge` share: what to evaluate and how to print it."""
     for option in reversed([
-        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True),
+        click.option("--format", "fmt", type=click.Choice(FleetFormat.names()), default="text", show_default=True),
         click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output."),
         click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True,
                      help="Lowest severity that makes the exit code 1 (an incomplete fleet always does)."),

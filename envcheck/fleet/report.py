@@ -11,8 +11,8 @@ from envcheck.model import Severity
 from envcheck.report import json as json_report
 from envcheck.report import text as text_report
 from envcheck.report.common import tally
+from envcheck.report.interface import FleetFormat, unreachable
 
-FORMATS = ("text", "json")
 SCHEMA_ID = "https://envcheck-ml.github.io/schemas/fleet-1.json"  # envcheck/schemas/fleet.schema.json
 SCHEMA_VERSION = 1
 _WIDTH = 100
@@ -22,8 +22,14 @@ _TABLE_GROUPS = 5  # up to this many environments the differences are a table, b
 _MARK = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
 
 
-def render(report: FleetReport, fmt: str, *, color: bool = False, verbose: bool = False) -> str:
-    return render_json(report) if fmt == "json" else render_text(report, color=color, verbose=verbose)
+def render(report: FleetReport, fmt: FleetFormat | str, *, color: bool = False, verbose: bool = False) -> str:
+    """`report` in format `fmt` (a FleetFormat, or its value)."""
+    fmt = FleetFormat(fmt)
+    if fmt is FleetFormat.TEXT:
+        return render_text(report, color=color, verbose=verbose)
+    if fmt is FleetFormat.JSON:
+        return render_json(report)
+    unreachable(fmt)
 
 
 # --- text -----------------------------------------------------------------------------------------------------------

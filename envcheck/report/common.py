@@ -1,6 +1,9 @@
-"""What every reporter shares: the order findings are shown in and the one-line tally."""
+"""What every reporter shares: the order findings are shown in, the one-line tally, and long commands wrapped."""
 
 from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
 
 from envcheck.model import Finding, Report, Severity, Status
 
@@ -36,3 +39,17 @@ def tally(report: Report) -> str:
     if report.count(Status.ERROR):
         rest.append(_plural(report.count(Status.ERROR), "rule error"))
     return ", ".join(head) + "; " + ", ".join(rest)
+
+
+def command_lines(argv: Sequence[str], width: int) -> list[str]:
+    """The command shell-quoted, split at argument boundaries into lines of at most `width` characters (an argument
+    longer than that gets a line of its own), each line but the last ending in ` \\`: a POSIX shell joins them back
+    into the one command, so a long `pip install` of many requirements still pastes as printed.
+    """
+    lines: list[str] = []
+    for word in map(shlex.quote, argv):
+        if lines and len(lines[-1]) + 1 + len(word) + len(" \\") <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word if not lines else "    " + word)
+    return [line + " \\" for line in lines[:-1]] + lines[-1:]

@@ -1,4 +1,9 @@
-"""GitHub Actions workflow commands: one annotation per problem (`::error title=EC0101 ...::message`).
+"""GitHub Actions workflow commands: one annotation per rule that found something (`::error title=EC0101 ...::msg`).
+
+A rule that fired for several items is one annotation listing them, with the fix once and one merged command.
+GitHub shows at most 10 annotations of each level per step and 50 per job, and drops the rest silently
+(actions/toolkit, docs/problem-matchers.md, "Limitations"): one annotation per item would let nine missing
+requirements of one distribution hide every other rule's annotation.
 
 Annotations appear on the workflow run and, when a file is named, on that file in pull requests. Values are escaped
 as the runner unescapes them (actions/toolkit, packages/core/src/command.ts): in the message `%`, CR and LF; in
@@ -8,8 +13,9 @@ nothing in a finding can start a workflow command of its own.
 
 from __future__ import annotations
 
-from envcheck.model import Finding, Report, Status
-from envcheck.report.common import problems, tally
+from envcheck.model import Report, Status
+from envcheck.report.common import tally
+from envcheck.report.groups import Problem, grouped
 from envcheck.templates import shell
 
 _LEVEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "notice", Status.ERROR: "warning"}
@@ -31,20 +37,23 @@ def annotation(level: str, message: str, *, title: str | None = None, file: str 
     return f"::{level}{' ' + ','.join(props) if props else ''}::{escape_data(message)}"
 
 
-def _message(f: Finding) -> str:
-    if f.status is Status.ERROR:
-        return f"this rule could not be evaluated: {f.detail}"
-    lines = [f.summary]
-    if f.fix:
-        lines.append(f"fix: {f.fix}")
-    lines += [f"$ {shell(argv)}" for argv in f.commands]
-    if f.references:
-        lines.append("see: " + " ".join(f.references))
+def _message(p: Problem) -> str:
+    if p.status is Status.ERROR:
+        return "this rule could not be evaluated: " + "; ".join(p.details)
+    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
+    lines += [f"fix: {text}" for text in p.fixes]
+    lines += [f"$ {shell(argv)}" for argv in p.commands]
+    if p.references:
+        lines.append("see: " + " ".join(p.references))
     return "\n".join(lines)
 
 
-def render(report: Report) -> str:
-    lines = [annotation(_LEVEL[f.status], _message(f), title=f"{f.rule_id} {f.name}") for f in problems(report)]
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
+    """The annotations, then one plain line; colour and verbosity do not apply."""
+    lines = []
+    for p in grouped(report):
+        count = f" ×{len(p.findings)}" if len(p.findings) > 1 else ""  # as the text report counts them
+        lines.append(annotation(_LEVEL[p.status], _message(p), title=f"{p.rule_id} {p.name}{count}"))
     lines += [annotation("warning", p, title="envcheck could not collect everything")
               for p in report.collection_problems]
     # A plain line (no command): the run's log says what was checked even when nothing was annotated.

@@ -44,5 +44,6 @@ def as_dict(report: Report) -> dict[str, Any]:
     }
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
+    """The JSON document: every finding, one per rule and item, whatever `verbose` says; never coloured."""
     return json.dumps(as_dict(report), indent=2, ensure_ascii=False) + "\n"

@@ -3,7 +3,8 @@
 A rule that fired (fail or warn) is a `<failure>` whose type is its severity; a rule that could not be evaluated is
 an `<error>`; a rule that was skipped (a fact it needs is unknown) or does not apply (n/a) is `<skipped>` with the
 reason; a pass is a bare testcase, and an info finding a pass with the note in `<system-out>`. A `foreach` rule with
-several items is still one testcase: its failure lists every item.
+several items is still one testcase: its failure lists every item, then the why and fix once and the merged
+command, as the text report does.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from itertools import groupby
 
 from envcheck.model import Finding, Report, Status
 from envcheck.report.common import tally
+from envcheck.report.groups import Problem
 from envcheck.templates import shell
 
 # Characters XML 1.0 cannot hold at all, escaped or not (a probe's stderr may carry ANSI escapes or NULs).
@@ -25,16 +27,14 @@ def _x(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _details(f: Finding) -> str:
-    lines = [f.summary]
-    if f.item:
-        lines.append("item: " + ", ".join(f"{k}={v}" for k, v in sorted(f.item.items())))
-    for label, value in (("why", f.why), ("evidence", f.evidence), ("fix", f.fix)):
-        if value:
-            lines.append(f"{label}: {value}")
-    lines += [f"$ {shell(argv)}" for argv in f.commands]
-    if f.references:
-        lines.append("see: " + " ".join(f.references))
+def _details(p: Problem) -> str:
+    """The failure's body, as the text report shows it: the items, the why and fix once, the merged commands."""
+    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
+    for label, texts in (("why", p.whys), ("evidence", p.evidence), ("fix", p.fixes)):
+        lines += [f"{label}: {text}" for text in texts]
+    lines += [f"$ {shell(argv)}" for argv in p.commands]
+    if p.references:
+        lines.append("see: " + " ".join(p.references))
     return "\n".join(lines)
 
 
@@ -44,7 +44,7 @@ def _message(findings: Sequence[Finding]) -> str:
     return f"{len(findings)} problems: " + "; ".join(f.summary for f in findings)
 
 
-def _testcase(suite: ET.Element, findings: Sequence[Finding]) -> str:
+def _testcase(suite: ET.Element, findings: Sequence[Finding], python: str) -> str:
     """Add one rule's testcase; return its outcome: "failure", "error", "skipped" or "pass"."""
     first = findings[0]
     case = ET.SubElement(suite, "testcase", classname=_x(f"envcheck.{first.area or 'rules'}"),
@@ -58,7 +58,7 @@ def _testcase(suite: ET.Element, findings: Sequence[Finding]) -> str:
     fired = [f for f in findings if f.status in (Status.FAIL, Status.WARN)]
     if fired:
         failure = ET.SubElement(case, "failure", type=fired[0].severity.value, message=_x(_message(fired)))
-        failure.text = _x("\n\n".join(_details(f) for f in fired))
+        failure.text = _x(_details(Problem.of(fired, python)))
         return "failure"
     if statuses <= {Status.SKIPPED, Status.NA}:
         if Status.SKIPPED in statuses:
@@ -70,18 +70,20 @@ def _testcase(suite: ET.Element, findings: Sequence[Finding]) -> str:
         return "skipped"
     notes = [f for f in findings if f.status is Status.INFO]
     if notes:
-        ET.SubElement(case, "system-out").text = _x("\n\n".join(_details(f) for f in notes))
+        ET.SubElement(case, "system-out").text = _x(_details(Problem.of(notes, python)))
     return "pass"
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
+    """JUnit XML; colour and verbosity do not apply (every rule is a testcase already)."""
     suites = ET.Element("testsuites", name="envcheck")
     suite = ET.SubElement(suites, "testsuite", name="envcheck")
     properties = ET.SubElement(suite, "properties")
     for name, value in (("python", report.python), ("origin", report.origin),
                         ("envcheck_version", report.envcheck_version)):
         ET.SubElement(properties, "property", name=name, value=_x(value))
-    outcomes = [_testcase(suite, list(group)) for _, group in groupby(report.findings, key=lambda f: f.rule_id)]
+    outcomes = [_testcase(suite, list(group), report.python)
+                for _, group in groupby(report.findings, key=lambda f: f.rule_id)]
     counts = {k: str(outcomes.count(k)) for k in ("failure", "error", "skipped")}
     for element in (suites, suite):
         element.set("tests", str(len(outcomes)))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.report.interface import ProbeFormat, unreachable
 
 # "cuda:0/backend=flash,dtype=float16": a cell of a device's backend x dtype grid.
 _GRID_CASE = re.compile(r"(?P<device>[^/]+)/backend=(?P<row>[^,]+),dtype=(?P<col>.+)")
@@ -72,3 +73,13 @@ def render_text(results: Mapping[str, ProbeResult], from_cache: bool) -> str:
 
 def render_json(results: Mapping[str, ProbeResult]) -> str:
     return json.dumps({name: asdict(r) for name, r in results.items()}, indent=2, ensure_ascii=False) + "\n"
+
+
+def render(results: Mapping[str, ProbeResult], fmt: ProbeFormat | str, *, from_cache: bool) -> str:
+    """The results in format `fmt` (a ProbeFormat, or its value); `from_cache` says where they came from."""
+    fmt = ProbeFormat(fmt)
+    if fmt is ProbeFormat.TEXT:
+        return render_text(results, from_cache)
+    if fmt is ProbeFormat.JSON:
+        return render_json(results)
+    unreachable(fmt)

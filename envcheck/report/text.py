@@ -1,14 +1,19 @@
-"""The default report for a terminal: one quiet line when all is well, each problem with why/fix/commands if not."""
+"""The default report for a terminal: one quiet line when all is well, each problem with why/fix/commands if not.
+
+A rule that fired for several items is one block: `[error ×12]`, the items as a list (the first ten without -v),
+the why and fix once, and one merged command, continued over lines with a trailing backslash when it is long.
+"""
 
 from __future__ import annotations
 
 import textwrap
 
-from envcheck.model import Finding, Report, Status
-from envcheck.report.common import problems, tally
-from envcheck.templates import shell
+from envcheck.model import Report, Status
+from envcheck.report.common import tally
+from envcheck.report.groups import Problem, grouped
 
 _WIDTH = 100
+_MAX_ITEMS = 10  # items of one rule listed without -v; the merged command still covers every one
 _MARK = {Status.FAIL: "✗", Status.WARN: "!", Status.INFO: "i", Status.ERROR: "?", Status.SKIPPED: "-",
          Status.PASS: "✓", Status.NA: "·"}
 _LABEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "info", Status.ERROR: "rule error",
@@ -29,38 +34,53 @@ class _Style:
 def _wrap(label: str, text: str, style: _Style) -> list[str]:
     """`    why: text...` with continuation lines aligned under the text, not under the label."""
     indent = " " * (4 + len(label) + 1)
-    lines = textwrap.wrap(text, width=_WIDTH - len(indent)) or [""]
+    lines = textwrap.wrap(text, width=_WIDTH - len(indent), break_long_words=False, break_on_hyphens=False) or [""]
     return [f"    {style('1', label)} {lines[0]}", *(f"{indent}{line}" for line in lines[1:])]
 
 
-def _problem(f: Finding, style: _Style) -> list[str]:
-    head = f"{style(_COLOR[f.status], _MARK[f.status] + ' ' + f.rule_id)} {style('1', f.name)}"
-    out = [f"{head}  [{_LABEL[f.status]}]"]
-    if f.status is Status.ERROR:
-        out.append(f"    this rule could not be evaluated: {f.detail}")
+def _item(text: str, prefix: str) -> list[str]:
+    """A summary line, wrapped under its own start (a long summary is read, not scrolled)."""
+    return textwrap.wrap(text, width=_WIDTH, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+                         break_long_words=False, break_on_hyphens=False) or [prefix.rstrip()]
+
+
+def _problem(p: Problem, style: _Style, verbose: bool) -> list[str]:
+    count = f" ×{len(p.findings)}" if len(p.findings) > 1 else ""
+    head = f"{style(_COLOR[p.status], _MARK[p.status] + ' ' + p.rule_id)} {style('1', p.name)}"
+    out = [f"{head}  [{_LABEL[p.status]}{count}]"]
+    if p.status is Status.ERROR:
+        out += [f"    this rule could not be evaluated: {detail}" for detail in p.details]
         return out
-    out.append(f"    {f.summary}")
-    if f.why:
-        out += _wrap("why:", f.why, style)
-    if f.evidence:
-        out += _wrap("evidence:", f.evidence, style)
-    if f.fix:
-        out += _wrap("fix:", f.fix, style)
-    for argv in f.commands:
-        out.append(f"      {style('1', '$')} {shell(argv)}")
-    if f.references:
-        out.append(f"    {style('2', 'see: ' + ' '.join(f.references))}")
+    if len(p.findings) == 1:
+        out += _item(p.first.summary, "    ")
+    else:
+        shown = p.summaries if verbose else p.summaries[:_MAX_ITEMS]
+        for summary in shown:
+            out += _item(summary, "    - ")
+        if len(shown) < len(p.summaries):
+            out.append(f"    - … and {len(p.summaries) - len(shown)} more (-v lists every one)")
+    for label, texts in (("why:", p.whys), ("evidence:", p.evidence), ("fix:", p.fixes)):
+        for text in texts:
+            out += _wrap(label, text, style)
+    for argv in p.commands:
+        first, *rest = p.command_lines(argv, _WIDTH - len("      $ "))
+        out += [f"      {style('1', '$')} {first}", *(f"        {line}" for line in rest)]
+    if p.references:
+        one_line = "    see: " + " ".join(p.references)
+        # Too long for one line: one address per line, each whole (a wrapped URL cannot be clicked).
+        out += [style("2", line) for line in ([one_line] if len(one_line) <= _WIDTH else
+                                              [f"    see: {p.references[0]}",
+                                               *(f"         {r}" for r in p.references[1:])])]
     return out
 
 
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     style = _Style(color)
     lines: list[str] = []
-    for problem in report.collection_problems:
-        lines.append(style("33", f"! could not collect everything: {problem}"))
-    shown = problems(report)
-    for f in shown:
-        lines += _problem(f, style)
+    for gap in report.collection_problems:
+        lines.append(style("33", f"! could not collect everything: {gap}"))
+    for problem in grouped(report):
+        lines += _problem(problem, style, verbose)
         lines.append("")
     if verbose:
         for f in report.findings:

@@ -1,0 +1,92 @@
+"""A rule's findings read together: when one rule fires for several items (nine missing requirements of one
+distribution), a person reads the items as a list, the why and the fix once, and one merged command.
+
+The merge is `envcheck fix`'s own (`fix.commands`), so the command a report shows is the one `envcheck fix` runs.
+The JSON report keeps one finding per item: it is the machine format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+from envcheck import fix
+from envcheck.model import Finding, Report, Severity, Status
+from envcheck.report.common import command_lines, problems
+from envcheck.templates import shell
+
+
+def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
+    """The non-empty texts, each once, in first-seen order."""
+    return tuple(dict.fromkeys(t for t in texts if t))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The findings of one rule with one status (a `foreach` rule: one per item), in the engine's order."""
+
+    findings: tuple[Finding, ...]  # at least one
+    commands: tuple[tuple[str, ...], ...]  # every finding's commands, merged as `envcheck fix` merges them
+
+    @classmethod
+    def of(cls, findings: Sequence[Finding], python: str) -> Problem:
+        return cls(tuple(findings), fix.commands(findings, python))
+
+    def command_lines(self, argv: tuple[str, ...], width: int) -> list[str]:
+        """`argv` shell-quoted for display: one line for a single finding's command (as a script greps it), and
+        continued over lines of `width` for a command merged from several items, which grows with them."""
+        return command_lines(argv, width) if len(self.findings) > 1 else [shell(argv)]
+
+    @property
+    def first(self) -> Finding:
+        return self.findings[0]
+
+    @property
+    def rule_id(self) -> str:
+        return self.first.rule_id
+
+    @property
+    def name(self) -> str:
+        return self.first.name
+
+    @property
+    def status(self) -> Status:
+        return self.first.status
+
+    @property
+    def severity(self) -> Severity:
+        return self.first.severity
+
+    @property
+    def summaries(self) -> tuple[str, ...]:
+        """One line per item."""
+        return tuple(f.summary for f in self.findings)
+
+    # A rule's why and fix hold item placeholders only where the item changes them; the same text is shown once.
+    @property
+    def whys(self) -> tuple[str, ...]:
+        return _distinct(f.why for f in self.findings)
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        return _distinct(f.fix for f in self.findings)
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        return _distinct(f.evidence for f in self.findings)
+
+    @property
+    def details(self) -> tuple[str, ...]:
+        """For a rule that could not be evaluated: what went wrong."""
+        return _distinct(f.detail for f in self.findings)
+
+    @property
+    def references(self) -> tuple[str, ...]:
+        return _distinct(r for f in self.findings for r in f.references)
+
+
+def grouped(report: Report) -> list[Problem]:
+    """The report's problems (common.problems, in its order), one Problem per rule and status."""
+    return [Problem.of(list(group), report.python)
+            for _, group in groupby(problems(report), key=lambda f: (f.status, f.rule_id))]
