@@ -34,6 +34,8 @@ def render(report: Report) -> str:
                 out += ["```sh", *(shell(argv) for argv in f.commands), "```", ""]
             if f.references:
                 out += ["References: " + ", ".join(f"<{r}>" for r in f.references), ""]
+    if report.installer and any(f.commands for f in shown):
+        out += [f"Commands use {_cell(report.installer)}.", ""]
     skipped = [f for f in report.findings if f.status is Status.SKIPPED]
     if skipped:
         out += ["<details><summary>Skipped rules</summary>", ""]

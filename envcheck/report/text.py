@@ -69,6 +69,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
                 lines.append(f"{style(_COLOR[f.status], _MARK[f.status])} {f.rule_id} {f.name}"
                              f"  [{_LABEL[f.status]}]{note}")
         lines.append("")
+    if report.installer and any(f.commands for f in shown):
+        lines.append(style("2", f"commands use {report.installer}"))
     where = report.python if report.origin == "local" else f"{report.python} ({report.origin})"
     hint = " (-v says why)" if not verbose and report.count(Status.SKIPPED) else ""
     lines.append(f"envcheck {report.envcheck_version}: {tally(report)}{hint} — {where}")
