@@ -62,7 +62,7 @@ class Plan:
     python: str  # the checked interpreter
     steps: tuple[Step, ...]  # in the order they run
     by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
-    installer: str = ""  # which installer the commands use and why (Report.installer)
+    installer_line: str = ""  # which installer the commands use and why (Report.installer)
 
     def runnable(self, allow_other: bool) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if allow_other or not s.needs_opt_in)
@@ -139,7 +139,7 @@ def _merged(steps: list[Step], python: str) -> list[Step]:
     return out
 
 
-def plan(findings: Iterable[Finding], python: str, installer: str = "") -> Plan:
+def plan(findings: Iterable[Finding], python: str, installer_line: str = "") -> Plan:
     """The commands that fix `findings` in `python`, deduplicated, ordered and merged (see the module docstring)."""
     counts: dict[tuple[str, ...], int] = {}
     sources: dict[tuple[str, ...], list[str]] = {}
@@ -164,7 +164,7 @@ def plan(findings: Iterable[Finding], python: str, installer: str = "") -> Plan:
     ordered = first + [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in
                                                           and s.installer != "ensurepip"]
     ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in]
-    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer=installer)
+    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line)
 
 
 # --- text --------------------------------------------------------------------------------------------------------
@@ -174,8 +174,8 @@ def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
     runnable, held = the_plan.runnable(allow_other), the_plan.held_back(allow_other)
     noun = "command" if len(runnable) == 1 else "commands"
     lines = [f"envcheck fix: {len(runnable)} {noun} for {the_plan.python}"]
-    if the_plan.installer:
-        lines.append(f"installer: {the_plan.installer}")
+    if the_plan.installer_line:
+        lines.append(f"installer: {the_plan.installer_line}")
     lines += [f"  {i}. {shell(s.argv)}    ({', '.join(s.rules)})" for i, s in enumerate(runnable, 1)]
     if held:
         lines.append("not run: not an installer command (pass --allow-other to run it):")
