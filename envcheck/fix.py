@@ -48,7 +48,7 @@ class Step:
     """One command of the plan."""
 
     argv: tuple[str, ...]
-    installer: str | None  # "pip", "uv", "conda", "ensurepip"; None: not an installer command (runs only with --allow-other)
+    installer: str | None  # "pip", "uv", "conda", "ensurepip"; None: not an installer (runs only with --allow-other)
     removes: bool  # an uninstall / remove: runs before every install
     rules: tuple[str, ...]  # the rule ids of the findings that asked for it
 
