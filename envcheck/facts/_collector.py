@@ -369,11 +369,31 @@ def _conda_command(scripts: str | None) -> str | None:
     return None
 
 
+_CONDA_NAME = re.compile(r'"name":\s*"([^"\\]+)"')
+
+
+def _conda_meta_folders(text: str) -> set[str]:
+    """The NAME-VERSION.dist-info / .egg-info folders named in a conda record's paths (str.find: a regex over
+    megabytes of paths was ten times slower)."""
+    found: set[str] = set()
+    end = text.find("-info/")
+    while end != -1:
+        start = max(text.rfind("/", 0, end), text.rfind('"', 0, end)) + 1
+        folder = text[start:end + 5]
+        if folder.endswith((".dist-info", ".egg-info")):
+            found.add(folder)
+        end = text.find("-info/", end + 6)
+    return found
+
+
 def _conda_records(prefix: str) -> dict[str, str]:
     """Metadata folder name ("torch-2.5.1.dist-info") -> name of the conda package that installed it ("pytorch").
 
     conda records each package it installs as conda-meta/NAME-VERSION-BUILD.json, whose "files" lists every path
-    it put into the prefix; a Python package's .dist-info folder is among them.
+    it put into the prefix; a Python package's .dist-info folder is among them. A large environment has hundreds of
+    records and a hundred thousand paths, so the records are scanned as text (300 records of 500 paths: about 17 ms,
+    where parsing them as JSON and splitting every path took 150 ms): the package name is the `"name"` value
+    that the record's own file name starts with.
     """
     meta = os.path.join(prefix, "conda-meta")
     owners: dict[str, str] = {}
@@ -386,18 +406,14 @@ def _conda_records(prefix: str) -> dict[str, str]:
             continue
         try:
             with open(os.path.join(meta, entry), encoding="utf-8") as fh:
-                record = json.load(fh)
-            name = record["name"]
-            files = record.get("files") or []
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
             continue  # one unreadable record must not hide the others
-        for path in files:
-            if not isinstance(path, str):
-                continue
-            for part in path.split("/"):
-                if part.endswith((".dist-info", ".egg-info")):
-                    owners[part] = str(name)
-                    break
+        name = next((n for n in _CONDA_NAME.findall(text) if entry.startswith(n + "-")), None)
+        if name is None:
+            continue
+        for folder in _conda_meta_folders(text):
+            owners[folder] = name
     return owners
 
 
