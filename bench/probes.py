@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Series, child_env, machine, run_alternating, run_once, table
+from _common import Series, child_env, machine, run_alternating, run_once, table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
