@@ -73,11 +73,11 @@ def _kind(facts: Facts) -> tuple[str, str]:
     if found.uv is not None and not found.pip:
         return "uv", "the environment has no pip"
     if found.pip:
-        made = f"; uv {found.uv_venv} made it, but no uv is on PATH" if found.uv_venv is not None else ""
+        made = f"; uv {found.uv_venv} made it, but no uv was found" if found.uv_venv is not None else ""
         return "pip", "pip is installed in the environment" + made
     if found.ensurepip:
-        return "ensurepip", "the environment has no pip and no uv is on PATH: `python -m ensurepip` installs pip"
-    return "none", "the environment has no pip, no uv is on PATH, and ensurepip has no pip to install"
+        return "ensurepip", "the environment has no pip and no uv was found: `python -m ensurepip` installs pip"
+    return "none", "the environment has no pip, no uv was found, and ensurepip has no pip to install"
 
 
 def choose(facts: Facts) -> Installer:

@@ -120,8 +120,8 @@ def test_conda_removal_asked_twice_is_one_transaction() -> None:
     pytest.param(None, False, "pip (this snapshot does not record the installer)", id="old"),
     pytest.param(PIP_VENV, False, "pip (pip is installed in the environment)", id="pip"),
     pytest.param(UV_VENV, False, "uv pip (the environment was made by uv 0.13.9 and has no pip)", id="uv"),
-    pytest.param(UV_VENV_NO_UV, False, "pip (pip is installed in the environment; uv 0.13.9 made it, but no uv is "
-                 "on PATH)", id="uv-missing"),
+    pytest.param(UV_VENV_NO_UV, False, "pip (pip is installed in the environment; uv 0.13.9 made it, but no uv was "
+                 "found)", id="uv-missing"),
     pytest.param({"pip": True, "conda": "mamba", "conda_owned": {"torch": "pytorch"}}, True,
                  "pip (pip is installed in the environment); mamba removes the 1 distribution conda installed",
                  id="conda"),
