@@ -354,7 +354,7 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     if not todo:
         click.echo(f"envcheck fix: nothing to fix at --fail-on {level} ({tally(before)})")
         raise click.exceptions.Exit(EXIT_CLEAN)
-    plan = fix_mod.plan(todo, before.python)
+    plan = fix_mod.plan(todo, before.python, before.installer)
     click.echo(fix_mod.render_plan(plan, allow_other=allow_other), nl=False)
     steps = plan.runnable(allow_other)
     if dry_run:

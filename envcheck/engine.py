@@ -7,11 +7,12 @@ opens a file: a saved snapshot evaluates the same anywhere, and a bad table has 
 from __future__ import annotations
 
 from envcheck import __version__
+from envcheck.commands import choose
 from envcheck.conditions import Context
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
 from envcheck.rules import RulePack
-from envcheck.templates import render, render_argv
+from envcheck.templates import render, render_commands
 
 
 def evaluate(pack: RulePack, facts: Facts) -> Report:
@@ -30,6 +31,7 @@ def evaluate(pack: RulePack, facts: Facts) -> Report:
         origin=facts.origin,
         envcheck_version=__version__,
         collection_problems=facts.problems,
+        installer=choose(facts).describe(),
     )
 
 
@@ -47,6 +49,8 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     facts = ctx.facts
+    commands = render_commands(rule.commands, facts, item)
+    fix = render(rule.fix, facts, item)
     return Finding(
         rule_id=rule.id,
         name=rule.name,
@@ -54,8 +58,8 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
         status=FINDING_STATUS[rule.severity],
         summary=render(rule.summary, facts, item),
         why=render(rule.why, facts, item),
-        fix=render(rule.fix, facts, item),
-        commands=tuple(render_argv(argv, facts, item) for argv in rule.commands),
+        fix=f"{fix} {commands.by_hand}" if commands.by_hand else fix,
+        commands=commands.commands,
         references=rule.references,
         item=item,
         area=rule.area,

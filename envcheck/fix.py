@@ -16,8 +16,10 @@ How the plan is made:
   merged only when every option is a known flag without a value and every argument is a PEP 508 requirement;
   anything else (an index URL, a local path, `-r FILE`) runs on its own, unchanged.
 - Only installer commands run without an opt-in: `PYTHON -m pip ...` for the checked interpreter, `uv pip ...`
-  (given `--python PYTHON` when it names no interpreter) and `conda` / `mamba` / `micromamba`. Anything else
-  (`python -m venv`, a pip of another interpreter) needs `--allow-other`.
+  (given `--python PYTHON` when it names no interpreter), `conda` / `mamba` / `micromamba`, and
+  `PYTHON -m ensurepip`, which envcheck/commands.py puts first where the environment has neither pip nor uv and
+  which therefore runs before everything else. Anything else (`python -m venv`, a pip of another interpreter)
+  needs `--allow-other`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class Step:
     """One command of the plan."""
 
     argv: tuple[str, ...]
-    installer: str | None  # "pip", "uv", "conda"; None: not an installer command (runs only with --allow-other)
+    installer: str | None  # "pip", "uv", "conda", "ensurepip"; None: not an installer (runs only with --allow-other)
     removes: bool  # an uninstall / remove: runs before every install
     rules: tuple[str, ...]  # the rule ids of the findings that asked for it
 
@@ -60,6 +62,7 @@ class Plan:
     python: str  # the checked interpreter
     steps: tuple[Step, ...]  # in the order they run
     by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
+    installer_line: str = ""  # which installer the commands use and why (Report.installer)
 
     def runnable(self, allow_other: bool) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if allow_other or not s.needs_opt_in)
@@ -72,6 +75,8 @@ def _installer(argv: Sequence[str], python: str) -> tuple[str | None, int]:
     """(installer, length of the prefix up to and including its subcommand); (None, 0) for anything else."""
     if len(argv) >= 4 and argv[0] == python and argv[1:3] == ("-m", "pip"):
         return "pip", 4
+    if tuple(argv) == (python, "-m", "ensurepip"):
+        return "ensurepip", 3
     name = PurePath(argv[0]).name if argv else ""
     if name == "uv" and len(argv) >= 3 and argv[1] == "pip":
         return "uv", 3
@@ -134,7 +139,7 @@ def _merged(steps: list[Step], python: str) -> list[Step]:
     return out
 
 
-def plan(findings: Iterable[Finding], python: str) -> Plan:
+def plan(findings: Iterable[Finding], python: str, installer_line: str = "") -> Plan:
     """The commands that fix `findings` in `python`, deduplicated, ordered and merged (see the module docstring)."""
     counts: dict[tuple[str, ...], int] = {}
     sources: dict[tuple[str, ...], list[str]] = {}
@@ -154,9 +159,12 @@ def plan(findings: Iterable[Finding], python: str) -> Plan:
         removes = installer is not None and argv[prefix - 1] in _REMOVE
         target = _targeted(argv, installer, prefix, python)
         steps += [Step(target, installer, removes, tuple(sources[argv]))] * n
-    ordered = [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in]
+    # pip itself first where it has to be bootstrapped, then removals, then installs.
+    first = [s for s in steps if s.installer == "ensurepip"]
+    ordered = first + [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in
+                                                          and s.installer != "ensurepip"]
     ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in]
-    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand))
+    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line)
 
 
 def commands(findings: Iterable[Finding], python: str) -> tuple[tuple[str, ...], ...]:
@@ -175,6 +183,8 @@ def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
     runnable, held = the_plan.runnable(allow_other), the_plan.held_back(allow_other)
     noun = "command" if len(runnable) == 1 else "commands"
     lines = [f"envcheck fix: {len(runnable)} {noun} for {the_plan.python}"]
+    if the_plan.installer_line:
+        lines.append(f"installer: {the_plan.installer_line}")
     lines += [f"  {i}. {shell(s.argv)}    ({', '.join(s.rules)})" for i, s in enumerate(runnable, 1)]
     if held:
         lines.append("not run: not an installer command (pass --allow-other to run it):")

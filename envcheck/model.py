@@ -92,6 +92,7 @@ class Report:
     origin: str  # where the facts came from: "local", "python:PATH", "file:PATH"
     envcheck_version: str
     collection_problems: tuple[str, ...] = field(default=())
+    installer: str = ""  # which installer the commands use and why, in words (envcheck/commands.py)
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.status is status)

@@ -1,7 +1,9 @@
 """Placeholders in a rule's summary, why, fix and commands: `{python}`, `{item.KEY}`, `{NAME.version}`, ...
 
 Commands are argv lists: each element is filled in on its own, so a value with spaces stays one argument, and the
-shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run.
+shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run. `render_commands`
+then writes them for the environment's installer (`{python} -m pip ...` becomes `uv pip ...` in a uv venv; see
+envcheck/commands.py), so every report and `envcheck fix` show the same, runnable commands.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import re
 import shlex
 from collections.abc import Iterable
 
+from envcheck.commands import Rendered, for_environment
 from envcheck.facts.snapshot import Facts
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -79,6 +82,12 @@ def render(text: str, facts: Facts, item: dict[str, str] | None = None) -> str:
 
 def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None) -> tuple[str, ...]:
     return tuple(render(arg, facts, item) for arg in argv)
+
+
+def render_commands(argvs: Iterable[Iterable[str]], facts: Facts,
+                    item: dict[str, str] | None = None) -> Rendered:
+    """A rule's commands, filled in and written for the checked environment's installer."""
+    return for_environment((render_argv(argv, facts, item) for argv in argvs), facts)
 
 
 def shell(argv: Iterable[str]) -> str:

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import socket
 import subprocess
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable
@@ -45,10 +46,19 @@ def collect(request: dict[str, Any], python: str | None = None) -> Facts:
     else:
         raw = _collect_foreign(python, request)
         origin = f"python:{python}"
+    _installer_beside_envcheck(raw)
     raw["envcheck_version"] = __version__
     raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
     facts = Facts.from_dict(raw, file=origin, origin=origin)
     return dataclasses.replace(facts, nvml=nvml.result())
+
+
+def _installer_beside_envcheck(raw: dict[str, Any]) -> None:
+    """A uv that envcheck's own environment has (`pipx install envcheck-ml`, uv in envcheck's venv) can install
+    into the checked one too (`uv pip --python PATH`): use it where the checked interpreter found none."""
+    installer = raw.get("installer")
+    if isinstance(installer, dict) and installer.get("uv") is None:
+        installer["uv"] = _collector.tool_command("uv", sysconfig.get_path("scripts"))
 
 
 class _Background:

@@ -16,6 +16,7 @@ from envcheck.errors import FactsError
 from envcheck.facts._collector import SCHEMA, canonical_name
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
+from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.probe_results import ProbeResult
 
 __all__ = ["SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact", "TorchBuild"]
@@ -158,6 +159,8 @@ class Facts:
     envcheck_version: str = ""  # version of envcheck that collected the snapshot
     host: str = ""  # socket.gethostname() of the machine it was collected on; "" when unknown (older snapshots)
     origin: str = "local"  # "local", "python:PATH" or "file:PATH": where these facts came from
+    installer: InstallerFacts | None = None  # pip / uv / conda available to change it; None: not recorded (older
+    # snapshots), and commands are then written for pip
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -198,6 +201,7 @@ class Facts:
             "sources": {k: asdict(v) for k, v in sorted(self.sources.items())},
             "env": dict(sorted(self.env.items())),
             "partial_installs": list(self.partial_installs),
+            "installer": None if self.installer is None else asdict(self.installer),
             "nvml": None if self.nvml is None else asdict(self.nvml),
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
@@ -222,6 +226,7 @@ class Facts:
         sources = r.obj("sources", optional=True)
         nvml = r.obj("nvml", optional=True)
         probes = r.obj("probes", optional=True)
+        installer = r.obj("installer", optional=True)  # absent from snapshots older than the field
         return cls(
             python=PythonFacts.from_reader(python),
             distributions=tuple(
@@ -244,4 +249,5 @@ class Facts:
             envcheck_version=r.opt_str("envcheck_version") or "",
             host=r.opt_str("host") or "",
             origin=origin,
+            installer=None if installer is None else InstallerFacts.from_reader(installer),
         )

@@ -38,6 +38,7 @@ def as_dict(report: Report) -> dict[str, Any]:
         "envcheck_version": report.envcheck_version,
         "python": report.python,
         "origin": report.origin,
+        "installer": report.installer,
         "summary": report.counts(),
         "collection_problems": list(report.collection_problems),
         "findings": [finding_dict(f) for f in report.findings],

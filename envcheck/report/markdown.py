@@ -54,6 +54,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         out += ["| | Rule | Severity | Problem |", "|---|---|---|---|", *(_row(p) for p in shown), ""]
         for p in shown:
             out += _section(p)
+    if report.installer and any(p.commands for p in shown):
+        out += [f"Commands use {_cell(report.installer)}.", ""]
     skipped = [f for f in report.findings if f.status is Status.SKIPPED]
     if skipped:
         out += ["<details><summary>Skipped rules</summary>", ""]

@@ -79,7 +79,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     lines: list[str] = []
     for gap in report.collection_problems:
         lines.append(style("33", f"! could not collect everything: {gap}"))
-    for problem in grouped(report):
+    problems = grouped(report)
+    for problem in problems:
         lines += _problem(problem, style, verbose)
         lines.append("")
     if verbose:
@@ -89,6 +90,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
                 lines.append(f"{style(_COLOR[f.status], _MARK[f.status])} {f.rule_id} {f.name}"
                              f"  [{_LABEL[f.status]}]{note}")
         lines.append("")
+    if report.installer and any(p.commands for p in problems):
+        lines.append(style("2", f"commands use {report.installer}"))
     where = report.python if report.origin == "local" else f"{report.python} ({report.origin})"
     hint = " (-v says why)" if not verbose and report.count(Status.SKIPPED) else ""
     lines.append(f"envcheck {report.envcheck_version}: {tally(report)}{hint} — {where}")

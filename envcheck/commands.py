@@ -1,0 +1,161 @@
+"""Commands for the installer the checked environment has. Pure: facts in, argv tuples out.
+
+Rules write every install and removal as `{python} -m pip ...`: pip's command line is the one every Python user
+reads, uv's `uv pip` interface mirrors it, and a project's own rule directories keep working unchanged. What runs is
+decided here, per environment, from the collected installer facts (envcheck/facts/installer.py):
+
+- pip, when pip is importable by the checked interpreter and uv did not make the environment;
+- `uv pip SUBCOMMAND --python PYTHON ...`, when uv made the environment (`uv venv` writes `uv = VERSION` into
+  pyvenv.cfg and installs no pip) or the environment has no pip, and a uv is found. uv's options differ from pip's
+  in a few places: `uninstall` has no `-y` (it never asks), `--ignore-installed` is `--reinstall`, and pip's
+  `--no-input` / `--disable-pip-version-check` have no counterpart (uv never prompts, never checks itself);
+- `CONDA remove -p PREFIX -y NAME` for removing a distribution that conda installed (its conda-meta record lists
+  the .dist-info folder): removing it with pip would leave conda's record of it behind, and the next conda
+  transaction would trust a package that is gone. Installs stay with pip / uv: conda package names and channels
+  differ from PyPI's, so a pip requirement has no faithful conda translation;
+- with neither pip nor uv, `PYTHON -m ensurepip` first (the standard library's pip bootstrap, offline), then pip;
+- and where not even ensurepip can provide pip, no command at all: the fix says what to do by hand, because a
+  command that cannot run must not be printed as if it could.
+
+Snapshots older than the installer fact get pip, as before.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import Facts
+
+# `uv pip` has these subcommands with pip's meaning; pip's others (download, wheel, ...) have no uv counterpart.
+_UV_SUBCOMMANDS = frozenset({"install", "uninstall", "freeze", "list", "show", "check"})
+_UV_DROP = frozenset({"-y", "--yes", "--no-input", "--disable-pip-version-check"})
+_UV_RENAME = {"-I": "--reinstall", "--ignore-installed": "--reinstall"}
+
+
+@dataclass(frozen=True)
+class Installer:
+    """The installer chosen for an environment, and why, in words."""
+
+    kind: str  # "pip", "uv", "ensurepip" (pip, installed first by ensurepip) or "none" (commands are by hand)
+    reason: str
+    uv: str | None = None  # how to run uv when kind == "uv"
+    conda: str | None = None  # how to run conda for what conda installed; None: conda is not used
+    conda_owned: int = 0  # how many distributions conda installed
+
+    def describe(self) -> str:
+        """One line for reports: "uv pip (the environment was made by uv 0.13.9 and has no pip)"."""
+        name = {"pip": "pip", "uv": "uv pip", "ensurepip": "pip, after ensurepip", "none": "none"}[self.kind]
+        line = f"{name} ({self.reason})"
+        if self.conda is not None and self.conda_owned:
+            noun = "distribution" if self.conda_owned == 1 else "distributions"
+            line += f"; {self.conda} removes the {self.conda_owned} {noun} conda installed"
+        return line
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Commands for one finding, and what to do by hand for those that cannot run here."""
+
+    commands: tuple[tuple[str, ...], ...]
+    by_hand: str = ""  # a sentence for the finding's fix; empty when every command runs
+
+
+def _kind(facts: Facts) -> tuple[str, str]:
+    """(kind, reason): see the module docstring."""
+    found = facts.installer
+    if found is None:
+        return "pip", "this snapshot does not record the installer"
+    if found.uv is not None and found.uv_venv is not None:
+        return "uv", f"the environment was made by uv {found.uv_venv}" + ("" if found.pip else " and has no pip")
+    if found.uv is not None and not found.pip:
+        return "uv", "the environment has no pip"
+    if found.pip:
+        made = f"; uv {found.uv_venv} made it, but no uv was found" if found.uv_venv is not None else ""
+        return "pip", "pip is installed in the environment" + made
+    if found.ensurepip:
+        return "ensurepip", "the environment has no pip and no uv was found: `python -m ensurepip` installs pip"
+    return "none", "the environment has no pip, no uv was found, and ensurepip has no pip to install"
+
+
+def choose(facts: Facts) -> Installer:
+    """The installer envcheck's commands use in this environment (see the module docstring)."""
+    kind, reason = _kind(facts)
+    found = facts.installer
+    if found is None:
+        return Installer(kind, reason)
+    conda = found.conda if facts.python.conda and found.conda_owned else None
+    return Installer(kind, reason, uv=found.uv if kind == "uv" else None, conda=conda,
+                     conda_owned=len(found.conda_owned) if conda else 0)
+
+
+def _is_pip(argv: Sequence[str], python: str) -> bool:
+    return len(argv) >= 4 and argv[0] == python and tuple(argv[1:3]) == ("-m", "pip")
+
+
+def _to_uv(argv: Sequence[str], uv: str, python: str) -> tuple[str, ...]:
+    rest = [_UV_RENAME.get(a, a) for a in argv[4:] if a not in _UV_DROP]
+    return (uv, "pip", argv[3], "--python", python, *rest)
+
+
+def _conda_split(argv: Sequence[str], facts: Facts, conda: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """A pip uninstall split into (`conda remove` of what conda installed, the pip uninstall of the rest).
+
+    The pip part is () when nothing is left for pip. An uninstall with options other than -y (`-r FILE`) is left
+    whole to pip: its arguments are not all names.
+    """
+    options = [a for a in argv[4:] if a.startswith("-")]
+    names = [a for a in argv[4:] if not a.startswith("-")]
+    owned = facts.installer.conda_owned if facts.installer is not None else {}
+    if any(o not in ("-y", "--yes") for o in options) or not any(canonical_name(n) in owned for n in names):
+        return None, tuple(argv)
+    conda_names = tuple(dict.fromkeys(owned[canonical_name(n)] for n in names if canonical_name(n) in owned))
+    rest = [n for n in names if canonical_name(n) not in owned]
+    remove = (conda, "remove", "-p", facts.python.prefix, "-y", *conda_names)
+    return remove, ((*argv[:4], *options, *rest) if rest else ())
+
+
+def for_environment(commands: Iterable[Sequence[str]], facts: Facts) -> Rendered:
+    """`commands` (argv, placeholders filled in) as the checked environment runs them.
+
+    Only `PYTHON -m pip ...` of the checked interpreter is rewritten; any other command is kept as written.
+    """
+    python = facts.python.executable
+    chosen = choose(facts)
+    out: list[tuple[str, ...]] = []
+    conda_removals: set[tuple[str, ...]] = set()
+    unrunnable: list[tuple[str, ...]] = []
+    bootstrap = False
+    for raw in commands:
+        argv = tuple(raw)
+        if not _is_pip(argv, python):
+            out.append(argv)
+            continue
+        if argv[3] == "uninstall" and chosen.conda is not None:
+            remove, argv = _conda_split(argv, facts, chosen.conda)
+            if remove is not None and remove not in conda_removals:
+                # A removal asked twice (one per duplicated copy, for pip) is one conda transaction.
+                conda_removals.add(remove)
+                out.append(remove)
+            if not argv:
+                continue
+        found = facts.installer
+        if chosen.uv is not None and argv[3] in _UV_SUBCOMMANDS:
+            out.append(_to_uv(argv, chosen.uv, python))
+        elif found is None or found.pip:
+            out.append(argv)
+        elif found.ensurepip:  # no pip, and no uv (or a pip subcommand uv lacks): bootstrap pip first
+            bootstrap = True
+            out.append(argv)
+        else:
+            unrunnable.append(argv)
+    if bootstrap:
+        out.insert(0, (python, "-m", "ensurepip"))
+    by_hand = ""
+    if unrunnable:
+        lines = "; ".join(shlex.join(a) for a in unrunnable)
+        by_hand = (f"No command is printed because nothing here can run it ({chosen.reason}): make pip or uv "
+                   f"available to {python}, then run: {lines}")
+    return Rendered(tuple(out), by_hand)
