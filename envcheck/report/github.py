@@ -44,7 +44,9 @@ def _message(f: Finding) -> str:
 
 
 def render(report: Report) -> str:
-    lines = [annotation(_LEVEL[f.status], _message(f), title=f"{f.rule_id} {f.name}") for f in problems(report)]
+    # A notice first: the run's summary says which interpreter was checked, and why, even when all is well.
+    lines = [] if report.target is None else [annotation("notice", report.target.line(), title="envcheck")]
+    lines += [annotation(_LEVEL[f.status], _message(f), title=f"{f.rule_id} {f.name}") for f in problems(report)]
     lines += [annotation("warning", p, title="envcheck could not collect everything")
               for p in report.collection_problems]
     # A plain line (no command): the run's log says what was checked even when nothing was annotated.

@@ -14,8 +14,10 @@ def _cell(text: str) -> str:
 def render(report: Report) -> str:
     shown = problems(report)
     icon = ":x:" if any(f.status is Status.FAIL for f in shown) else (":warning:" if shown else ":white_check_mark:")
-    out = [f"## {icon} envcheck {report.envcheck_version}", "",
-           f"**{_cell(tally(report))}** — `{report.python}`", ""]
+    out = [f"## {icon} envcheck {report.envcheck_version}", ""]
+    if report.target is not None:
+        out += [f"Checked `{report.target.python}`: {_cell(report.target.reason)}", ""]
+    out += [f"**{_cell(tally(report))}** — `{report.python}`", ""]
     if shown:
         out += ["| | Rule | Severity | Problem |", "|---|---|---|---|"]
         for f in shown:

@@ -55,7 +55,9 @@ def _problem(f: Finding, style: _Style) -> list[str]:
 
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     style = _Style(color)
-    lines: list[str] = []
+    # The first line names the checked interpreter and how it was chosen: checking the wrong one is the mistake
+    # that no verdict below can reveal.
+    lines: list[str] = [] if report.target is None else [report.target.line()]
     for problem in report.collection_problems:
         lines.append(style("33", f"! could not collect everything: {problem}"))
     shown = problems(report)
