@@ -84,7 +84,7 @@ def test_every_format_names_the_target(project: Path, tmp_path: Path) -> None:
                               "in_process": False}
     assert f"Checked `{python}`: from ./.venv" in out["markdown"].read_text(encoding="utf-8")
     props = {p.get("name"): p.get("value")
-             for p in ET.parse(out["junit"]).getroot().iter("property")}  # noqa: S314 - our own output
+             for p in ET.parse(out["junit"]).getroot().iter("property")}
     assert (props["target"], props["target_source"]) == (f"checked {python}: from ./.venv", "project-venv")
     first = out["github"].read_text(encoding="utf-8").splitlines()[0]
     assert first == f"::notice title=envcheck::checked {python}: from ./.venv"
