@@ -194,12 +194,12 @@ def check(
                      require=require, forbid=forbid)
     probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
     target = None
-    if facts_file is None:
-        where = target_mod.Surroundings.current(_path(project_dir))
-        if python is not None or discover:
-            target = target_mod.discover(_path(python), where=where, option="the python argument")
-        else:
-            target = target_mod.own(where)
+    if python is not None:
+        target = target_mod.discover(_path(python), option="the python argument")
+    elif discover and facts_file is None:
+        target = target_mod.discover(where=target_mod.Surroundings.current(_path(project_dir)))
+    elif facts_file is None:
+        target = target_mod.own()
     # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
     facts = gather(rules.every, python=target, facts_file=_path(facts_file), probes=probes)
     return checked(evaluate(rules.chosen, facts), target, facts_file=_path(facts_file))

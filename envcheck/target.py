@@ -69,9 +69,14 @@ class Surroundings:
 
     @classmethod
     def current(cls, cwd: str | os.PathLike[str] | None = None) -> Surroundings:
-        # absolute(), not resolve(): the paths shown keep the user's spelling of a symlinked folder.
-        return cls(cwd=(Path.cwd() if cwd is None else Path(cwd)).absolute(), environ=os.environ,
-                   own_prefix=sys.prefix, own_executable=sys.executable, windows=os.name == "nt")
+        try:
+            # absolute(), not resolve(): the paths shown keep the user's spelling of a symlinked folder.
+            folder = (Path.cwd() if cwd is None else Path(cwd)).absolute()
+        except OSError as exc:  # the working directory was deleted under the shell
+            raise TargetError(f"cannot read the working directory ({exc.strerror or exc}); change to the "
+                              f"project's folder, or {_NAME_IT}") from None
+        return cls(cwd=folder, environ=os.environ, own_prefix=sys.prefix, own_executable=sys.executable,
+                   windows=os.name == "nt")
 
 
 def interpreter_in(prefix: Path, *, windows: bool) -> Path | None:
@@ -124,9 +129,9 @@ def discover(python: str | os.PathLike[str] | None = None, *, where: Surrounding
     Raises TargetError when a variable or folder names an environment without an interpreter, or when nothing
     but envcheck's own isolated tool environment is left.
     """
-    here = where or Surroundings.current()
     if python is not None:
         return Target(python=os.fspath(python), source="python-option", reason=f"from {option}", in_process=False)
+    here = where or Surroundings.current()
     found = _activated(here) or _project(here) or _conda_base(here)
     if found is not None:
         return found
@@ -141,8 +146,8 @@ def discover(python: str | os.PathLike[str] | None = None, *, where: Surrounding
 
 def own(here: Surroundings | None = None, reason: str = "the running interpreter") -> Target:
     """The interpreter envcheck runs in, checked in-process."""
-    here = here or Surroundings.current()
-    return Target(python=here.own_executable, source="self", reason=reason, in_process=True)
+    executable = sys.executable if here is None else here.own_executable
+    return Target(python=executable, source="self", reason=reason, in_process=True)
 
 
 def _environment(prefix: Path, source: str, reason: str, what: str, here: Surroundings) -> Target:

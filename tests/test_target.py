@@ -371,3 +371,14 @@ def test_current_surroundings_are_this_process() -> None:
     """Surroundings.current() describes this interpreter and the working directory given."""
     here = Surroundings.current("/tmp")
     assert (here.own_prefix, here.own_executable, here.cwd) == (sys.prefix, sys.executable, Path("/tmp"))
+
+
+def test_deleted_working_directory_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A working directory deleted under the shell is a TargetError, not a traceback; --python needs none."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(TargetError, match=r"^cannot read the working directory"):
+        discover()
+    assert discover("/usr/bin/python3").source == "python-option"
