@@ -99,7 +99,7 @@ def is_environment(path: Path) -> bool:
 
 
 def tool_environment(prefix: str | os.PathLike[str]) -> str | None:
-    """What made `prefix` an isolated tool environment, in words ("pipx's environment"), or None if it is none."""
+    """What made `prefix` an isolated tool environment, in words ("pipx's isolated environment"), or None."""
     root = Path(prefix)
     if (root / "pipx_metadata.json").is_file():  # pipx/pipx_metadata_file.py: PIPX_INFO_FILENAME
         return "pipx's isolated environment"
