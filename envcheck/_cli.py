@@ -17,15 +17,16 @@ import click
 from envcheck import __version__
 from envcheck import config as config_mod
 from envcheck import rules as rules_mod
-from envcheck.api import ProbeOptions, RuleSet, gather, rule_set
+from envcheck.api import ProbeOptions, RuleSet, checked, gather, rule_set
 from envcheck.derived.derive import Derived
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.model import FAIL_ON_LEVELS, Report
+from envcheck.model import FAIL_ON_LEVELS, Report, Target
 from envcheck.probes.catalog import PROBE_NAMES
 from envcheck.report import ReportFormat, render
 from envcheck.report.common import tally
 from envcheck.report.interface import DocFormat, ProbeFormat
+from envcheck.target import discover
 from envcheck.templates import shell
 
 if TYPE_CHECKING:
@@ -121,8 +122,16 @@ def _probe_options(static: bool, timeout: float, no_cache: bool, progress: _Prog
 
 _python_option = click.option(
     "--python", "python", metavar="PATH",
-    help="Check another interpreter (a venv's bin/python); envcheck need not be installed there.",
+    help="The interpreter to check (a venv's bin/python); envcheck need not be installed there. Default: "
+         "$VIRTUAL_ENV, $CONDA_PREFIX, the project's .venv / venv at or above the working directory, else "
+         "envcheck's own interpreter (see the README: which environment is checked).",
 )
+
+
+def _target(python: str | None, facts_file: str | None = None) -> Target | str | None:
+    """What `gather` is to collect from: the discovered interpreter, or for --facts what was given (it refuses
+    --python beside --facts)."""
+    return discover(python) if facts_file is None else python
 
 
 _config_option = click.option(
@@ -217,11 +226,13 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
     rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
     progress = _ProgressLine()
     try:
-        facts = gather(rules.every, python=python, facts_file=facts_file,
+        target = _target(python, facts_file)
+        facts = gather(rules.every, python=target, facts_file=facts_file,
                        probes=_probe_options(static, probe_timeout, no_cache, progress))
     finally:
         progress.clear()
-    report = evaluate(rules.chosen, facts)
+    report = checked(evaluate(rules.chosen, facts), target if isinstance(target, Target) else None,
+                     facts_file=facts_file)
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     for extra_fmt, extra_file in also:
         _write(render(report, extra_fmt, verbose=verbose), extra_file)
@@ -245,13 +256,16 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
     rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), ())
     progress = _ProgressLine()
     try:
-        snapshot = gather(rules.every, python=python,
+        target = discover(python)
+        snapshot = gather(rules.every, python=target,
                           probes=_probe_options(static, probe_timeout, no_cache, progress))
     finally:
         progress.clear()
     data = snapshot.to_dict()
-    # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only.
+    # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only,
+    # and so is how the interpreter was chosen (a snapshot's `check --facts` names the snapshot instead).
     data["derived"] = Derived(snapshot, rules.every.tables).all()
+    data["target"] = target.to_dict()
     _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
 
 
@@ -297,13 +311,16 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
         raise click.UsageError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
-    snapshot = gather(rules_mod.load(()), python=python)
+    target = discover(python)
+    snapshot = gather(rules_mod.load(()), python=target)
     progress = _ProgressLine()
     try:
         results, cached = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout,
                                      use_cache=not no_cache, progress=progress)
     finally:
         progress.clear()
+    if fmt != ProbeFormat.JSON:
+        click.echo(target.line())
     click.echo(render_probes(results, fmt, from_cache=cached), nl=False)
 
 
@@ -340,16 +357,19 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
 
     rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
     level = fail_on or rules.config.fail_on or "error"
+    target = discover(python)
+    click.echo(target.line())
 
-    def checked() -> Report:
+    def check_now() -> Report:
         progress = _ProgressLine()
         try:
-            return evaluate(rules.chosen, gather(rules.every, python=python,
-                                                 probes=_probe_options(static, probe_timeout, no_cache, progress)))
+            facts = gather(rules.every, python=target, probes=_probe_options(static, probe_timeout, no_cache,
+                                                                             progress))
+            return checked(evaluate(rules.chosen, facts), target)
         finally:
             progress.clear()
 
-    before = checked()
+    before = check_now()
     todo = before.at_or_above(level)
     if not todo:
         click.echo(f"envcheck fix: nothing to fix at --fail-on {level} ({tally(before)})")
@@ -378,7 +398,7 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     import importlib
 
     importlib.invalidate_caches()  # the in-process collector must see what the commands installed
-    after = checked()
+    after = check_now()
     click.echo(fix_mod.render_outcome(before, after), nl=False)
     raise click.exceptions.Exit(EXIT_FINDINGS if failed is not None or after.at_or_above(level) else EXIT_CLEAN)
 

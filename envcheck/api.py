@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from envcheck import config as config_mod
 from envcheck import policy
 from envcheck import rules as rules_mod
+from envcheck import target as target_mod
 from envcheck.conditions import Module, Source
 from envcheck.config import Config
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Report, Rule
+from envcheck.model import Report, Rule, Target
 from envcheck.rules import RulePack
 
 if TYPE_CHECKING:
@@ -53,16 +54,20 @@ class ProbeOptions:
     progress: Progress | None = None  # called as each probe starts (the CLI draws a line on a terminal)
 
 
-def gather(rules: Iterable[Rule], *, python: str | None = None, facts_file: str | None = None,
+def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_file: str | None = None,
            probes: ProbeOptions = ProbeOptions(run=False)) -> Facts:
     """Facts from a saved snapshot, another interpreter, or this one; with probe results unless `probes.run` is off.
 
-    A saved snapshot is evaluated as it is: its probe results (if any) are the evidence, nothing is re-run.
+    `python`: None is the running interpreter, a path another one (run in a child process), a `Target` (from
+    `envcheck.target.discover`) either, as its `in_process` says. A saved snapshot is evaluated as it is: its probe
+    results (if any) are the evidence, nothing is re-run.
     """
     if facts_file is not None:
         if python is not None:
             raise EnvcheckError("--facts and --python exclude each other: a snapshot already names its interpreter")
         return collect_mod.load(facts_file)
+    if isinstance(python, Target):
+        python = None if python.in_process else python.python
     facts = collect_mod.collect(collection_request(rules), python=python)
     if not probes.run:
         return facts
@@ -136,6 +141,7 @@ def check(
     static: bool = False,
     probe_timeout: float = 120.0,
     use_cache: bool = True,
+    discover: bool = False,
 ) -> Report:
     """Check a Python environment and return the verdicts; the library form of `envcheck check`.
 
@@ -157,6 +163,9 @@ def check(
         no_config: use no configuration file at all.
         project_dir: where the search for a configuration file starts (default: the working directory).
         python: check this interpreter instead of the running one (envcheck need not be installed there).
+        discover: choose the interpreter as the `envcheck` command does (`envcheck.target`: an activated
+            environment, else the project's `.venv` found from `project_dir`, ...). Off by default: a library
+            call checks the interpreter it runs in, unless `python` names another.
         facts_file: evaluate a snapshot saved by `envcheck facts -o FILE` instead of collecting.
         rule_dirs: extra directories of rule files.
         select: only these rules of the pack (ids, id prefixes or names); replaces the configuration's `select`.
@@ -168,11 +177,13 @@ def check(
 
     Returns:
         The `envcheck.model.Report`: one `Finding` per rule (or per item), with `status`, `summary`, `fix` and
-        `commands` (argv tuples for the checked interpreter). `report.at_or_above(level)` lists the findings at or
+        `commands` (argv tuples for the checked interpreter); `report.target` says which interpreter that was
+        and how it was chosen. `report.at_or_above(level)` lists the findings at or
         above a severity ("error", "warning", "info"); `report.counts()` tallies the verdicts.
 
     Raises:
-        envcheck.errors.EnvcheckError: bad input (`ConfigError` names the configuration file and key).
+        envcheck.errors.EnvcheckError: bad input (`ConfigError` names the configuration file and key;
+            `envcheck.target.TargetError` when `discover` finds nothing it may check).
     """
     if isinstance(config, Config):
         if no_config:
@@ -183,6 +194,21 @@ def check(
     rules = rule_set(cfg, rule_dirs=[Path(d) for d in rule_dirs], select=select, ignore=ignore,
                      require=require, forbid=forbid)
     probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
+    target = None
+    if python is not None:
+        target = target_mod.discover(_path(python), option="the python argument")
+    elif discover and facts_file is None:
+        target = target_mod.discover(where=target_mod.Surroundings.current(_path(project_dir)))
+    elif facts_file is None:
+        target = target_mod.own()
     # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
-    facts = gather(rules.every, python=_path(python), facts_file=_path(facts_file), probes=probes)
-    return evaluate(rules.chosen, facts)
+    facts = gather(rules.every, python=target, facts_file=_path(facts_file), probes=probes)
+    return checked(evaluate(rules.chosen, facts), target, facts_file=_path(facts_file))
+
+
+def checked(report: Report, target: Target | None, *, facts_file: str | None = None) -> Report:
+    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names."""
+    if target is None and facts_file is not None:
+        target = Target(python=report.python, source="snapshot", reason=f"from the snapshot {facts_file}",
+                        in_process=False)
+    return dataclasses.replace(report, target=target)

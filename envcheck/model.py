@@ -83,6 +83,28 @@ class Finding:
     evidence: str = ""  # which facts decided, when a rule weighs several (a probe, else a version range)
 
 
+# How the checked interpreter was chosen (`Target.source`), in the order envcheck tries them (envcheck/target.py).
+TARGET_SOURCES = ("python-option", "virtual-env", "conda-env", "uv-project-environment", "pdm-python",
+                  "project-venv", "conda-base", "self", "snapshot")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The interpreter a check is about, and how it was chosen (envcheck/target.py decides)."""
+
+    python: str  # its executable: what the facts describe and what the fix commands run
+    source: str  # one of TARGET_SOURCES
+    reason: str  # the choice in words, paths under the working directory shortened: "from ./.venv"
+    in_process: bool  # True: the interpreter envcheck runs in, whose facts are collected in-process
+
+    def line(self) -> str:
+        """The report's header: `checked /proj/.venv/bin/python: from ./.venv`."""
+        return f"checked {self.python}: {self.reason}"
+
+    def to_dict(self) -> dict[str, str | bool]:
+        return {"python": self.python, "source": self.source, "reason": self.reason, "in_process": self.in_process}
+
+
 @dataclass(frozen=True)
 class Report:
     """Every verdict of one check, in rule-id order."""
@@ -93,6 +115,7 @@ class Report:
     envcheck_version: str
     collection_problems: tuple[str, ...] = field(default=())
     installer: str = ""  # which installer the commands use and why, in words (envcheck/commands.py)
+    target: Target | None = None  # which interpreter was checked and why; None where nobody chose (fleet nodes)
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.status is status)

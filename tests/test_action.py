@@ -85,7 +85,8 @@ def test_run_step_annotates_summarises_and_fails(workspace: Path) -> None:
     """Exit 1 with an ::error annotation per problem, the markdown report as the step summary, exit-code output 1."""
     proc = _run_step(RUN, workspace, sys.executable, args="--static")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    (annotation,) = [line for line in proc.stdout.splitlines() if line.startswith("::")]
+    notice, annotation = [line for line in proc.stdout.splitlines() if line.startswith("::")]
+    assert notice.startswith("::notice title=envcheck::checked ")  # which interpreter, and how it was chosen
     assert annotation.startswith("::error title=EC9901 project-require-no-such-dist-x::the project requires "
                                  "no-such-dist-x>=1; found no-such-dist-x (not installed)%0Afix: ")
     summary = (workspace / "github" / "summary.md").read_text(encoding="utf-8")

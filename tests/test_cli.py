@@ -58,10 +58,12 @@ def test_exit_code_follows_fail_on(rules_dir: Path, select: str, fail_on: str, c
 
 
 def test_recorded_clean_snapshot_exits_zero() -> None:
-    """The shipped pack finds no error in a recorded healthy CUDA venv: exit 0 and one summary line."""
+    """The shipped pack finds no error in a recorded healthy CUDA venv: exit 0, the checked interpreter and one
+    summary line."""
     result = run("check", "--facts", CLEAN)
     assert result.exit_code == 0, result.output
-    assert result.output.count("\n") == 1 and "no problems" in result.output
+    first, summary = result.output.splitlines()
+    assert first == f"checked /opt/venv/bin/python: from the snapshot {CLEAN}" and "no problems" in summary
 
 
 def test_recorded_pin_conflict_exits_one() -> None:

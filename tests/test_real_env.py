@@ -236,14 +236,17 @@ def test_printed_command_fixes_the_conflict(clean: Venv, houses: Houses, tmp_pat
 
 
 def test_clean_venv_prints_one_quiet_line(clean: Venv, houses: Houses) -> None:
-    """A venv with only envcheck in it exits 0 and prints a single summary line naming its python."""
+    """A venv with only envcheck in it exits 0 and prints the checked interpreter, then a single summary line
+    naming its python."""
     proc = _run([clean.script("envcheck")], cwd=houses.work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     # Indented lines are hints under the summary (e.g. "run with -v to see what skipped rules need").
-    headlines = [line for line in lines if line and not line[0].isspace()]
+    target, *headlines = [line for line in lines if line and not line[0].isspace()]
+    assert target == f"checked {clean.python}: envcheck's own interpreter (no activated or project environment " \
+                     "was found)"
     assert len(headlines) == 1, proc.stdout
-    assert lines[0] == headlines[0]
+    assert lines[:2] == [target, headlines[0]]
     assert headlines[0].startswith("envcheck ")
     assert "no problems" in headlines[0]
     assert headlines[0].endswith(str(clean.python))

@@ -48,8 +48,10 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     """Markdown: colour does not apply; the skipped rules are folded in a <details> block either way."""
     shown = grouped(report)
     icon = ":x:" if any(p.status is Status.FAIL for p in shown) else (":warning:" if shown else ":white_check_mark:")
-    out = [f"## {icon} envcheck {report.envcheck_version}", "",
-           f"**{_cell(tally(report))}** — `{report.python}`", ""]
+    out = [f"## {icon} envcheck {report.envcheck_version}", ""]
+    if report.target is not None:
+        out += [f"Checked `{report.target.python}`: {_cell(report.target.reason)}", ""]
+    out += [f"**{_cell(tally(report))}** — `{report.python}`", ""]
     if shown:
         out += ["| | Rule | Severity | Problem |", "|---|---|---|---|", *(_row(p) for p in shown), ""]
         for p in shown:
