@@ -116,7 +116,7 @@ def _assert_checked(proc: subprocess.CompletedProcess[str], python: Path, reason
     assert "torchvision 0.20.0 requires torch==2.5.0, but torch 2.13.0 is installed" in proc.stdout
     # The venv has no pip: the command is uv's or pip's after ensurepip, whichever this machine offers
     # (envcheck/commands.py); either way it names the checked interpreter.
-    assert any(line.lstrip().startswith("$ ") and str(python) in line and line.endswith("install torch==2.5.0")
+    assert any((line.lstrip().startswith("$ ") and str(python) in line and line.endswith("install torch==2.5.0"))
                or line.endswith(f"--python {python} torch==2.5.0")
                for line in proc.stdout.splitlines()), proc.stdout
 
