@@ -239,7 +239,8 @@ def _unavailable(reason: str) -> None:
 def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole session.
 
-    ENVCHECK_TORCH_PYTHON names one that already has them. CI must really run these tests: there, failing to
+    ENVCHECK_TORCH_PYTHON names one that already has them; ENVCHECK_TEST_TORCH_INDEX_URL adds a wheel index for
+    the install (CI: https://download.pytorch.org/whl/cpu). CI must really run these tests: there, failing to
     install torch fails them instead of skipping them.
     """
     override = os.environ.get("ENVCHECK_TORCH_PYTHON")
@@ -247,10 +248,13 @@ def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
         return override
     venv = tmp_path_factory.mktemp("torch-venv")
     python = venv / BIN / ("python.exe" if os.name == "nt" else "python")
+    # The `+cpu` build is published only on PyTorch's own wheel index, which CI names here (for this one install,
+    # not for envcheck's own dependencies); elsewhere pip's configured index or find-links must have it.
+    index = os.environ.get("ENVCHECK_TEST_TORCH_INDEX_URL")
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:", TORCH_REQUIREMENT, "numpy",
-         "safetensors"],
+        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:",
+         *(["--extra-index-url", index] if index else []), TORCH_REQUIREMENT, "numpy", "safetensors"],
     ]
     for argv in steps:
         try:
