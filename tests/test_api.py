@@ -89,7 +89,6 @@ def test_check_live_static_in_a_fresh_interpreter(tmp_path: Path) -> None:
     assert python == sys.executable
 
 
-@pytest.mark.posix  # the text report's marks need a UTF-8 stdout; a Windows pipe is cp1252
 def test_python_m_envcheck_one_liner(tmp_path: Path) -> None:
     """`python -m envcheck --require ... --forbid ...` exits 1 naming what is missing and what is forbidden."""
     # --select EC99: only the policy rules, so that whatever else this environment has cannot change the answer.
