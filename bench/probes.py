@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Series, child_env, machine, run_alternating, run_once, table  # noqa: E402
+from _common import Series, child_env, machine, run_alternating, run_once, table
 
 HERE = Path(__file__).resolve().parent
 
@@ -49,8 +49,8 @@ def main() -> None:
     ]
     run_alternating(series, args.runs, args.warmup, cwd, env)
     stats = {s.label: s.stats() for s in series}
-    rows = [[label, f"{st['median_ms']:.0f}", f"{st['p90_ms']:.0f}", f"{st['min_ms']:.0f}", f"{st['cpu_median_ms']:.0f}",
-             f"{st['rss_max_mb']:.1f}"] for label, st in stats.items()]
+    rows = [[label, f"{st['median_ms']:.0f}", f"{st['p90_ms']:.0f}", f"{st['min_ms']:.0f}",
+             f"{st['cpu_median_ms']:.0f}", f"{st['rss_max_mb']:.1f}"] for label, st in stats.items()]
     print(table(["command", "median ms", "p90", "min", "CPU ms", "peak RSS MB"], rows))
     probes, torch_import, cached, static = (stats[s.label]["median_ms"] for s in series)
     ratios = {

@@ -217,6 +217,7 @@ def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 # --- a real torch (CPU build) in a throwaway venv -------------------------------------------------------------------
 
 TORCH_REQUIREMENT = "torch==2.13.0+cpu"  # the CPU build: the probe outcomes the tests assert are its outcomes
+CUDA_TORCH_REQUIREMENT = "torch==2.13.0"  # on Linux x86_64, the package index's default torch wheel is a CUDA build
 BIN = "Scripts" if os.name == "nt" else "bin"  # a venv's folder of executables
 _INSTALL_TIMEOUT_S = 1800  # guards against a hung pip; never a timing assertion
 
@@ -235,31 +236,52 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole session.
-
-    ENVCHECK_TORCH_PYTHON names one that already has them. CI must really run these tests: there, failing to
-    install torch fails them instead of skipping them.
-    """
-    override = os.environ.get("ENVCHECK_TORCH_PYTHON")
-    if override:
-        return override
+def _torch_venv(tmp_path_factory: pytest.TempPathFactory, requirement: str, index: str | None) -> str:
+    """A fresh venv with `requirement`, numpy and safetensors; `index` is an extra wheel index for that install."""
     venv = tmp_path_factory.mktemp("torch-venv")
     python = venv / BIN / ("python.exe" if os.name == "nt" else "python")
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:", TORCH_REQUIREMENT, "numpy",
-         "safetensors"],
+        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:",
+         *(["--extra-index-url", index] if index else []), requirement, "numpy", "safetensors"],
     ]
     for argv in steps:
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False,
                                   env=clean_env(), stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            _unavailable(f"cannot install {TORCH_REQUIREMENT}: {' '.join(argv[-4:])}: {exc}")
+            _unavailable(f"cannot install {requirement}: {' '.join(argv[-4:])}: {exc}")
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip()[-1500:]
-            _unavailable(f"cannot install {TORCH_REQUIREMENT} ({' '.join(argv[2:4])} exited {proc.returncode}): "
-                         f"{tail}")
+            _unavailable(f"cannot install {requirement} ({' '.join(argv[2:4])} exited {proc.returncode}): {tail}")
     return str(python)
+
+
+@pytest.fixture(scope="session")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole session.
+
+    ENVCHECK_TORCH_PYTHON names one that already has them; ENVCHECK_TEST_TORCH_INDEX_URL adds a wheel index for
+    the install (CI: https://download.pytorch.org/whl/cpu). CI must really run these tests: there, failing to
+    install torch fails them instead of skipping them.
+    """
+    override = os.environ.get("ENVCHECK_TORCH_PYTHON")
+    if override:
+        return override
+    # The `+cpu` build is published only on PyTorch's own wheel index, which CI names here (for this one install,
+    # not for envcheck's own dependencies); elsewhere pip's configured index or find-links must have it.
+    return _torch_venv(tmp_path_factory, TORCH_REQUIREMENT, os.environ.get("ENVCHECK_TEST_TORCH_INDEX_URL"))
+
+
+@pytest.fixture(scope="session")
+def cuda_torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter with a CUDA build of torch, for the tests marked `gpu`; separate from `torch_python`, whose
+    CPU build the other probe tests' expected outcomes belong to.
+
+    ENVCHECK_CUDA_TORCH_PYTHON names one that already has it; else CUDA_TORCH_REQUIREMENT is installed into a fresh
+    venv, from pip's index or ENVCHECK_TEST_CUDA_TORCH_INDEX_URL (e.g. https://download.pytorch.org/whl/cu130).
+    """
+    override = os.environ.get("ENVCHECK_CUDA_TORCH_PYTHON")
+    if override:
+        return override
+    return _torch_venv(tmp_path_factory, CUDA_TORCH_REQUIREMENT, os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))

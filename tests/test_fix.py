@@ -187,6 +187,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.posix  # the plan shows sys.executable as is: shlex quotes a Windows path
 def test_dry_run_shows_and_changes_nothing(workdir: Path) -> None:
     """--dry-run prints the plan (installer commands and held-back ones) and runs nothing."""
     rules = _rules(workdir, **{"needs-pip": '["{python}", "-m", "pip", "install", "no-such-dist-x"]',
@@ -232,6 +233,7 @@ def test_other_commands_need_allow_other(workdir: Path) -> None:
     assert "remaining (1):\n  ✗ EC9810 needs-other: needs-other fires" in allowed.output
 
 
+@pytest.mark.posix  # the plan shows sys.executable as is: shlex quotes a Windows path
 def test_stops_at_the_first_failing_command(workdir: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A failing command stops the plan: it is reported with its exit code, and the commands after it do not run."""
     rules = _rules(workdir, **{"fails": '["{python}", "-c", "raise SystemExit(3)"]', "after": _writes("ran")})

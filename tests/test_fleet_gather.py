@@ -197,6 +197,7 @@ def test_other_ranks_never_raise(monkeypatch: pytest.MonkeyPatch) -> None:
         _run(0, 2)
 
 
+@pytest.mark.posix  # os.kill(SIGTERM) on Windows terminates the process outright, no handler runs
 def test_sigterm_prints_what_rank0_has(store: FakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """When the launcher stops the job (a real SIGTERM), rank 0 returns what it has: itself, the ranks that
     answered, the others as failed, and why it stopped."""

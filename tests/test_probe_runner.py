@@ -12,6 +12,9 @@ import pytest
 from envcheck.probes.catalog import ProbeSpec
 from envcheck.probes.runner import RunOptions, run
 
+# Isolation is built on POSIX process groups and signals (a crash is classified by its signal).
+pytestmark = pytest.mark.posix
+
 # Probes injected into the child for these tests; none needs torch, so no torch is imported.
 FAULTS = '''
 def probe_fine(ctx):
@@ -125,7 +128,7 @@ def test_a_crash_costs_only_the_probe_that_crashed() -> None:
         "fine": "ok", "segfault": "crashed", "raises": "error", "abort": "crashed", "garbage": "ok"}
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_AS is POSIX")
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux only (macOS ignores it)")
 def test_memory_exhaustion_is_a_result() -> None:
     """A probe that exhausts its memory limit ends as an error (MemoryError) or a crash, never a hang."""
     result = run(["memory", "fine"], _opts(memory_limit_mb=512, timeout_s=20.0))

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import build_facts, clean_env, write_tree
+from conftest import _unavailable, build_facts, clean_env, write_tree
 
 from envcheck.conditions import Context, Where, parse
 from envcheck.facts.probe_results import ProbeResult
@@ -301,15 +301,17 @@ def _nvidia_gpu_present() -> bool:
 @pytest.mark.torch
 @pytest.mark.slow
 def test_cuda_probes_on_a_real_gpu(request: pytest.FixtureRequest) -> None:
-    """With a CUDA torch (ENVCHECK_TORCH_PYTHON) on an NVIDIA GPU: every device gets the full matrix."""
+    """With a CUDA torch (conftest's `cuda_torch_python`) on an NVIDIA GPU: every device gets the full matrix."""
     if not _nvidia_gpu_present():
         pytest.skip("no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
-    python = request.getfixturevalue("torch_python")
+    python = request.getfixturevalue("cuda_torch_python")
     results = _run(python)
     build = results["torch-build"]
     if not build.details.get("cuda_available"):
-        pytest.skip(f"torch at {python} sees no CUDA device (build cuda={build.details.get('cuda')}); "
-                    "set ENVCHECK_TORCH_PYTHON to an interpreter with a CUDA torch")
+        # A GPU host where torch sees no device is a broken setup, not a reason to pass: under CI=true it fails.
+        _unavailable(f"torch at {python} sees no CUDA device on this GPU host (build cuda="
+                     f"{build.details.get('cuda')}); set ENVCHECK_CUDA_TORCH_PYTHON to an interpreter with a CUDA "
+                     "torch that can use this driver")
     devices = [f"cuda:{d['index']}" for d in build.details["devices"]]
     sdpa = results["sdpa"]
     assert sdpa.status == "ok", sdpa
