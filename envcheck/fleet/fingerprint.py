@@ -70,7 +70,8 @@ def view(facts: Facts) -> dict[str, str]:
     _nvml(facts.nvml, out)
     for name, result in sorted(facts.probes.items()):
         _probe(name, result, out)
-    _packages(facts.distributions, out)
+    for name, version in sorted(packages(facts.distributions).items()):
+        out[f"package:{name}"] = version
     for name, module in sorted(facts.modules.items()):
         out[f"module:{name}"] = "unknown" if module.error else ("found" if module.found else "not found")
     for file, source in sorted(facts.sources.items()):
@@ -87,8 +88,9 @@ def view(facts: Facts) -> dict[str, str]:
     return out
 
 
-def _packages(distributions: tuple[Distribution, ...], out: dict[str, str]) -> None:
-    packages: dict[str, str] = {}
+def packages(distributions: tuple[Distribution, ...]) -> dict[str, str]:
+    """Canonical name -> its versions in words: every install, the imported one first, and how each is odd."""
+    found: dict[str, str] = {}
     first_location: dict[str, str] = {}
     for d in distributions:  # the hot loop of `fleet merge`: hundreds per snapshot, kept plain
         version = d.version
@@ -97,22 +99,32 @@ def _packages(distributions: tuple[Distribution, ...], out: dict[str, str]) -> N
         if d.problems:
             version += " (broken metadata)"
         name = d.canonical_name
-        if name not in packages:
-            packages[name] = version
+        if name not in found:
+            found[name] = version
             first_location[name] = d.location
         else:  # a second install: whether it is in another folder decides the duplicate-install rules
             where = "" if d.location == first_location[name] else " (another folder)"
-            packages[name] = f"{packages[name]}, {version}{where}"
-    for name in sorted(packages):
-        out[f"package:{name}"] = packages[name]
+            found[name] = f"{found[name]}, {version}{where}"
+    return found
+
+
+def torch_version(torch: TorchBuild | None) -> str:
+    """"2.6.0+cu124", "not installed", or why version.py could not be read."""
+    if torch is None:
+        return "not installed"
+    return torch.version or f"unreadable ({torch.problem or 'no version'})"
+
+
+def torch_build(torch: TorchBuild) -> str:
+    """"CUDA 12.4", "ROCm 6.2" or "CPU"."""
+    return f"CUDA {torch.cuda}" if torch.cuda else f"ROCm {torch.hip}" if torch.hip else "CPU"
 
 
 def _torch(torch: TorchBuild | None, out: dict[str, str]) -> None:
+    out["torch"] = torch_version(torch)
     if torch is None:
-        out["torch"] = "not installed"
         return
-    out["torch"] = torch.version or f"unreadable ({torch.problem or 'no version'})"
-    out["torch.build"] = f"CUDA {torch.cuda}" if torch.cuda else f"ROCm {torch.hip}" if torch.hip else "CPU"
+    out["torch.build"] = torch_build(torch)
     out["torch.git_version"] = (torch.git_version or "-")[:12]  # a commit: 12 hex digits tell them apart
     if torch.debug is True:
         out["torch.debug"] = "debug build"
