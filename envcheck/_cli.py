@@ -17,6 +17,9 @@ import click
 from envcheck import __version__
 from envcheck import config as config_mod
 from envcheck import rules as rules_mod
+from envcheck._output import split as _split
+from envcheck._output import use_color as _use_color
+from envcheck._output import write as _write
 from envcheck.api import ProbeOptions, RuleSet, gather, rule_set
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
@@ -59,30 +62,6 @@ class _Group(click.Group):
             if os.environ.get("ENVCHECK_DEBUG"):
                 raise
             raise click.exceptions.Exit(EXIT_INTERNAL) from None
-
-
-def _split(values: Sequence[str]) -> list[str]:
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
-
-
-def _use_color(choice: bool | None, output: str | None) -> bool:
-    if choice is not None:
-        return choice
-    if output or os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value disables colour
-        return False
-    return sys.stdout.isatty()
-
-
-def _write(text: str, output: str | None) -> None:
-    if output is None or output == "-":
-        # color=True: the reporter already chose (--color / NO_COLOR / a terminal); click would otherwise strip
-        # the codes whenever stdout is not a terminal, so `envcheck --color | less -R` showed none.
-        click.echo(text, nl=False, color=True)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise EnvcheckError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
 
 
 _rules_option = click.option(
@@ -256,33 +235,41 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
 
 @cli.command()
 @click.argument("ids", nargs=-1, metavar="[ID|NAME]...")
-@click.option("--all", "show_all", is_flag=True, help="Document every rule.")
+@click.option("--all", "show_all", is_flag=True, help="Document every rule of the pack.")
+@click.option("--fleet", "show_fleet", is_flag=True, help="Document every fleet check (EC10xx, `envcheck fleet`).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text",
               show_default=True)
 @_rules_option
-def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
-    """Explain rules: what each detects, why it matters, how to fix it, and its references."""
+def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
+    """Explain rules and fleet checks: what each detects, why it matters, how to fix it, and its references."""
+    from envcheck.fleet import checkdoc
+    from envcheck.fleet.checks import CHECKS
+
     files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
     every = [r for f in files for r in f.rules]
-    if not ids and not show_all:
+    if not ids and not show_all and not show_fleet:
         raise click.UsageError("name a rule (e.g. `envcheck rule EC0201`) or pass --all")
+    wanted = {i.upper() for i in ids} | set(ids)
+    fleet = [c for c in CHECKS if show_fleet or c.id in wanted or c.name in wanted]
     if ids:
-        unknown = [i for i in ids if not any(r.id == i.upper() or r.name == i for r in every)]
+        known = {r.id for r in every} | {r.name for r in every} | {c.id for c in CHECKS} | {c.name for c in CHECKS}
+        unknown = [i for i in ids if i.upper() not in known and i not in known]
         if unknown:
             raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
-        wanted = {i.upper() for i in ids} | set(ids)
-        files = [f for f in files if any(r.id in wanted or r.name in wanted for r in f.rules)]
-        chosen = [r for r in every if r.id in wanted or r.name in wanted]
-    else:
-        chosen = every
+    chosen = every if show_all else [r for r in every if r.id in wanted or r.name in wanted]
+    files = [f for f in files if any(r in chosen for r in f.rules)]
     from envcheck.ruledoc import rules_json, rules_markdown, rules_text
 
     if fmt == "json":
-        click.echo(rules_json(chosen), nl=False)
+        data = [*json.loads(rules_json(chosen)), *checkdoc.dicts(fleet)]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False) + "\n", nl=False)
     elif fmt == "markdown":
-        click.echo(rules_markdown(files, only={r.id for r in chosen}), nl=False)
+        parts = ([rules_markdown(files, only={r.id for r in chosen})] if chosen else []) + (
+            [checkdoc.markdown(fleet)] if fleet else [])
+        click.echo("\n".join(parts), nl=False)
     else:
-        click.echo(rules_text(chosen), nl=False)
+        click.echo("\n".join(p for p in (rules_text(chosen) if chosen else "", checkdoc.text(fleet) if fleet else "")
+                             if p), nl=False)
 
 
 @cli.command()

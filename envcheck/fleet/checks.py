@@ -41,6 +41,7 @@ class FleetCheck:
     name: str  # kebab-case, states the bad thing
     severity: Severity
     what: str  # the compared value, in words: "torch versions"
+    summary: str  # the problem in one line, for the documentation
     fires_when: str  # the trigger, for the documentation: "torch versions differ between nodes"
     why: str
     fix: str
@@ -142,6 +143,7 @@ def _other_packages(facts: Facts) -> dict[str, str]:
 
 RANKS_FAILED = FleetCheck(
     "EC1000", "fleet-nodes-not-checked", Severity.ERROR, "nodes that delivered no facts",
+    summary="Some nodes delivered no facts, so the fleet was not fully checked",
     fires_when="a rank or snapshot delivered no facts (its reason is listed)",
     why="A node that could not be checked may be the broken one: its verdicts and its values in the differences "
         "are missing, so a clean result for the other nodes says nothing about it.",
@@ -152,6 +154,7 @@ CHECKS: tuple[FleetCheck, ...] = (
     RANKS_FAILED,
     FleetCheck(
         "EC1001", "fleet-torch-versions-differ", Severity.ERROR, "torch versions",
+        summary="torch versions differ between nodes",
         fires_when="torch versions differ between nodes (or torch is missing on some)",
         why="torch.distributed does not check that every rank runs the same torch. Releases differ in kernels, "
             "default algorithms and the NCCL they bundle, so collectives can fail or hang, and ranks can compute "
@@ -161,6 +164,7 @@ CHECKS: tuple[FleetCheck, ...] = (
     ),
     FleetCheck(
         "EC1002", "fleet-torch-cuda-builds-differ", Severity.ERROR, "torch builds (CUDA / ROCm / CPU)",
+        summary="The nodes' torch builds target different CUDA / ROCm runtimes, or none",
         fires_when="torch builds for different CUDA / ROCm runtimes, or CPU builds next to CUDA builds",
         why="Each torch build bundles its own CUDA (or ROCm) libraries and NCCL: a CPU build cannot join an NCCL "
             "process group at all, and builds for different CUDA runtimes bring different NCCL releases and "
@@ -171,6 +175,7 @@ CHECKS: tuple[FleetCheck, ...] = (
     ),
     FleetCheck(
         "EC1003", "fleet-nccl-versions-differ", Severity.ERROR, "NCCL versions",
+        summary="NCCL versions differ between nodes",
         fires_when="NCCL differs: as torch reports it (`torch-build` probe), else the `nvidia-nccl-cu*` wheel's "
                    "version",
         why="NCCL expects the same version on every rank: when a communicator is created it compares versions and "
@@ -182,6 +187,7 @@ CHECKS: tuple[FleetCheck, ...] = (
     ),
     FleetCheck(
         "EC1004", "fleet-driver-versions-differ", Severity.WARNING, "NVIDIA driver versions",
+        summary="NVIDIA driver versions differ between nodes",
         fires_when="NVIDIA driver versions differ (a node without a driver counts as `no driver`)",
         why="The driver decides which CUDA runtimes and GPU architectures a node supports and carries its own bugs "
             "and fixes: a node with another driver can fail where the others work, and failures that depend on "
@@ -191,7 +197,8 @@ CHECKS: tuple[FleetCheck, ...] = (
     ),
     FleetCheck(
         "EC1005", "fleet-gpu-models-differ", Severity.WARNING, "GPU models",
-        fires_when="more than one GPU model in the fleet, also when one node mixes models",
+        summary="The fleet mixes GPU models",
+        fires_when="the fleet has more than one GPU model, also when one node mixes models",
         why="Data-parallel training runs at the pace of the slowest GPU; kernels chosen per architecture (flash "
             "attention, bf16, tensor-core paths) differ, so ranks can take different code paths or fail on some "
             "nodes only, and a batch size tuned for the largest GPU runs out of memory on the smaller ones.",
@@ -201,7 +208,8 @@ CHECKS: tuple[FleetCheck, ...] = (
     ),
     FleetCheck(
         "EC1006", "fleet-python-versions-differ", Severity.WARNING, "Python versions",
-        fires_when="Python major.minor differs",
+        summary="Python versions differ between nodes",
+        fires_when="the Python major.minor version differs between nodes",
         why="Each Python minor version has its own builds of torch and of every compiled extension, so the nodes "
             "cannot run identical code, and a failure on one node may not reproduce on another.",
         fix="Use the same Python (major.minor) on every node: one shared environment or one container image.",
@@ -209,7 +217,9 @@ CHECKS: tuple[FleetCheck, ...] = (
     ),
     FleetCheck(
         "EC1007", "fleet-package-versions-differ", Severity.WARNING, "versions of a package",
-        fires_when="one finding per other distribution whose version differs or that is missing on some nodes",
+        summary="A package's version differs between nodes",
+        fires_when="a distribution other than torch and NCCL has another version, or is missing, on some nodes "
+                   "(one finding per distribution)",
         why="Nodes with different versions of a library can behave differently for the same step (a changed "
             "default, a bug fixed on some nodes only); in distributed training that shows as ranks that diverge, "
             "hang, or fail on some nodes only.",
