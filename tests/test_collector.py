@@ -118,10 +118,13 @@ def test_torch_version_is_read_as_text(site: Path) -> None:
         pytest.param(None, "cannot read", id="absent"),
         pytest.param("__version__ = (\n", "cannot read", id="syntax-error"),
         pytest.param("cuda = '12.4'\n", "has no __version__", id="no-version"),
+        pytest.param("__version__ = 5\ncuda = 12.4\ndebug = 0\n",
+                     "has values of an unexpected type: __version__ = 5, cuda = 12.4, debug = 0", id="odd-types"),
     ],
 )
 def test_unreadable_torch_version_is_a_problem(site: Path, version_py: str | None, problem: str) -> None:
-    """An absent, unparsable or incomplete torch/version.py gives a torch fact with a problem, not an exception."""
+    """An absent, unparsable, incomplete or oddly typed torch/version.py gives a torch fact with a problem (and the
+    odd values left out), not an exception."""
     write_torch(site, version_py)
     build = collect_facts(site).torch
     assert build is not None and build.version is None

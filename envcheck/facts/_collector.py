@@ -432,10 +432,19 @@ def _torch_build(path: list[str]) -> dict[str, Any] | None:
         fact["problem"] = "cannot read %s: %s" % (version_py, exc)
         return fact
     fact["fields"] = fields
-    for key in ("cuda", "hip", "git_version", "debug"):
-        fact[key] = fields.get(key)
-    fact["version"] = fields.get("__version__")
-    if fact["version"] is None:
+    odd = []
+    # A value of another type (`__version__ = 5`, `debug = 0`) is recorded as a problem, not passed on: the snapshot
+    # reader would rightly refuse it, and the environment is odd, not the snapshot.
+    for key, name, kind in (("version", "__version__", str), ("cuda", "cuda", str), ("hip", "hip", str),
+                            ("git_version", "git_version", str), ("debug", "debug", bool)):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, kind):
+            odd.append("%s = %r" % (name, value))
+            value = None
+        fact[key] = value
+    if odd:
+        fact["problem"] = "%s has values of an unexpected type: %s" % (version_py, ", ".join(odd))
+    elif fact["version"] is None:
         fact["problem"] = "%s has no __version__" % version_py
     return fact
 
