@@ -17,6 +17,9 @@ import click
 from envcheck import __version__
 from envcheck import config as config_mod
 from envcheck import rules as rules_mod
+from envcheck._output import split as _split
+from envcheck._output import use_color as _use_color
+from envcheck._output import write as _write
 from envcheck.api import ProbeOptions, RuleSet, checked, gather, rule_set
 from envcheck.derived.derive import Derived
 from envcheck.engine import evaluate
@@ -61,30 +64,6 @@ class _Group(click.Group):
             if os.environ.get("ENVCHECK_DEBUG"):
                 raise
             raise click.exceptions.Exit(EXIT_INTERNAL) from None
-
-
-def _split(values: Sequence[str]) -> list[str]:
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
-
-
-def _use_color(choice: bool | None, output: str | None) -> bool:
-    if choice is not None:
-        return choice
-    if output or os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value disables colour
-        return False
-    return sys.stdout.isatty()
-
-
-def _write(text: str, output: str | None) -> None:
-    if output is None or output == "-":
-        # color=True: the reporter already chose (--color / NO_COLOR / a terminal); click would otherwise strip
-        # the codes whenever stdout is not a terminal, so `envcheck --color | less -R` showed none.
-        click.echo(text, nl=False, color=True)
-        return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise EnvcheckError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
 
 
 _rules_option = click.option(
@@ -271,30 +250,42 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
 
 @cli.command()
 @click.argument("ids", nargs=-1, metavar="[ID|PREFIX|NAME]...")
-@click.option("--all", "show_all", is_flag=True, help="Document every rule.")
+@click.option("--all", "show_all", is_flag=True, help="Document every rule of the pack.")
+@click.option("--fleet", "show_fleet", is_flag=True, help="Document every fleet check (EC10xx, `envcheck fleet`).")
 @click.option("--format", "fmt", type=click.Choice(DocFormat.names()), default="text", show_default=True)
 @_rules_option
-def rule(ids: tuple[str, ...], show_all: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
-    """Explain rules: what each detects, why it matters, how to fix it, and its references.
+def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
+    """Explain rules and fleet checks: what each detects, why it matters, how to fix it, and its references.
 
-    Rules are named as --select names them: an id, an id prefix (`EC01` is every EC01xx rule) or a name.
+    Rules and checks are named as --select names them: an id, an id prefix (`EC01` is every EC01xx rule) or a name.
     """
-    files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
-    every = [r for f in files for r in f.rules]
-    if not ids and not show_all:
-        raise click.UsageError("name a rule (e.g. `envcheck rule EC0201`) or pass --all")
-    if ids:
-        unknown = rules_mod.unknown_selectors(every, ids)
-        if unknown:
-            raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
-        chosen = rules_mod.select(every, ids)
-        chosen_ids = {r.id for r in chosen}
-        files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
-    else:
-        chosen = every
+    from envcheck.fleet import checkdoc
+    from envcheck.fleet.checks import CHECKS
+    from envcheck.fleet.checks import matches as fleet_matches
     from envcheck.ruledoc import render as render_rules
 
-    click.echo(render_rules(files, chosen, fmt), nl=False)
+    files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
+    every = [r for f in files for r in f.rules]
+    if not ids and not show_all and not show_fleet:
+        raise click.UsageError("name a rule (e.g. `envcheck rule EC0201`) or pass --all")
+    if ids:
+        unknown = [u for u in rules_mod.unknown_selectors(every, ids)
+                   if not any(fleet_matches(c, [u]) for c in CHECKS)]
+        if unknown:
+            raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+    chosen = every if show_all else (rules_mod.select(every, ids) if ids else [])
+    chosen_ids = {r.id for r in chosen}
+    files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
+    fleet = [c for c in CHECKS if show_fleet or (ids and fleet_matches(c, ids))]
+    doc = DocFormat(fmt)
+    if doc is DocFormat.JSON:
+        data = [*(json.loads(render_rules(files, chosen, doc)) if chosen else []), *checkdoc.dicts(fleet)]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False) + "\n", nl=False)
+        return
+    parts = [render_rules(files, chosen, doc)] if chosen else []
+    if fleet:
+        parts.append(checkdoc.markdown(fleet) if doc is DocFormat.MARKDOWN else checkdoc.text(fleet))
+    click.echo("\n".join(parts), nl=False)
 
 
 @cli.command()

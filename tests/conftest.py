@@ -136,7 +136,7 @@ def dist_dict(name: str, version: str, *requires: str, location: str = SITE, **c
     base: dict[str, Any] = {
         "name": name, "version": version, "location": location,
         "metadata_dir": f"{location}/{name.replace('-', '_')}-{version}.dist-info", "requires": list(requires),
-        "requires_python": None, "top_level": [name.replace("-", "_")], "installer": "pip", "editable": False,
+        "requires_python": None, "installer": "pip", "editable": False,
         "problems": [],
     }
     base.update(changes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from conftest import EXT_SUFFIX, collect_facts, write_apex, write_dist, write_to
 from envcheck.errors import CollectError
 from envcheck.facts import _collector
 from envcheck.facts import collect as collect_mod
+from envcheck.facts.snapshot import Distribution
 
 
 @pytest.mark.parametrize(
@@ -86,22 +88,13 @@ def test_first_install_on_the_path_is_active(tmp_path: Path) -> None:
     assert active is not None and active.version == "11.0.0"
 
 
-@pytest.mark.parametrize(
-    ("top_level", "record", "expected"),
-    [
-        pytest.param(["apex", "fused_layer_norm_cuda"], None, ("apex", "fused_layer_norm_cuda"), id="top-level-txt"),
-        pytest.param(None, ["apex/__init__.py", "apex/normalization/__init__.py", f"fused_layer_norm_cuda{EXT_SUFFIX}",
-                            "six.py", "apex-0.1.dist-info/RECORD", "../../bin/apex-tool", "__pycache__/six.pyc",
-                            "apex.pth"], ("apex", "fused_layer_norm_cuda", "six"), id="from-record"),
-        pytest.param(None, None, (), id="neither"),
-    ],
-)
-def test_top_level_names(site: Path, top_level: list[str] | None, record: list[str] | None,
-                         expected: tuple[str, ...]) -> None:
-    """Importable top-level names come from top_level.txt, else from RECORD (skipping metadata and scripts)."""
-    write_dist(site, "apex", "0.1", top_level=top_level, record=record)
-    dist = collect_facts(site).active("apex")
-    assert dist is not None and dist.top_level == expected
+def test_distribution_record_has_the_snapshot_fields_only(site: Path) -> None:
+    """A collected distribution holds exactly the fields of snapshot.Distribution: no top_level (nothing read the
+    importable names, and finding them meant reading RECORD, thousands of lines for torch)."""
+    write_dist(site, "apex", "0.1", top_level=["apex"], record=["apex/__init__.py"])
+    raw = _collector.collect({}, path=[str(site)])
+    assert set(raw["distributions"][0]) == {f.name for f in dataclasses.fields(Distribution)}
+    assert "top_level" not in raw["distributions"][0]
 
 
 def test_torch_version_is_read_as_text(site: Path) -> None:
@@ -125,10 +118,13 @@ def test_torch_version_is_read_as_text(site: Path) -> None:
         pytest.param(None, "cannot read", id="absent"),
         pytest.param("__version__ = (\n", "cannot read", id="syntax-error"),
         pytest.param("cuda = '12.4'\n", "has no __version__", id="no-version"),
+        pytest.param("__version__ = 5\ncuda = 12.4\ndebug = 0\n",
+                     "has values of an unexpected type: __version__ = 5, cuda = 12.4, debug = 0", id="odd-types"),
     ],
 )
 def test_unreadable_torch_version_is_a_problem(site: Path, version_py: str | None, problem: str) -> None:
-    """An absent, unparsable or incomplete torch/version.py gives a torch fact with a problem, not an exception."""
+    """An absent, unparsable, incomplete or oddly typed torch/version.py gives a torch fact with a problem (and the
+    odd values left out), not an exception."""
     write_torch(site, version_py)
     build = collect_facts(site).torch
     assert build is not None and build.version is None

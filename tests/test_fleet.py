@@ -30,10 +30,10 @@ from envcheck.facts import collect as collect_mod
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
-from envcheck.fleet import checks, local, merge
+from envcheck.fleet import checkdoc, checks, local, merge
 from envcheck.fleet.cli import fleet
 from envcheck.fleet.distributed import RankEnv
-from envcheck.fleet.fingerprint import fingerprint, snapshot_view, view
+from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.fleet.model import Member, spans
 from envcheck.fleet.report import render_json, render_text
 
@@ -118,15 +118,8 @@ def test_fingerprint_changes_with_what_rules_read(change: Callable[[Facts], Fact
     assert changed.get(key) != view(facts).get(key)
 
 
-@pytest.mark.parametrize("name", ["node-a", "node-b", "node-c"])
-def test_snapshot_view_equals_the_view_of_its_facts(name: str) -> None:
-    """`fleet merge` compares snapshots in their JSON form; that view is the one of the Facts they load as."""
-    raw = json.loads((FLEET / f"{name}.json").read_text(encoding="utf-8"))
-    assert snapshot_view(raw) == view(Facts.from_dict(raw))
-
-
-def test_snapshot_view_of_a_real_collection_with_probe_results() -> None:
-    """The same holds for a snapshot collected here, with probe results of every shape added."""
+def test_view_of_a_real_collection_with_probe_results() -> None:
+    """A snapshot collected here, with probe results of every shape, has the same view after a trip through JSON."""
     facts = collect_mod.collect(collect_mod.request_for({"json", "no_such_module"}, {"json/__init__.py": {"dumps"}}))
     facts = dataclasses.replace(facts, probes={
         "torch-build": ProbeResult(status="ok", details={"nccl_version": "2.21.5", "arch_list": ["sm_80", "sm_90"]}),
@@ -134,13 +127,15 @@ def test_snapshot_view_of_a_real_collection_with_probe_results() -> None:
                             cases={"cpu/a": {"status": "ok"}, "cpu/b": {"status": "error", "error_class": "E"}}),
     })
     raw = json.loads(json.dumps(facts.to_dict()))
-    assert snapshot_view(raw) == view(Facts.from_dict(raw))
+    assert view(Facts.from_dict(raw)) == view(facts)
     assert view(facts)["probe:torch-build.arch_list"] == "sm_80 sm_90"
     assert view(facts)["probe:sdpa/cpu/b"] == "error E"
+    assert view(facts)["module:no_such_module"] == "not found" and view(facts)["source:json/__init__.py:dumps"] == (
+        "matches")
 
 
 def test_malformed_snapshot_is_failed_with_the_key(tmp_path: Path) -> None:
-    """A snapshot whose JSON form does not fit is read by the full reader, whose error names the key."""
+    """A snapshot that does not fit the format is a failed node, its reason the reader's error naming the key."""
     raw = json.loads(Path(NODES[0]).read_text(encoding="utf-8"))
     raw["distributions"][1]["version"] = 2.6
     bad = tmp_path / "bad.json"
@@ -516,3 +511,110 @@ def test_merge_never_imports_torch(tmp_path: Path) -> None:
 def test_fleet_is_registered_on_the_command_line() -> None:
     """`envcheck fleet` is a command of the envcheck CLI (envcheck/_cli.py: `cli.add_command(fleet)`)."""
     assert _cli.cli.commands.get("fleet") is fleet
+
+
+# --- fleet checks as rules: documentation, policy -------------------------------------------------------------------
+
+FLEET_MD = Path(__file__).resolve().parent.parent / "docs" / "fleet.md"
+
+
+def test_fleet_md_check_section_is_current() -> None:
+    """docs/fleet.md's check section is exactly `envcheck rule --fleet --format markdown`; stale, it says how to fix."""
+    result = _invoke("rule", "--fleet", "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    text = FLEET_MD.read_text(encoding="utf-8")
+    begin, end = text.find(checkdoc.BEGIN), text.find(checkdoc.END)
+    assert 0 <= begin < end, "docs/fleet.md lacks the generated fleet check section"
+    assert text[begin:end + len(checkdoc.END) + 1] == result.stdout, (
+        f"docs/fleet.md is stale: replace its fleet check section with the output of `{checkdoc.REGENERATE}`")
+    assert all(f"### {c.id}\n" in result.stdout for c in checks.CHECKS)
+
+
+@pytest.mark.parametrize("selector", ["EC1001", "ec1001", "fleet-torch-versions-differ"])
+def test_rule_command_documents_a_fleet_check(selector: str) -> None:
+    """`envcheck rule EC1001` (id in any case, or name) explains the fleet check like a rule: why, fix, trigger."""
+    result = _invoke("rule", selector)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "EC1001 fleet-torch-versions-differ  [error, fleet]"
+    assert any(line.startswith("  Why: torch.distributed does not check") for line in lines)
+    assert any(line.startswith("  Trigger: Compares torch versions between the fleet's environments") for line in lines)
+
+
+def test_rule_command_json_lists_rules_and_fleet_checks_alike() -> None:
+    """Asked for a pack rule and fleet checks, `--format json` gives both with the same keys, area "fleet"."""
+    result = _invoke("rule", "EC0101", "--fleet", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [d["id"] for d in data] == ["EC0101", *(c.id for c in checks.CHECKS)]
+    assert {frozenset(d) for d in data} == {frozenset(data[0])}
+    assert {d["area"] for d in data[1:]} == {"fleet"}
+
+
+def test_rule_command_still_refuses_unknown_ids() -> None:
+    """An id that is neither a rule nor a fleet check is a usage error naming it."""
+    result = _invoke("rule", "EC1099")
+    assert result.exit_code == 2 and "EC1099" in result.output
+
+
+def _config(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(f"[project]\nname = 'x'\n\n[tool.envcheck]\n{body}\n", encoding="utf-8")
+    return str(path)
+
+
+def _merge_json(*options: str) -> tuple[int, dict[str, Any]]:
+    result = _invoke("fleet", "merge", *NODES, "--format", "json", *options)
+    return result.exit_code, json.loads(result.stdout) if result.stdout.startswith("{") else {"output": result.output}
+
+
+def test_fleet_enforces_the_projects_require_on_every_node(tmp_path: Path) -> None:
+    """A `require` of [tool.envcheck] becomes policy rule EC9901, evaluated in every environment of the fleet."""
+    config = _config(tmp_path, 'require = ["numpy>=3"]')
+    code, doc = _merge_json("--config", config, "--ignore", "EC10")
+    assert code == 1
+    for group in doc["groups"]:
+        (policy,) = [f for f in group["findings"] if f["id"] == "EC9901"]
+        assert policy["status"] == "fail"
+    code, doc = _merge_json("--no-config", "--ignore", "EC10")
+    assert all(f["id"] != "EC9901" for g in doc["groups"] for f in g["findings"])
+
+
+def test_fleet_takes_fail_on_and_ignore_from_the_configuration(tmp_path: Path) -> None:
+    """The configuration's fail-on sets the exit code's threshold; its ignore takes fleet checks with a reason."""
+    errors = "EC0,EC1001,EC1002,EC1003"  # EC0: the pack, whose warnings would count too
+    never = _config(tmp_path, 'fail-on = "never"')
+    assert _merge_json("--config", never)[0] == 0
+    warning = _config(tmp_path, 'fail-on = "warning"\nignore = { EC1004 = "one driver upgrade at a time" }')
+    code, doc = _merge_json("--config", warning, "--ignore", errors)
+    assert code == 1 and {f["id"] for f in doc["findings"]} == {"EC1005"}
+    code, doc = _merge_json("--config", warning, "--ignore", f"{errors},EC1005")
+    assert code == 0 and doc["findings"] == []
+    assert _merge_json("--config", warning, "--ignore", errors, "--fail-on", "error")[0] == 0
+
+
+def test_unknown_ignore_in_the_configuration_names_its_key(tmp_path: Path) -> None:
+    """A configured ignore that names no rule and no fleet check is exit 2, naming the configuration key."""
+    config = _config(tmp_path, 'ignore = { EC7777 = "typo" }')
+    result = _invoke("fleet", "merge", *NODES, "--config", config)
+    assert result.exit_code == 2
+    assert "tool.envcheck.ignore.EC7777" in result.output
+
+
+@pytest.mark.parametrize(("compare", "values", "fires"), [
+    pytest.param(checks.differ, {"2.6.0": ["a"]}, False, id="differ-one-value"),
+    pytest.param(checks.differ, {"2.6.0": ["a"], "2.5.1": ["b"]}, True, id="differ-two-values"),
+    pytest.param(checks.mixed, {"NVIDIA L4": ["a", "b"]}, False, id="mixed-one-model"),
+    pytest.param(checks.mixed, {"NVIDIA H100, NVIDIA L4": ["a"]}, True, id="mixed-within-a-node"),
+    pytest.param(checks.mixed, {"NVIDIA L4": ["a"], "NVIDIA H100": ["b"]}, True, id="mixed-across-nodes"),
+])
+def test_check_comparisons(compare: Callable[[Any], bool], values: dict[str, list[str]], fires: bool) -> None:
+    """A check fires on more than one value; the GPU check also on one node that lists several models."""
+    assert compare(values) is fires
+
+
+def test_every_check_says_what_it_compares() -> None:
+    """Every fleet check but EC1000 (the nodes without facts) compares a value or a value per item, never both."""
+    for check in checks.CHECKS:
+        kinds = (check.value is not None) + (check.items is not None)
+        assert kinds == (0 if check is checks.RANKS_FAILED else 1), check.id

@@ -27,8 +27,9 @@ try:  # Python >= 3.8
 except ImportError:  # pragma: no cover - only reached on Python 3.7 and older, reported below
     _metadata = None  # type: ignore[assignment]
 
-# Bumped whenever the shape of the snapshot changes; envcheck refuses snapshots of another major schema.
-SCHEMA = 1
+# Bumped whenever the shape of the snapshot changes (2: `distributions[].top_level` dropped); envcheck.facts.snapshot
+# says which schemas this envcheck still reads.
+SCHEMA = 2
 
 # Variables that change how torch, CUDA, NCCL or the import system behave. Exact names, then prefixes.
 _ENV_NAMES = frozenset(
@@ -191,29 +192,6 @@ def _read(dist: Any, filename: str) -> tuple[str | None, str | None]:
         return None, "%s cannot be read (%s)" % (filename, exc.strerror or exc)
 
 
-def _top_level(dist: Any) -> list[str]:
-    text, _ = _read(dist, "top_level.txt")
-    if text is not None:
-        return sorted({line.strip().split("/")[0] for line in text.splitlines() if line.strip()})
-    record, _ = _read(dist, "RECORD")
-    if record is None:
-        return []
-    names: set[str] = set()
-    for row in record.splitlines():
-        first = row.split(",", 1)[0].split("/", 1)
-        head = first[0]
-        if not head or head.startswith("..") or head.endswith((".dist-info", ".data", ".pth")) or head == "__pycache__":
-            continue
-        if len(first) == 1:
-            if head.endswith(".py"):
-                names.add(head[:-3])
-            elif ".cpython-" in head or head.endswith((".so", ".pyd")):
-                names.add(head.split(".", 1)[0])
-        else:
-            names.add(head)
-    return sorted(names)
-
-
 def _folder_name_guess(meta_dir: str) -> tuple[str, str]:
     base = os.path.basename(meta_dir.rstrip("/\\"))
     stem = base.rsplit(".", 1)[0]  # drop .dist-info / .egg-info
@@ -260,7 +238,6 @@ def _distribution(dist: Any) -> dict[str, Any]:
         "metadata_dir": meta_dir,
         "requires": headers.get("requires-dist", []),
         "requires_python": headers["requires-python"][0] if "requires-python" in headers else None,
-        "top_level": _top_level(dist),
         "installer": installer.strip() if installer else None,
         "editable": editable,
         "problems": problems,
@@ -286,7 +263,7 @@ def _distributions(path: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
             out.append({
                 "name": name, "canonical_name": canonical_name(name), "version": version,
                 "location": os.path.dirname(meta_dir), "metadata_dir": meta_dir, "requires": [],
-                "requires_python": None, "top_level": [], "installer": None, "editable": False,
+                "requires_python": None, "installer": None, "editable": False,
                 "problems": ["%s: %s" % (type(exc).__name__, exc)],
             })
     return out, []
@@ -594,10 +571,19 @@ def _torch_build(path: list[str]) -> dict[str, Any] | None:
         fact["problem"] = "cannot read %s: %s" % (version_py, exc)
         return fact
     fact["fields"] = fields
-    for key in ("cuda", "hip", "git_version", "debug"):
-        fact[key] = fields.get(key)
-    fact["version"] = fields.get("__version__")
-    if fact["version"] is None:
+    odd = []
+    # A value of another type (`__version__ = 5`, `debug = 0`) is recorded as a problem, not passed on: the snapshot
+    # reader would rightly refuse it, and the environment is odd, not the snapshot.
+    for key, name, kind in (("version", "__version__", str), ("cuda", "cuda", str), ("hip", "hip", str),
+                            ("git_version", "git_version", str), ("debug", "debug", bool)):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, kind):
+            odd.append("%s = %r" % (name, value))
+            value = None
+        fact[key] = value
+    if odd:
+        fact["problem"] = "%s has values of an unexpected type: %s" % (version_py, ", ".join(odd))
+    elif fact["version"] is None:
         fact["problem"] = "%s has no __version__" % version_py
     return fact
 

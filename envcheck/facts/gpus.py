@@ -39,14 +39,11 @@ class GpuDevice:
 
     @classmethod
     def from_reader(cls, r: Reader) -> GpuDevice:
-        index = r.raw("index")
-        memory = r.raw("memory_total_mib")
-        mig = r.raw("mig_mode")
         return cls(
-            index=index if isinstance(index, int) else -1, name=r.opt_str("name"), uuid=r.opt_str("uuid"),
-            pci_bus_id=r.opt_str("pci_bus_id"), compute_capability=r.opt_str("compute_capability"),
-            memory_total_mib=memory if isinstance(memory, int) else None,
-            mig_mode=mig if isinstance(mig, bool) else None, error=r.opt_str("error"),
+            index=r.integer("index", minimum=0), name=r.opt_text("name"), uuid=r.opt_text("uuid"),
+            pci_bus_id=r.opt_text("pci_bus_id"), compute_capability=r.opt_text("compute_capability"),
+            memory_total_mib=r.opt_integer("memory_total_mib", minimum=0), mig_mode=r.opt_flag("mig_mode"),
+            error=r.opt_text("error"),
         )
 
 
@@ -67,7 +64,6 @@ class NvmlFacts:
 
     @classmethod
     def from_reader(cls, r: Reader) -> NvmlFacts:
-        raw = r.raw("devices") or []
-        devices = tuple(GpuDevice.from_reader(Reader(d, r.file, f"{r.key}.devices[{i}]")) for i, d in enumerate(raw))
-        return cls(status=r.req_str("status"), reason=r.opt_str("reason"), driver_version=r.opt_str("driver_version"),
-                   cuda_driver_version=r.opt_str("cuda_driver_version"), devices=devices)
+        return cls(status=r.choice("status", STATUSES), reason=r.opt_text("reason"),
+                   driver_version=r.opt_text("driver_version"), cuda_driver_version=r.opt_text("cuda_driver_version"),
+                   devices=r.list_of("devices", GpuDevice.from_reader, optional=True))

@@ -25,6 +25,6 @@ class InstallerFacts:
     @classmethod
     def from_reader(cls, r: Reader) -> InstallerFacts:
         return cls(
-            pip=r.flag("pip"), ensurepip=r.flag("ensurepip"), uv_venv=r.opt_str("uv_venv"), uv=r.opt_str("uv"),
-            conda=r.opt_str("conda"), conda_owned=r.str_map("conda_owned"),
+            pip=r.flag("pip"), ensurepip=r.flag("ensurepip"), uv_venv=r.opt_text("uv_venv"), uv=r.opt_text("uv"),
+            conda=r.opt_text("conda"), conda_owned=r.text_map("conda_owned"),
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
 
 # ok: the probe ran and what it tried worked; error: it ran and what it tried raised (the error is the finding);
@@ -28,16 +27,15 @@ class ProbeResult:
 
     @classmethod
     def from_reader(cls, r: Reader) -> ProbeResult:
-        details = r.raw("details") or {}
-        cases = r.raw("cases") or {}
-        wall = r.raw("wall_s")
-        if not isinstance(details, dict) or not isinstance(cases, dict):
-            bad = "details" if not isinstance(details, dict) else "cases"
-            raise FactsError(r.file, "expected an object", key=f"{r.key}.{bad}")
-        status = r.req_str("status")
-        if status not in PROBE_STATUSES:
-            raise FactsError(r.file, f"expected one of {', '.join(PROBE_STATUSES)}", key=f"{r.key}.status")
-        return cls(status=status, error_class=r.opt_str("error_class"), message=r.opt_str("message"),
-                   details=dict(details), cases={str(k): v for k, v in cases.items() if isinstance(v, dict)},
-                   wall_s=float(wall) if isinstance(wall, (int, float)) and not isinstance(wall, bool) else None,
-                   stderr_tail=r.opt_str("stderr_tail"))
+        return cls(status=r.choice("status", PROBE_STATUSES), error_class=r.opt_text("error_class"),
+                   message=r.opt_text("message"), details=r.json_object("details"),
+                   cases=r.map_of("cases", _case), wall_s=r.opt_number("wall_s", minimum=0),
+                   stderr_tail=r.opt_text("stderr_tail"))
+
+
+def _case(r: Reader) -> dict[str, Any]:
+    """One case's outcome: a status, the error's class and message, and probe-specific keys kept as they are."""
+    r.choice("status", PROBE_STATUSES)
+    r.opt_text("error_class")
+    r.opt_text("message")
+    return r.as_dict()

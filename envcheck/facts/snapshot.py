@@ -1,25 +1,30 @@
 """The Facts snapshot: everything envcheck knows about one environment, as typed, JSON-round-trippable data.
 
 The JSON form is what `envcheck facts` writes and `envcheck check --facts FILE` reads. Its `schema` number changes
-whenever a field changes meaning; a snapshot of another schema is refused with a clear message rather than
-misread. Each field below says what it means and what it is when unknown. Field-by-field documentation for users
-is in docs/facts.md.
+whenever a field changes meaning or goes away; the older schemas this envcheck still reads are READABLE_SCHEMAS,
+and any other is refused with a clear message rather than misread. envcheck/schemas/facts.schema.json describes
+the same format for other tools. Each field below says what it means and what it is when unknown; docs/facts.md
+documents every field for users.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from envcheck.errors import FactsError
 from envcheck.facts._collector import SCHEMA, canonical_name
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.probe_results import ProbeResult
 
-__all__ = ["SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact", "TorchBuild"]
+__all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
+           "TorchBuild", "check_schema"]
+
+T = TypeVar("T")
+# Schemas this envcheck reads. 1 is 2 plus `distributions[].top_level`, which nothing read; it is now ignored.
+READABLE_SCHEMAS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -46,16 +51,16 @@ class PythonFacts:
 
     @classmethod
     def from_reader(cls, r: Reader) -> PythonFacts:
-        libc = r.obj("libc", optional=True)
+        libc = r.opt_obj("libc")
         return cls(
-            version=r.req_str("version"), implementation=r.req_str("implementation"),
-            executable=r.req_str("executable"), prefix=r.req_str("prefix"), base_prefix=r.req_str("base_prefix"),
+            version=r.text("version"), implementation=r.text("implementation"),
+            executable=r.text("executable"), prefix=r.text("prefix"), base_prefix=r.text("base_prefix"),
             virtualenv=r.flag("virtualenv"), conda=r.flag("conda"),
-            externally_managed=r.flag("externally_managed"), platform=r.req_str("platform"),
-            machine=r.req_str("machine"), system=r.req_str("system"), release=r.req_str("release"),
-            libc=None if libc is None else {"name": libc.req_str("name"), "version": libc.req_str("version")},
-            user_site=r.opt_str("user_site"), cwd=r.req_str("cwd"), path=r.str_list("path"),
-            marker_environment=r.str_map("marker_environment"),
+            externally_managed=r.flag("externally_managed"), platform=r.text("platform"),
+            machine=r.text("machine"), system=r.text("system"), release=r.text("release"),
+            libc=None if libc is None else {"name": libc.text("name"), "version": libc.text("version")},
+            user_site=r.opt_text("user_site"), cwd=r.text("cwd"), path=r.texts("path"),
+            marker_environment=r.text_map("marker_environment"),
         )
 
 
@@ -70,20 +75,18 @@ class Distribution:
     metadata_dir: str  # the .dist-info folder itself ("" when unknown)
     requires: tuple[str, ...]  # Requires-Dist lines, unparsed (parsed by derivations with `packaging`)
     requires_python: str | None
-    top_level: tuple[str, ...]  # importable top-level names (top_level.txt, else RECORD)
     installer: str | None  # INSTALLER: "pip", "uv", "conda"; None when absent
     editable: bool  # direct_url.json says editable
     problems: tuple[str, ...]  # unreadable or corrupt metadata, in words; empty when healthy
 
     @classmethod
     def from_reader(cls, r: Reader) -> Distribution:
-        name = r.req_str("name")
+        name = r.text("name")
         return cls(
-            name=name, canonical_name=r.opt_str("canonical_name") or canonical_name(name), version=r.req_str("version"),
-            location=r.req_str("location"), metadata_dir=r.opt_str("metadata_dir") or "",
-            requires=r.str_list("requires"), requires_python=r.opt_str("requires_python"),
-            top_level=r.str_list("top_level"), installer=r.opt_str("installer"), editable=r.flag("editable"),
-            problems=r.str_list("problems"),
+            name=name, canonical_name=r.opt_text("canonical_name") or canonical_name(name), version=r.text("version"),
+            location=r.text("location"), metadata_dir=r.opt_text("metadata_dir") or "",
+            requires=r.texts("requires"), requires_python=r.opt_text("requires_python"),
+            installer=r.opt_text("installer"), editable=r.flag("editable"), problems=r.texts("problems"),
         )
 
 
@@ -102,14 +105,10 @@ class TorchBuild:
 
     @classmethod
     def from_reader(cls, r: Reader) -> TorchBuild:
-        fields = {} if r.raw("fields") is None else r.raw("fields")  # `or {}` would accept [] and ""
-        if not isinstance(fields, dict):
-            raise FactsError(r.file, "expected an object", key=r._path("fields"))
-        debug = r.raw("debug")
         return cls(
-            location=r.req_str("location"), version=r.opt_str("version"), cuda=r.opt_str("cuda"), hip=r.opt_str("hip"),
-            git_version=r.opt_str("git_version"), debug=debug if isinstance(debug, bool) else None,
-            fields=dict(fields), problem=r.opt_str("problem"),
+            location=r.text("location"), version=r.opt_text("version"), cuda=r.opt_text("cuda"),
+            hip=r.opt_text("hip"), git_version=r.opt_text("git_version"), debug=r.opt_flag("debug"),
+            fields=r.json_object("fields"), problem=r.opt_text("problem"),
         )
 
 
@@ -123,7 +122,7 @@ class ModuleFact:
 
     @classmethod
     def from_reader(cls, r: Reader) -> ModuleFact:
-        return cls(found=r.flag("found"), origin=r.opt_str("origin"), error=r.opt_str("error"))
+        return cls(found=r.flag("found"), origin=r.opt_text("origin"), error=r.opt_text("error"))
 
 
 @dataclass(frozen=True)
@@ -136,10 +135,7 @@ class SourceFact:
 
     @classmethod
     def from_reader(cls, r: Reader) -> SourceFact:
-        matches = {} if r.raw("matches") is None else r.raw("matches")
-        if not isinstance(matches, dict) or not all(isinstance(v, bool) for v in matches.values()):
-            raise FactsError(r.file, "expected an object of booleans", key=r._path("matches"))
-        return cls(path=r.opt_str("path"), matches=dict(matches), error=r.opt_str("error"))
+        return cls(path=r.opt_text("path"), matches=r.flag_map("matches"), error=r.opt_text("error"))
 
 
 @dataclass(frozen=True)
@@ -202,7 +198,8 @@ class Facts:
             "env": dict(sorted(self.env.items())),
             "partial_installs": list(self.partial_installs),
             "installer": None if self.installer is None else asdict(self.installer),
-            "nvml": None if self.nvml is None else asdict(self.nvml),
+            "nvml": None if self.nvml is None else {**asdict(self.nvml),
+                                                    "devices": [asdict(d) for d in self.nvml.devices]},
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
         }
@@ -211,43 +208,38 @@ class Facts:
 
     @classmethod
     def from_dict(cls, data: object, *, file: str = "<facts>", origin: str = "local") -> Facts:
-        r = Reader(data, file, "")
-        schema = r.raw("schema")
-        if schema != SCHEMA:
-            raise FactsError(file, f"schema {schema!r} is not supported (this envcheck reads schema {SCHEMA})",
-                             key="schema")
-        python = r.obj("python")
-        assert python is not None
-        dists_raw = r.raw("distributions")
-        if not isinstance(dists_raw, list):
-            raise FactsError(file, "expected a list", key="distributions")
-        torch = r.obj("torch", optional=True)
-        modules = r.obj("modules", optional=True)
-        sources = r.obj("sources", optional=True)
-        nvml = r.obj("nvml", optional=True)
-        probes = r.obj("probes", optional=True)
-        installer = r.obj("installer", optional=True)  # absent from snapshots older than the field
+        """Read a snapshot in its JSON form; any malformed value is one FactsError naming `file` and the key."""
+        r = Reader(data, file)
+        check_schema(r)
         return cls(
-            python=PythonFacts.from_reader(python),
-            distributions=tuple(
-                Distribution.from_reader(Reader(d, file, f"distributions[{i}]")) for i, d in enumerate(dists_raw)
-            ),
-            torch=None if torch is None else TorchBuild.from_reader(torch),
-            modules={} if modules is None else {
-                k: ModuleFact.from_reader(Reader(v, file, f"modules.{k}")) for k, v in modules.data.items()
-            },
-            sources={} if sources is None else {
-                k: SourceFact.from_reader(Reader(v, file, f"sources.{k}")) for k, v in sources.data.items()
-            },
-            env=r.str_map("env"),
-            problems=r.str_list("problems"),
-            partial_installs=r.str_list("partial_installs"),
-            nvml=None if nvml is None else NvmlFacts.from_reader(nvml),
-            probes={} if probes is None else {
-                k: ProbeResult.from_reader(Reader(v, file, f"probes.{k}")) for k, v in probes.data.items()
-            },
-            envcheck_version=r.opt_str("envcheck_version") or "",
-            host=r.opt_str("host") or "",
+            python=PythonFacts.from_reader(r.obj("python")),
+            distributions=r.list_of("distributions", Distribution.from_reader),
+            torch=_optional(r.opt_obj("torch"), TorchBuild.from_reader),
+            modules=r.map_of("modules", ModuleFact.from_reader),
+            sources=r.map_of("sources", SourceFact.from_reader),
+            env=r.text_map("env"),
+            problems=r.texts("problems"),
+            partial_installs=r.texts("partial_installs"),
+            nvml=_optional(r.opt_obj("nvml"), NvmlFacts.from_reader),
+            probes=r.map_of("probes", ProbeResult.from_reader),
+            envcheck_version=r.opt_text("envcheck_version") or "",
+            host=r.opt_text("host") or "",
             origin=origin,
-            installer=None if installer is None else InstallerFacts.from_reader(installer),
+            installer=_optional(r.opt_obj("installer"), InstallerFacts.from_reader),  # absent before the field
         )
+
+
+def check_schema(r: Reader) -> int:
+    """The snapshot's schema number, when this envcheck reads it; else one FactsError that says what to do."""
+    if not r.has("schema"):
+        raise r.error("schema", "missing: not a snapshot written by `envcheck facts`")
+    schema = r.integer("schema", minimum=1)
+    if schema not in READABLE_SCHEMAS:
+        newer = "; it was written by a newer envcheck: upgrade envcheck to read it" if schema > SCHEMA else ""
+        raise r.error("schema", f"schema {schema} is not supported (this envcheck reads schemas "
+                                f"{READABLE_SCHEMAS[0]} to {READABLE_SCHEMAS[-1]}){newer}")
+    return schema
+
+
+def _optional(r: Reader | None, read: Callable[[Reader], T]) -> T | None:
+    return None if r is None else read(r)

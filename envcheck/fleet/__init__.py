@@ -6,6 +6,7 @@
   model.py        Member, Node, Group, Difference, FleetFinding, FleetReport (frozen data)
   merge.py        members (ranks or snapshot files) -> FleetReport; pure
   checks.py       cross-node checks (EC10xx): torch / CUDA build / NCCL / driver / Python / package versions, GPUs
+  checkdoc.py     their documentation (`envcheck rule EC1001`, `envcheck rule --fleet`, docs/fleet.md)
   report.py       text and JSON
   cli.py          the `envcheck fleet` command group (`fleet` and `fleet merge`)
 

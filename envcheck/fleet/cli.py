@@ -11,19 +11,20 @@ this module on every start, and torch is imported only when a torchrun worker ga
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from envcheck._output import split, use_color, write
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
 
 if TYPE_CHECKING:
-    from envcheck.rules import RulePack
+    from envcheck.api import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,13 +35,25 @@ def _report_options(fn: F) -> F:
     for option in reversed([
         click.option("--format", "fmt", type=click.Choice(FleetFormat.names()), default="text", show_default=True),
         click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output."),
-        click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default="error", show_default=True,
-                     help="Lowest severity that makes the exit code 1 (an incomplete fleet always does)."),
-        click.option("--select", multiple=True, metavar="ID", help="Only these rules (ids, id prefixes or names)."),
+        click.option("--fail-on", type=click.Choice(FAIL_ON_LEVELS), default=None,
+                     help="Lowest severity that makes the exit code 1 (default: the configuration's fail-on, else "
+                          "error); an incomplete fleet always does."),
+        click.option("--select", multiple=True, metavar="ID",
+                     help="Only these rules (ids, id prefixes or names); the project's policy rules (EC99xx) always "
+                          "run."),
         click.option("--ignore", multiple=True, metavar="ID",
-                     help="Skip these rules or fleet checks (EC10xx); repeatable or comma-separated."),
+                     help="Skip these rules or fleet checks (EC10xx); repeatable or comma-separated; adds to the "
+                          "configuration's ignore."),
         click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
                      help="An extra directory of rule files (repeatable); it must exist on every node."),
+        click.option("--config", "config_file", metavar="FILE",
+                     help="Read the project's configuration from FILE instead of the nearest envcheck.toml or "
+                          "pyproject.toml with [tool.envcheck]; it must exist on every node."),
+        click.option("--no-config", is_flag=True, help="Use no configuration file."),
+        click.option("--require", multiple=True, metavar="REQ",
+                     help="A PEP 508 requirement every node must satisfy, added to the configuration's `require`."),
+        click.option("--forbid", multiple=True, metavar="REQ",
+                     help="A PEP 508 requirement no node may have installed, added to `forbid`."),
         click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules."),
         click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal)."),
     ]):
@@ -48,39 +61,58 @@ def _report_options(fn: F) -> F:
     return fn
 
 
-def _split(values: Sequence[str]) -> list[str]:
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+@dataclasses.dataclass(frozen=True)
+class _Policy:
+    """What `fleet` evaluates, from the options and the project's configuration, as `envcheck check` would."""
 
+    config_file: str | None
+    no_config: bool
+    rule_dirs: tuple[Path, ...]
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    require: tuple[str, ...]
+    forbid: tuple[str, ...]
 
-def _rules(rule_dirs: Sequence[Path], select: Sequence[str], ignore: Sequence[str]
-           ) -> tuple[RulePack, RulePack, list[str]]:
-    """(every rule, the chosen ones, the --ignore entries meant for fleet checks). Unknown selectors are an error."""
-    from envcheck import rules as rules_mod
-    from envcheck.fleet import checks
+    def rules(self) -> tuple[RuleSet, list[str]]:
+        """The rule set `check` would use, and the ignore entries (options and configuration) for fleet checks.
 
-    every = rules_mod.load(rule_dirs)
-    selectors, ignores = _split(select), _split(ignore)
-    fleet_ignores = [i for i in ignores if any(checks.matches(c, [i]) for c in checks.CHECKS)]
-    unknown = [u for u in rules_mod.unknown_selectors(every, selectors + ignores) if u not in fleet_ignores]
-    if unknown:
-        raise click.UsageError(f"no rule or fleet check matches {', '.join(map(repr, unknown))}")
-    return every, every.only(rules_mod.select(every, selectors, ignores)), fleet_ignores
+        An ignore entry may name fleet checks, rules, or both (a prefix such as "EC"); each part gets the entries
+        that name something of it, and an entry that names nothing is an error, as for `check`.
+        """
+        from envcheck import config as config_mod
+        from envcheck import rules as rules_mod
+        from envcheck.api import rule_set
+        from envcheck.fleet import checks
+
+        config = config_mod.resolve(self.config_file, no_config=self.no_config)
+        every = rule_set(dataclasses.replace(config, ignore=(), select=()), rule_dirs=self.rule_dirs,
+                         require=self.require, forbid=self.forbid).every
+
+        def for_rules(selector: str) -> bool:
+            return not rules_mod.unknown_selectors(every, [selector])
+
+        def for_fleet(selector: str) -> bool:
+            return any(checks.matches(c, [selector]) for c in checks.CHECKS)
+
+        ignores = split(self.ignore)
+        unknown = [i for i in split(self.select) if not for_rules(i)]
+        unknown += [i for i in ignores if not for_rules(i) and not for_fleet(i)]
+        if unknown:
+            raise click.UsageError(f"no rule or fleet check matches {', '.join(map(repr, unknown))}")
+        for selector, _reason in config.ignore:
+            if not for_rules(selector) and not for_fleet(selector):
+                raise config.error(f"ignore.{selector}", f"no rule or fleet check matches {selector!r}")
+        rule_config = dataclasses.replace(config, ignore=tuple(e for e in config.ignore if for_rules(e[0])))
+        rules = rule_set(rule_config, rule_dirs=self.rule_dirs, select=split(self.select),
+                         ignore=[i for i in ignores if for_rules(i)], require=self.require, forbid=self.forbid)
+        fleet_ignores = [i for i in [*ignores, *(s for s, _ in config.ignore)] if for_fleet(i)]
+        return rules, fleet_ignores
 
 
 def _emit(report: Any, fmt: str, output: str | None, color: bool | None, verbose: bool, fail_on: str) -> None:
-    from envcheck.errors import EnvcheckError
     from envcheck.fleet.report import render
 
-    use_color = color if color is not None else (not output and not os.environ.get("NO_COLOR")
-                                                 and sys.stdout.isatty())
-    text = render(report, fmt, color=use_color, verbose=verbose)
-    if output is None or output == "-":
-        click.echo(text, nl=False, color=True)
-    else:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise EnvcheckError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+    write(render(report, fmt, color=use_color(color, output), verbose=verbose), output)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.failing(fail_on) else EXIT_CLEAN)
 
 
@@ -94,8 +126,9 @@ def _emit(report: Any, fmt: str, output: str | None, color: bool | None, verbose
               metavar="SECONDS", help="Report the ranks whose facts have not arrived this long after the start as "
               "failed (each rank reports its own collection as timed out at 90% of it).")
 @click.pass_context
-def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str, select: tuple[str, ...],
-          ignore: tuple[str, ...], rule_dirs: tuple[Path, ...], verbose: bool, color: bool | None, static: bool,
+def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str | None, select: tuple[str, ...],
+          ignore: tuple[str, ...], rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool,
+          require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool, color: bool | None, static: bool,
           probe_timeout: float, no_cache: bool, gather_timeout: float) -> None:
     """Check every node of a torchrun job; rank 0 prints one report that groups identical nodes.
 
@@ -105,32 +138,33 @@ def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str, select
     """
     if ctx.invoked_subcommand is not None:
         return
-    from envcheck import rules as rules_mod
     from envcheck.api import ProbeOptions
     from envcheck.fleet import distributed
     from envcheck.fleet import merge as merge_mod
 
     probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=not no_cache)
+    policy = _Policy(config_file, no_config, rule_dirs, select, ignore, require, forbid)
     env = distributed.RankEnv.from_environ(os.environ)
     if env.rank != 0:
-        # Ranks other than 0 load the rules inside the collection, so that a node with a broken rule directory
-        # is reported by rank 0 as failed instead of ending the job.
-        outcome = distributed.run(lambda: rules_mod.load(rule_dirs).rules, probes, gather_timeout)
+        # Ranks other than 0 load the configuration and rules inside the collection, so that a node with a broken
+        # rule directory or configuration is reported by rank 0 as failed instead of ending the job.
+        outcome = distributed.run(lambda: policy.rules()[0].every.rules, probes, gather_timeout)
         if outcome.warning:
             click.echo(f"envcheck fleet: {outcome.warning}", err=True)
         raise click.exceptions.Exit(EXIT_CLEAN)
-    every, chosen, fleet_ignores = _rules(rule_dirs, select, ignore)
-    gathered = distributed.run(lambda: every.rules, probes, gather_timeout)
-    report = merge_mod.build(gathered.members, gathered.facts, chosen, expected=gathered.expected,
-                         stopped=gathered.stopped, ignore_checks=fleet_ignores)
-    _emit(report, fmt, output, color, verbose, fail_on)
+    rules, fleet_ignores = policy.rules()
+    gathered = distributed.run(lambda: rules.every.rules, probes, gather_timeout)
+    report = merge_mod.build(gathered.members, gathered.facts, rules.chosen, expected=gathered.expected,
+                             stopped=gathered.stopped, ignore_checks=fleet_ignores)
+    _emit(report, fmt, output, color, verbose, fail_on or rules.config.fail_on or "error")
 
 
 @fleet.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @_report_options
-def merge(files: tuple[str, ...], fmt: str, output: str | None, fail_on: str, select: tuple[str, ...],
-          ignore: tuple[str, ...], rule_dirs: tuple[Path, ...], verbose: bool, color: bool | None) -> None:
+def merge(files: tuple[str, ...], fmt: str, output: str | None, fail_on: str | None, select: tuple[str, ...],
+          ignore: tuple[str, ...], rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool,
+          require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool, color: bool | None) -> None:
     """The fleet report from snapshots saved by `envcheck facts -o FILE`, one per node.
 
     For example, under Slurm: `srun --ntasks-per-node 1 envcheck facts -o facts-%N.json`, then
@@ -139,7 +173,7 @@ def merge(files: tuple[str, ...], fmt: str, output: str | None, fail_on: str, se
     """
     from envcheck.fleet import merge as merge_mod
 
-    _every, chosen, fleet_ignores = _rules(rule_dirs, select, ignore)
+    rules, fleet_ignores = _Policy(config_file, no_config, rule_dirs, select, ignore, require, forbid).rules()
     members, facts = merge_mod.load_members(files)
-    report = merge_mod.build(members, facts, chosen, expected=len(files), ignore_checks=fleet_ignores)
-    _emit(report, fmt, output, color, verbose, fail_on)
+    report = merge_mod.build(members, facts, rules.chosen, expected=len(files), ignore_checks=fleet_ignores)
+    _emit(report, fmt, output, color, verbose, fail_on or rules.config.fail_on or "error")

@@ -16,8 +16,9 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.snapshot import Distribution, Facts, TorchBuild
 
 # PATH holds per-user and per-job entries (module systems, job-local tool folders) and says nothing about torch
 # that the distributions and the interpreter do not; the probe cache leaves it out for the same reason.
@@ -54,120 +55,114 @@ def absent_value(key: str) -> str:
 
 def view(facts: Facts) -> dict[str, str]:
     """The comparable facts of one environment: key -> value in words (see the module docstring)."""
-    return snapshot_view(facts.to_dict())
-
-
-def snapshot_view(data: Mapping[str, Any]) -> dict[str, str]:
-    """view() of a snapshot in its JSON form, without building Facts: `fleet merge` reads a thousand snapshots
-    this way and builds Facts only for one snapshot per group. Raises KeyError, TypeError, AttributeError or
-    ValueError on a malformed snapshot (the caller then reads it with Facts.from_dict for a precise error)."""
-    out: dict[str, str] = {"envcheck": data.get("envcheck_version") or "?"}
-    py = data["python"]
-    out["python"] = f"{py['version']} ({py['implementation']})"
+    py = facts.python
+    out: dict[str, str] = {"envcheck": facts.envcheck_version or "?"}
+    out["python"] = f"{py.version} ({py.implementation})"
     out["python.environment"] = ", ".join(
-        name for name, on in (("venv", py.get("virtualenv")), ("conda", py.get("conda")),
-                              ("externally managed", py.get("externally_managed")),
-                              ("user site", py.get("user_site") is not None)) if on is True) or "system"
-    for key, value in sorted(py["marker_environment"].items()):
-        out[f"python.marker.{key}"] = _str(value)
-    libc = py.get("libc")
-    out["platform"] = f"{py['system']} {py['machine']}" + (f" {libc['name']} {libc['version']}" if libc else "")
-    out["platform.kernel"] = _str(py["release"])
-    _torch(data.get("torch"), out)
-    _nvml(data.get("nvml"), out)
-    for name, result in sorted((data.get("probes") or {}).items()):
+        name for name, on in (("venv", py.virtualenv), ("conda", py.conda), ("externally managed",
+                              py.externally_managed), ("user site", py.user_site is not None)) if on) or "system"
+    for key, value in sorted(py.marker_environment.items()):
+        out[f"python.marker.{key}"] = value
+    libc = py.libc
+    out["platform"] = f"{py.system} {py.machine}" + (f" {libc['name']} {libc['version']}" if libc else "")
+    out["platform.kernel"] = py.release
+    _torch(facts.torch, out)
+    _nvml(facts.nvml, out)
+    for name, result in sorted(facts.probes.items()):
         _probe(name, result, out)
-    packages: dict[str, str] = {}
-    first_location: dict[str, object] = {}
-    for d in data["distributions"]:  # the hot loop of `fleet merge`: hundreds per snapshot, kept plain
-        name = d.get("canonical_name") or canonical_name(d["name"])
-        version = d["version"]
-        if not isinstance(version, str):
-            raise TypeError(f"distribution {name}: version is not a string")
-        if d.get("editable") is True:
-            version += " (editable)"
-        if d.get("problems"):
-            version += " (broken metadata)"
-        if name not in packages:
-            packages[name] = version
-            first_location[name] = d.get("location")
-        else:  # a second install: whether it is in another folder decides the duplicate-install rules
-            where = "" if d.get("location") == first_location[name] else " (another folder)"
-            packages[name] = f"{packages[name]}, {version}{where}"
-    for name in sorted(packages):
-        out[f"package:{name}"] = packages[name]
-    for name, module in sorted((data.get("modules") or {}).items()):
-        out[f"module:{name}"] = "unknown" if module.get("error") else (
-            "found" if module.get("found") is True else "not found")
-    for file, source in sorted((data.get("sources") or {}).items()):
-        if source.get("error") or source.get("path") is None:
-            out[f"source:{file}"] = "unreadable" if source.get("error") else "no such file"
+    for name, version in sorted(packages(facts.distributions).items()):
+        out[f"package:{name}"] = version
+    for name, module in sorted(facts.modules.items()):
+        out[f"module:{name}"] = "unknown" if module.error else ("found" if module.found else "not found")
+    for file, source in sorted(facts.sources.items()):
+        if source.error or source.path is None:
+            out[f"source:{file}"] = "unreadable" if source.error else "no such file"
             continue
-        for pattern, hit in sorted((source.get("matches") or {}).items()):
-            out[f"source:{file}:{pattern}"] = "matches" if hit is True else "no match"
-    if data.get("partial_installs"):
-        out["partial-installs"] = ", ".join(sorted(map(_str, data["partial_installs"])))
-    for name, value in sorted((data.get("env") or {}).items()):
+        for pattern, hit in sorted(source.matches.items()):
+            out[f"source:{file}:{pattern}"] = "matches" if hit else "no match"
+    if facts.partial_installs:
+        out["partial-installs"] = ", ".join(sorted(facts.partial_installs))
+    for name, value in sorted(facts.env.items()):
         if name not in IGNORED_ENV:
-            out[f"env:{name}"] = _str(value)
+            out[f"env:{name}"] = value
     return out
 
 
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value
+def packages(distributions: tuple[Distribution, ...]) -> dict[str, str]:
+    """Canonical name -> its versions in words: every install, the imported one first, and how each is odd."""
+    found: dict[str, str] = {}
+    first_location: dict[str, str] = {}
+    for d in distributions:  # the hot loop of `fleet merge`: hundreds per snapshot, kept plain
+        version = d.version
+        if d.editable:
+            version += " (editable)"
+        if d.problems:
+            version += " (broken metadata)"
+        name = d.canonical_name
+        if name not in found:
+            found[name] = version
+            first_location[name] = d.location
+        else:  # a second install: whether it is in another folder decides the duplicate-install rules
+            where = "" if d.location == first_location[name] else " (another folder)"
+            found[name] = f"{found[name]}, {version}{where}"
+    return found
 
 
-def _torch(torch: Mapping[str, Any] | None, out: dict[str, str]) -> None:
+def torch_version(torch: TorchBuild | None) -> str:
+    """"2.6.0+cu124", "not installed", or why version.py could not be read."""
     if torch is None:
-        out["torch"] = "not installed"
+        return "not installed"
+    return torch.version or f"unreadable ({torch.problem or 'no version'})"
+
+
+def torch_build(torch: TorchBuild) -> str:
+    """"CUDA 12.4", "ROCm 6.2" or "CPU"."""
+    return f"CUDA {torch.cuda}" if torch.cuda else f"ROCm {torch.hip}" if torch.hip else "CPU"
+
+
+def _torch(torch: TorchBuild | None, out: dict[str, str]) -> None:
+    out["torch"] = torch_version(torch)
+    if torch is None:
         return
-    out["torch"] = torch.get("version") or f"unreadable ({torch.get('problem') or 'no version'})"
-    cuda, hip = torch.get("cuda"), torch.get("hip")
-    out["torch.build"] = f"CUDA {cuda}" if cuda else f"ROCm {hip}" if hip else "CPU"
-    out["torch.git_version"] = (torch.get("git_version") or "-")[:12]  # a commit: 12 hex digits tell them apart
-    if torch.get("debug") is True:
+    out["torch.build"] = torch_build(torch)
+    out["torch.git_version"] = (torch.git_version or "-")[:12]  # a commit: 12 hex digits tell them apart
+    if torch.debug is True:
         out["torch.debug"] = "debug build"
 
 
-def _nvml(nvml: Mapping[str, Any] | None, out: dict[str, str]) -> None:
+def _nvml(nvml: NvmlFacts | None, out: dict[str, str]) -> None:
     if nvml is None:
         out["nvml"] = "not collected"
         return
-    out["nvml"] = _str(nvml["status"])
-    if nvml.get("driver_version"):
-        out["driver"] = nvml["driver_version"]
-    if nvml.get("cuda_driver_version"):
-        out["driver.cuda"] = nvml["cuda_driver_version"]
-    models = Counter(gpu_model(d.get("name"), d.get("compute_capability"), d.get("memory_total_mib"),
-                               d.get("mig_mode"), d.get("error")) for d in nvml.get("devices") or ())
+    out["nvml"] = nvml.status
+    if nvml.driver_version:
+        out["driver"] = nvml.driver_version
+    if nvml.cuda_driver_version:
+        out["driver.cuda"] = nvml.cuda_driver_version
+    models = Counter(gpu_model(d) for d in nvml.devices)
     if models:
         out["gpus"] = ", ".join(f"{n} x {m}" for m, n in sorted(models.items()))
 
 
-def gpu_model(name: str | None, capability: str | None, memory_mib: object, mig: object, error: str | None) -> str:
+def gpu_model(gpu: GpuDevice) -> str:
     """"NVIDIA H100 80GB HBM3 (9.0, 81559 MiB)": what makes two GPUs the same model for the fleet."""
-    memory = f"{memory_mib} MiB" if isinstance(memory_mib, int) and not isinstance(memory_mib, bool) else "memory ?"
-    extras = [capability or "capability ?", memory]
-    if mig is True:
+    memory = "memory ?" if gpu.memory_total_mib is None else f"{gpu.memory_total_mib} MiB"
+    extras = [gpu.compute_capability or "capability ?", memory]
+    if gpu.mig_mode:
         extras.append("MIG")
-    if error:
+    if gpu.error:
         extras.append("unreadable")
-    return f"{name or 'unknown GPU'} ({', '.join(extras)})"
+    return f"{gpu.name or 'unknown GPU'} ({', '.join(extras)})"
 
 
-def _probe(name: str, result: Mapping[str, Any], out: dict[str, str]) -> None:
-    out[f"probe:{name}"] = _outcome(_str(result["status"]), result.get("error_class"), result.get("message"))
-    for case, data in sorted((result.get("cases") or {}).items()):
-        if isinstance(data, dict):  # as ProbeResult reads them
-            out[f"probe:{name}/{case}"] = _outcome(str(data.get("status")), data.get("error_class"),
-                                                   data.get("message"))
+def _probe(name: str, result: ProbeResult, out: dict[str, str]) -> None:
+    out[f"probe:{name}"] = _outcome(result.status, result.error_class, result.message)
+    for case, data in sorted(result.cases.items()):
+        out[f"probe:{name}/{case}"] = _outcome(str(data.get("status")), data.get("error_class"), data.get("message"))
     if name == "torch-build":
-        details = result.get("details") or {}
         for detail in _BUILD_DETAILS:
-            if details.get(detail) is not None:
-                out[f"probe:{name}.{detail}"] = _text(details[detail])
+            if result.details.get(detail) is not None:
+                out[f"probe:{name}.{detail}"] = _text(result.details[detail])
 
 
 def _outcome(status: str, error_class: object, message: object) -> str:

@@ -7,7 +7,6 @@ evaluation.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,9 +14,9 @@ from envcheck import __version__
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
-from envcheck.facts.snapshot import SCHEMA, Facts
+from envcheck.facts.snapshot import Facts
 from envcheck.fleet import checks
-from envcheck.fleet.fingerprint import absent_value, fingerprint, snapshot_view, sort_key, view
+from envcheck.fleet.fingerprint import absent_value, fingerprint, sort_key, view
 from envcheck.fleet.model import Difference, FleetReport, Group, Member, Node
 from envcheck.rules import RulePack
 
@@ -100,40 +99,21 @@ def differences(groups: Sequence[Group]) -> list[Difference]:
 def load_members(files: Sequence[str]) -> tuple[list[Member], dict[str, Facts]]:
     """Snapshots saved by `envcheck facts -o FILE`, one member each; a file that cannot be read is a failed member.
 
-    A node is named by the host name the snapshot records, else by its file name. Each file is compared in its
-    JSON form (fingerprint.snapshot_view); Facts are built, and fully validated, for the first file of each
-    environment only, which is what the rules are evaluated on. (Worker processes did not pay off: starting them
-    and importing envcheck in each cost more than reading a thousand snapshots; see bench/fleet.py.)
+    A node is named by the host name the snapshot records, else by its file name. Every file is read by the one
+    strict snapshot reader (a malformed one fails with its key named); the Facts of the first file of each
+    environment are kept, which is what the rules are evaluated on. (Worker processes did not pay off: starting
+    them and importing envcheck in each cost more than reading a thousand snapshots; see bench/fleet.py.)
     """
-    members = [scan(f) for f in files]
+    members: list[Member] = []
     facts_by_fp: dict[str, Facts] = {}
-    for i, member in enumerate(members):
-        if member.fingerprint is None or member.fingerprint in facts_by_fp:
-            continue
+    for file in files:
         try:
-            facts = collect_mod.load(member.label)
-        except EnvcheckError as exc:  # a snapshot that only looked right: the next one of its group stands in
-            members[i] = Member(host=member.host, label=member.label, error=str(exc))
-            continue
-        facts_by_fp[member.fingerprint] = facts
-    return members, facts_by_fp
-
-
-def scan(file: str) -> Member:
-    """One snapshot file as a member: its host, interpreter and fingerprint, or why it cannot be used."""
-    try:
-        data = json.loads(Path(file).read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise ValueError("not a snapshot of this schema")
-        fp = fingerprint(snapshot_view(data))
-        host, python = data.get("host"), data["python"].get("executable")
-        if not isinstance(host, (str, type(None))) or not isinstance(python, str):
-            raise TypeError("host or python.executable")
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
-        try:
-            facts = collect_mod.load(file)  # its FactsError names the file and the key; else it reads after all
+            facts = collect_mod.load(file)
         except EnvcheckError as exc:
-            return Member(host=Path(file).name, label=file, error=str(exc))
-        return Member(host=facts.host or Path(file).name, label=file, fingerprint=fingerprint(view(facts)),
-                      python=facts.python.executable)
-    return Member(host=host or Path(file).name, label=file, fingerprint=fp, python=python)
+            members.append(Member(host=Path(file).name, label=file, error=str(exc)))
+            continue
+        fp = fingerprint(view(facts))
+        facts_by_fp.setdefault(fp, facts)
+        members.append(Member(host=facts.host or Path(file).name, label=file, fingerprint=fp,
+                              python=facts.python.executable))
+    return members, facts_by_fp
