@@ -285,3 +285,16 @@ def cuda_torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     if override:
         return override
     return _torch_venv(tmp_path_factory, CUDA_TORCH_REQUIREMENT, os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))
+
+
+@pytest.fixture
+def uv() -> str:
+    """uv's executable; skipped where there is none, but under CI (which installs the test extra) a failure."""
+    from _index import uv_binary  # the helper module of the PEP 503 index tests
+
+    found = uv_binary()
+    if found is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI must run the uv tests: install the test extra (it has uv)")
+        pytest.skip("no uv (it is in the test extra)")
+    return found

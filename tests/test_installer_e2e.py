@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _index import TORCH, LocalIndex, local_index, uv_binary  # noqa: F401 - local_index is a fixture
+from _index import TORCH, LocalIndex, local_index  # noqa: F401 - local_index is a fixture
 from conftest import BIN
 
 pytestmark = pytest.mark.slow
 
 _TIMEOUT_S = 600  # guards against a hung installer; never a timing assertion
-UV = uv_binary()
 PACKAGES = (f"torch=={TORCH}", "torchvision==0.28.0+cpu")
 
 
@@ -36,15 +35,6 @@ def _run(argv: Sequence[str | Path], env: Mapping[str, str], cwd: Path) -> subpr
 def _ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert proc.returncode == 0, f"{shlex.join(proc.args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
-
-
-@pytest.fixture
-def uv() -> str:
-    if UV is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI must run the uv tests: install the test extra (it has uv)")
-        pytest.skip("no uv (it is in the test extra)")
-    return UV
 
 
 @pytest.fixture

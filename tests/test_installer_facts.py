@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from _index import uv_binary
 from conftest import BIN, write_dist
 
 from envcheck.facts.collect import collect
@@ -18,7 +17,6 @@ from envcheck.facts.snapshot import Facts
 
 pytestmark = pytest.mark.slow
 _TIMEOUT_S = 300  # a guard against a hung venv creation, never a timing assertion
-UV = uv_binary()
 
 
 def _python(venv: Path) -> str:
@@ -29,15 +27,6 @@ def _make(argv: list[str], cwd: Path) -> None:
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False,
                           env={k: v for k, v in os.environ.items() if not k.startswith(("UV_", "VIRTUAL_ENV"))})
     assert proc.returncode == 0, proc.stderr
-
-
-@pytest.fixture
-def uv() -> str:
-    if UV is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI must run the uv tests: install the test extra (it has uv)")
-        pytest.skip("no uv (it is in the test extra)")
-    return UV
 
 
 def _uv_version(uv: str) -> str:
