@@ -14,6 +14,7 @@ Pure: no I/O outside `load`, which reads the shipped file through `data_file`.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -324,8 +325,10 @@ def data_file() -> Path:
     return (packaged if packaged.is_dir() else package.parent / "rules") / "data" / DATA_FILE
 
 
+@functools.cache
 def load(path: Path | None = None) -> BuildMatrix:
-    """The shipped matrix (or the file at `path`), parsed and validated."""
+    """The shipped matrix (or the file at `path`), parsed and validated; read once per process (tens of
+    milliseconds, most of it TOML parsing), so the static tier pays for it at most once."""
     path = path or data_file()
     try:
         with path.open("rb") as fh:
