@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +24,8 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envcheck import _resources, _toml
 from envcheck.errors import RuleError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 in CI
-    import tomli as tomllib
 
 DATA_FILE = "torch-builds.toml"
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64")
@@ -121,8 +116,8 @@ class _At:
         self.file, self.key = file, key
 
     def at(self, part: str | int) -> _At:
-        part = f"[{part}]" if isinstance(part, int) else part
-        joined = f"{self.key}{part}" if isinstance(part, str) and part.startswith("[") else f"{self.key}.{part}"
+        text = f"[{part}]" if isinstance(part, int) else part
+        joined = f"{self.key}{text}" if text.startswith("[") else f"{self.key}.{text}"
         return _At(self.file, joined.lstrip("."))
 
     def error(self, message: str) -> RuleError:
@@ -320,9 +315,7 @@ def parse(data: dict[str, Any], file: str) -> BuildMatrix:
 
 def data_file() -> Path:
     """rules/data/torch-builds.toml in a source checkout, envcheck/_rules/data/ in an installed wheel."""
-    package = Path(__file__).resolve().parent
-    packaged = package / "_rules"
-    return (packaged if packaged.is_dir() else package.parent / "rules") / "data" / DATA_FILE
+    return _resources.data_dir() / DATA_FILE
 
 
 @functools.cache
@@ -331,9 +324,8 @@ def load(path: Path | None = None) -> BuildMatrix:
     milliseconds, most of it TOML parsing), so the static tier pays for it at most once."""
     path = path or data_file()
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = _toml.load(path)
+    except (OSError, _toml.TOMLDecodeError) as exc:
         raise RuleError(str(path), f"cannot be read: {exc}") from None
     return parse(data, str(path))
 
