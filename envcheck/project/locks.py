@@ -1,0 +1,149 @@
+"""Lock files: uv.lock, pylock.toml (PEP 751), poetry.lock, pdm.lock, read into (name, version, markers) entries.
+
+Only what drift needs is read: each package's name and version and the markers under which the lock uses it
+(uv.lock's `resolution-markers` of a forked package, pylock.toml's `marker`, poetry's `markers`, pdm's `marker`);
+which entries apply is decided later, for the checked interpreter's marker environment (`applies`). A lock format
+version this envcheck does not know is a ProjectError naming the file and the line of the version key, as is a
+lock that is not TOML: a newer format may mean something else by the same keys, so it is refused, not guessed at.
+Entries without a version (uv.lock's editable and virtual sources: the project itself and its workspace members;
+pylock.toml's directory and VCS packages) pin nothing comparable and are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+
+from envcheck import _toml
+from envcheck.facts._collector import canonical_name
+from envcheck.project.errors import ProjectError
+
+# file name -> (tool, the command that syncs the environment to the lock in that tool)
+LOCKS = {
+    "uv.lock": ("uv", "uv sync"),
+    "pylock.toml": ("pylock", "uv pip sync pylock.toml"),
+    "poetry.lock": ("poetry", "poetry sync"),
+    "pdm.lock": ("pdm", "pdm sync"),
+}
+# tool -> (the key holding the format version, the major versions read). uv.lock's `version` is an integer.
+_VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
+                "poetry": ("metadata.lock-version", ("1", "2")), "pdm": ("metadata.lock_version", ("4",))}
+_LOCAL_SOURCES = ("editable", "virtual", "directory", "path")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One locked package: it applies where any of `markers` holds (always, when there are none)."""
+
+    name: str  # canonical
+    version: str
+    markers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LockFile:
+    file: Path
+    tool: str
+    sync: str
+    entries: tuple[Entry, ...]
+
+
+def _line_of(text: str, key: str) -> int | None:
+    leaf = key.rsplit(".", 1)[-1]
+    match = re.search(rf"^\s*{re.escape(leaf)}\s*=", text, re.MULTILINE)
+    return None if match is None else text.count("\n", 0, match.start()) + 1
+
+
+def _version(data: dict[str, Any], key: str) -> object:
+    value: object = data
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def read(path: Path, display: str) -> LockFile:
+    """The lock at `path` (its tool chosen by its file name); `display` names it in messages."""
+    tool, sync = LOCKS[path.name]
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = _toml.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProjectError(display, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    except _toml.TOMLDecodeError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        raise ProjectError(display, f"invalid TOML: {exc}", line=int(line.group(1)) if line else None) from None
+    key, majors = _VERSION_KEY[tool]
+    version = _version(data, key)
+    if isinstance(version, bool) or not isinstance(version, (int, str)) \
+            or str(version).split(".")[0] not in majors:
+        shown = "missing" if version is None else f"{version!r}"
+        raise ProjectError(display, f"lock version {shown} is not one this envcheck reads "
+                                    f"({tool} lock versions {', '.join(m + '.x' for m in majors)})",
+                           line=_line_of(text, key), key=key)
+    packages = data.get("packages" if tool == "pylock" else "package", [])
+    if not isinstance(packages, list):
+        raise ProjectError(display, "expected an array of tables", key="packages" if tool == "pylock" else "package")
+    entries = []
+    for i, package in enumerate(packages):
+        entry = _entry(tool, package)
+        if entry is None:
+            continue
+        if not entry.name or not entry.version:
+            raise ProjectError(display, "expected a name and a version", key=f"package[{i}]")
+        for marker in entry.markers:
+            try:
+                Marker(marker)
+            except InvalidMarker as exc:
+                raise ProjectError(display, f"invalid marker {marker!r}: {exc}", key=f"package[{i}]") from None
+        entries.append(entry)
+    return LockFile(path, tool, sync, tuple(entries))
+
+
+def _texts(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list):
+        return tuple(v for v in value if isinstance(v, str))
+    if isinstance(value, dict):  # poetry.lock 2.1: group -> marker
+        return tuple(v for v in value.values() if isinstance(v, str))
+    return ()
+
+
+def _entry(tool: str, package: object) -> Entry | None:
+    if not isinstance(package, dict):
+        return None
+    name, version = package.get("name"), package.get("version")
+    if not isinstance(name, str):
+        return Entry("", "", ())
+    if tool == "uv":
+        source = package.get("source")
+        if isinstance(source, dict) and any(k in source for k in _LOCAL_SOURCES):
+            return None
+        markers = _texts(package.get("resolution-markers"))
+    elif tool == "pylock":
+        markers = _texts(package.get("marker"))
+    elif tool == "poetry":
+        markers = _texts(package.get("markers"))
+    else:
+        markers = _texts(package.get("marker"))
+    if version is None:
+        return None if tool in ("uv", "pylock") else Entry(canonical_name(name), "", ())
+    return Entry(canonical_name(name), str(version), markers)
+
+
+def applies(entry: Entry, env: dict[str, str]) -> bool:
+    """Whether the lock uses `entry` in the environment `env`; a marker that cannot be evaluated counts as true
+    (the entry is then compared, rather than silently dropped)."""
+    if not entry.markers:
+        return True
+    for marker in entry.markers:
+        try:
+            if Marker(marker).evaluate(env):
+                return True
+        except (UndefinedComparison, UndefinedEnvironmentName):
+            return True
+    return False
