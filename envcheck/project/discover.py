@@ -83,8 +83,12 @@ def find_root(start: Path) -> Path | None:
 
 
 def _line(text: str, needle: str) -> int | None:
-    at = text.find(needle)
-    return None if at < 0 else text.count("\n", 0, at) + 1
+    """The line `needle` is written on: as a TOML string first (`"chess"` is not the word in a description)."""
+    for form in (f'"{needle}"', f"'{needle}'", needle):
+        at = text.find(form)
+        if at >= 0:
+            return text.count("\n", 0, at) + 1
+    return None
 
 
 class _Reading:

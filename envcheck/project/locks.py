@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ def read(path: Path, display: str) -> LockFile:
             raise ProjectError(display, "expected a name and a version", key=f"package[{i}]")
         for marker in entry.markers:
             try:
-                Marker(marker)
+                _marker(marker)
             except InvalidMarker as exc:
                 raise ProjectError(display, f"invalid marker {marker!r}: {exc}", key=f"package[{i}]") from None
         entries.append(entry)
@@ -135,15 +136,27 @@ def _entry(tool: str, package: object) -> Entry | None:
     return Entry(canonical_name(name), str(version), markers)
 
 
+@lru_cache(maxsize=4096)
+def _marker(text: str) -> Marker:
+    # A large uv.lock repeats the same few resolution markers on thousands of packages: parse each once.
+    return Marker(text)
+
+
+_EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+
+
 def applies(entry: Entry, env: dict[str, str]) -> bool:
-    """Whether the lock uses `entry` in the environment `env`; a marker that cannot be evaluated counts as true
-    (the entry is then compared, rather than silently dropped)."""
+    """Whether the lock uses `entry` in the environment `env`, for some choice of extra: which extra (or uv's
+    conflicting-extras fork) the environment was synced with is recorded nowhere, so each one a marker names is
+    tried. A marker that cannot be evaluated counts as true (the entry is then compared, not silently dropped)."""
     if not entry.markers:
         return True
     for marker in entry.markers:
-        try:
-            if Marker(marker).evaluate(env):
+        parsed = _marker(marker)
+        for extra in ("", *_EXTRA.findall(marker)):
+            try:
+                if parsed.evaluate({**env, "extra": extra}):
+                    return True
+            except (UndefinedComparison, UndefinedEnvironmentName):
                 return True
-        except (UndefinedComparison, UndefinedEnvironmentName):
-            return True
     return False
