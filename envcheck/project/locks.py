@@ -87,10 +87,12 @@ def _parse(text: str) -> dict[str, Any]:
     reduced = _essentials(text)
     if reduced is not None:
         try:
-            return _toml.loads(reduced)
+            data: dict[str, Any] = _toml.loads(reduced)
+            return data
         except _toml.TOMLDecodeError:
             pass  # parsed whole below, for the parser's own message about the real file
-    return _toml.loads(text)
+    whole: dict[str, Any] = _toml.loads(text)
+    return whole
 
 
 def read(path: Path, display: str) -> LockFile:
