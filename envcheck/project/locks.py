@@ -11,6 +11,7 @@ pylock.toml's directory and VCS packages) pin nothing comparable and are left ou
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -74,25 +75,78 @@ _KEPT = re.compile(r"^(?:\[[^\n]*"
                    r"|resolution-markers[ \t]*=[^\n]*(?:\n[ \t]+[^\n]*)*(?:\n\][^\n]*)?)$", re.MULTILINE)
 
 
-def _essentials(text: str) -> str | None:
-    """The lock reduced to `_KEPT` lines, or None where that reduction could cut a value (a multi-line string),
-    so that the whole file is parsed instead."""
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\'')
+_LOCAL_KEY = re.compile(r"\b(?:editable|virtual|directory|path)\s*=")
+
+
+class _Unusual(Exception):
+    """A kept line this scanner does not read: the lock is then parsed whole, by the TOML parser."""
+
+
+def _strings(value: str) -> list[str]:
+    out = []
+    for match in _STRING.finditer(value):
+        if match.group(1) is None:
+            out.append(match.group(2))
+        elif "\\" not in match.group(1):
+            out.append(match.group(1))
+        else:
+            try:  # TOML's basic-string escapes are JSON's, bar \U and \e (the TOML parser then takes over)
+                out.append(json.loads(f'"{match.group(1)}"'))
+            except ValueError:
+                raise _Unusual from None
+    return out
+
+
+def _scalar(value: str) -> str | int:
+    value = value.strip()
+    if re.fullmatch(r"\d+", value):
+        return int(value)
+    found = _strings(value)
+    if len(found) != 1 or not value.startswith(("'", '"')):
+        raise _Unusual
+    return found[0]
+
+
+def _scan(text: str) -> dict[str, Any]:
+    """The same data as the TOML parser gives for the keys drift reads, from the `_KEPT` lines alone: a large
+    uv.lock is mostly wheel lists and hashes, which a full parse spends nearly all of its time on."""
     if '"""' in text or "\'\'\'" in text:
-        return None
-    return "\n".join(match.group(0) for match in _KEPT.finditer(text))
+        raise _Unusual  # a multi-line string could hold a line that looks like a key
+    data: dict[str, Any] = {}
+    table: dict[str, Any] | None = data
+    for match in _KEPT.finditer(text):
+        line = match.group(0)
+        if line.startswith("["):
+            header = line.split("#", 1)[0].strip()
+            if header in ("[[package]]", "[[packages]]"):
+                table = {}
+                data.setdefault(header.strip("[]"), []).append(table)
+            elif header == "[metadata]":
+                table = data.setdefault("metadata", {})
+            else:
+                table = None  # a sub-table ([package.metadata], [[packages.wheels]], ...): nothing drift reads
+            continue
+        if table is None:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip()
+        if key == "source":
+            table[key] = {"local": True} if _LOCAL_KEY.search(value) else {}
+        elif key == "resolution-markers" or (key in ("marker", "markers") and value.strip()[:1] in "[{"):
+            table[key] = _strings(value)
+        else:
+            table[key] = _scalar(value.split(" #", 1)[0] if value.strip()[:1] not in "'\"" else value)
+    return data
 
 
 def _parse(text: str) -> dict[str, Any]:
-    """The lock's data: from its essential lines (a large uv.lock parses about ten times faster), else whole."""
-    reduced = _essentials(text)
-    if reduced is not None:
-        try:
-            data: dict[str, Any] = _toml.loads(reduced)
-            return data
-        except _toml.TOMLDecodeError:
-            pass  # parsed whole below, for the parser's own message about the real file
-    whole: dict[str, Any] = _toml.loads(text)
-    return whole
+    """The lock's data: scanned from its essential lines, else (anything unusual) parsed whole."""
+    try:
+        return _scan(text)
+    except _Unusual:
+        whole: dict[str, Any] = _toml.loads(text)
+        return whole
 
 
 def read(path: Path, display: str) -> LockFile:
@@ -151,7 +205,7 @@ def _entry(tool: str, package: object) -> Entry | None:
         return Entry("", "", ())
     if tool == "uv":
         source = package.get("source")
-        if isinstance(source, dict) and any(k in source for k in _LOCAL_SOURCES):
+        if isinstance(source, dict) and any(k in source for k in (*_LOCAL_SOURCES, "local")):
             return None
         markers = _texts(package.get("resolution-markers"))
     elif tool == "pylock":
