@@ -76,6 +76,7 @@ _KEPT = re.compile(r"^(?:\[[^\n]*"
 
 
 _STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\'')
+_HEADER = re.compile(r"\[\[[\w.-]+\]\]|\[[\w.-]+\]")
 _LOCAL_KEY = re.compile(r"\b(?:editable|virtual|directory|path)\s*=")
 
 
@@ -119,6 +120,8 @@ def _scan(text: str) -> dict[str, Any]:
         line = match.group(0)
         if line.startswith("["):
             header = line.split("#", 1)[0].strip()
+            if not _HEADER.fullmatch(header):
+                raise _Unusual  # not a table header this scanner knows: the TOML parser says what is wrong
             if header in ("[[package]]", "[[packages]]"):
                 table = {}
                 data.setdefault(header.strip("[]"), []).append(table)
