@@ -357,3 +357,25 @@ def test_real_torch_wheel_against_a_real_lock(torch_python: str, tmp_path: Path,
     result = run("--static", "--no-color", "--python", torch_python, "--no-config")
     assert "    - torch 2.13.0+cpu installed, pylock.toml pins 2.13.0" in result.output
     assert "requires chess; chess is not installed" in result.output
+
+
+@pytest.mark.parametrize("lock", ["nanochat/uv.lock", "maia3/pylock.toml"])
+def test_lock_scan_reads_what_the_toml_parser_reads(lock: str) -> None:
+    """The fast scan of a real lock gives the names, versions and markers the full TOML parse gives."""
+    import tomllib
+
+    text = (PROJECTS / lock).read_text(encoding="utf-8")
+    key = "packages" if lock.endswith("pylock.toml") else "package"
+
+    def essentials(data: dict[str, object]) -> list[tuple[object, ...]]:
+        return [(p["name"], p.get("version"), p.get("resolution-markers"), p.get("marker"))
+                for p in data[key]]  # type: ignore[attr-defined]
+
+    assert essentials(locks._scan(text)) == essentials(tomllib.loads(text))
+
+
+def test_lock_with_a_multiline_string_is_parsed_whole(tmp_path: Path) -> None:
+    """A lock the scan cannot cut safely (a multi-line string) is parsed by the TOML parser instead, keys and all."""
+    path = write(tmp_path / "pdm.lock", '[metadata]\nlock_version = "4.4"\n\n[[package]]\nname = "torch"\n'
+                                        'version = "2.5.1"\nsummary = """two\nname = "not-a-package"\nlines"""\n')
+    assert [(e.name, e.version) for e in locks.read(path, "pdm.lock").entries] == [("torch", "2.5.1")]
