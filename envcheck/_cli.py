@@ -20,7 +20,7 @@ from envcheck import rules as rules_mod
 from envcheck._output import split as _split
 from envcheck._output import use_color as _use_color
 from envcheck._output import write as _write
-from envcheck.api import ProbeOptions, RuleSet, checked, gather, rule_set
+from envcheck.api import ProbeOptions, ProjectOptions, RuleSet, checked, gather, read_project, rule_set, with_project
 from envcheck.derived.derive import Derived
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
@@ -153,16 +153,43 @@ def _options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 _policy_options = _options(_config_option, _no_config_option, _require_option, _forbid_option)
+
+
+def _project(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    """Collects the four project options into one ProjectOptions, passed to the command as `project`."""
+    ctx.meta.setdefault("envcheck.project", {})[param.name] = value
+    return value
+
+
+# The project's own files (envcheck/project/): read at or above the working directory unless --no-project.
+_project_options = _options(
+    click.option("--requirements", "requirements", multiple=True, metavar="FILE", expose_value=False,
+                 callback=_project, help="Read this requirements file (or lock, or environment.yml) instead of "
+                                         "the project's requirements.txt (repeatable)."),
+    click.option("--extra", "extras", multiple=True, metavar="NAME", expose_value=False, callback=_project,
+                 help="Also check the project's optional dependencies NAME (repeatable)."),
+    click.option("--group", "groups", multiple=True, metavar="NAME", expose_value=False, callback=_project,
+                 help="Also check the project's dependency group NAME, PEP 735 (repeatable)."),
+    click.option("--no-project", "no_project", is_flag=True, expose_value=False, callback=_project,
+                 help="Do not read the project's pyproject.toml, requirements.txt, environment.yml or lock."),
+)
+
+
+def _project_choice() -> ProjectOptions:
+    given = click.get_current_context().meta.get("envcheck.project", {})
+    return ProjectOptions(use=not given.get("no_project", False), requirements=given.get("requirements", ()),
+                          extras=given.get("extras", ()), groups=given.get("groups", ()))
 # What `check` and `fix` share: which verdicts count, which rules run, how facts are gathered, the project policy.
 _checking_options = _options(_fail_on_option, _select_option, _ignore_option, _static_option, _probe_timeout_option,
                              _no_cache_option, _python_option)
 
 
 def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
-              ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str]) -> RuleSet:
+              ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str],
+              project: Any = None) -> RuleSet:
     config = config_mod.resolve(config_file, no_config=no_config)
     return rule_set(config, rule_dirs=rule_dirs, select=_split(select), ignore=_split(ignore), require=require,
-                    forbid=forbid)
+                    forbid=forbid, project=project)
 
 
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
@@ -194,6 +221,7 @@ def cli() -> None:
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
 @_rules_option
 @_policy_options
+@_project_options
 @click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
               "unless NO_COLOR is set).")
@@ -202,12 +230,16 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           facts_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool,
           require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool, color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
+    project = read_project(_project_choice(), facts_file=facts_file)
+    snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid,
+                      project if snapshot is None else snapshot.project)
     progress = _ProgressLine()
     try:
         target = _target(python, facts_file)
-        facts = gather(rules.every, python=target, facts_file=facts_file,
-                       probes=_probe_options(static, probe_timeout, no_cache, progress))
+        facts = snapshot or with_project(gather(rules.every, python=target,
+                                                probes=_probe_options(static, probe_timeout, no_cache, progress)),
+                                         project)
     finally:
         progress.clear()
     report = checked(evaluate(rules.chosen, facts), target if isinstance(target, Target) else None,
@@ -228,16 +260,18 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
 @_rules_option
 @_config_option
 @_no_config_option
+@_project_options
 def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
           rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
-    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), ())
+    project = read_project(_project_choice())
+    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), project)
     progress = _ProgressLine()
     try:
         target = discover(python)
-        snapshot = gather(rules.every, python=target,
-                          probes=_probe_options(static, probe_timeout, no_cache, progress))
+        snapshot = with_project(gather(rules.every, python=target,
+                                       probes=_probe_options(static, probe_timeout, no_cache, progress)), project)
     finally:
         progress.clear()
     data = snapshot.to_dict()
@@ -339,6 +373,7 @@ def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
 @_checking_options
 @_rules_option
 @_policy_options
+@_project_options
 def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select: tuple[str, ...],
         ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
         rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool, require: tuple[str, ...],
@@ -346,7 +381,8 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
     from envcheck import fix as fix_mod
 
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
+    project = read_project(_project_choice())
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, project)
     level = fail_on or rules.config.fail_on or "error"
     target = discover(python)
     click.echo(target.line())
@@ -354,8 +390,8 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     def check_now() -> Report:
         progress = _ProgressLine()
         try:
-            facts = gather(rules.every, python=target, probes=_probe_options(static, probe_timeout, no_cache,
-                                                                             progress))
+            facts = with_project(gather(rules.every, python=target,
+                                        probes=_probe_options(static, probe_timeout, no_cache, progress)), project)
             return checked(evaluate(rules.chosen, facts), target)
         finally:
             progress.clear()

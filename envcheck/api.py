@@ -22,8 +22,11 @@ from envcheck.config import Config
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
+from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Rule, Target
+from envcheck.project import rules as project_rules
+from envcheck.project.discover import Project
 from envcheck.rules import RulePack
 
 if TYPE_CHECKING:
@@ -79,6 +82,47 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
 
 
 @dataclass(frozen=True)
+class ProjectOptions:
+    """Which project files to read (README: the project's own requirements)."""
+
+    use: bool = True  # False: --no-project
+    requirements: Sequence[str | os.PathLike[str]] = ()  # --requirements: these instead of requirements.txt
+    extras: Sequence[str] = ()  # --extra: optional-dependencies to check too
+    groups: Sequence[str] = ()  # --group: dependency groups (PEP 735) to check too
+
+    def named(self) -> bool:
+        return bool(self.requirements or self.extras or self.groups)
+
+
+def read_project(options: ProjectOptions = ProjectOptions(), *, start: str | os.PathLike[str] | None = None,
+                 facts_file: str | None = None) -> Project | None:
+    """The project at or above `start` (default: the working directory), read; None with `options.use` off, or
+    for a saved snapshot, which carries its own project."""
+    if facts_file is not None:
+        if options.named():
+            raise EnvcheckError("--requirements, --extra and --group do not apply to --facts: a snapshot carries "
+                                "the project it was taken in")
+        return None
+    if not options.use:
+        if options.named():
+            raise EnvcheckError("--no-project excludes --requirements, --extra and --group")
+        return None
+    from envcheck.project.discover import discover
+
+    return discover(Path(start) if start is not None else Path.cwd(), requirements=options.requirements,
+                    extras=options.extras, groups=options.groups)
+
+
+def with_project(facts: Facts, project: Project | None) -> Facts:
+    """`facts` with what `project` declares, its lock pins chosen for the checked interpreter's markers."""
+    if project is None:
+        return facts
+    from envcheck._packaging import marker_env
+
+    return dataclasses.replace(facts, project=project.facts(marker_env(facts)))
+
+
+@dataclass(frozen=True)
 class RuleSet:
     """The rules of one check: facts are collected for `every` rule (a saved snapshot then serves any selection),
     `chosen` are evaluated. Both carry the pack's data tables."""
@@ -96,8 +140,10 @@ def rule_set(
     ignore: Sequence[str] = (),
     require: Sequence[str] = (),
     forbid: Sequence[str] = (),
+    project: Project | ProjectFacts | None = None,
 ) -> RuleSet:
-    """The shipped pack, the configuration's and the given rule directories, and the project's policy rules.
+    """The shipped pack, the configuration's and the given rule directories, the project's policy rules, and the
+    rules generated from what `project` declares (EC98xx).
 
     `select` replaces the configuration's `select`; `ignore` adds to its `ignore`. Selection narrows the pack
     and the rule directories: the project's own policy rules (EC99xx) always run unless ignored. A selector that
@@ -105,8 +151,8 @@ def rule_set(
     comes from the configuration.
     """
     pack = rules_mod.load([*config.rule_dirs, *rule_dirs])
-    project = policy.rules(config, require=require, forbid=forbid)
-    every = pack.only(policy.merge(pack.rules, project))
+    project_set = [*policy.rules(config, require=require, forbid=forbid), *project_rules.rules(project)]
+    every = pack.only(policy.merge(pack.rules, project_set))
     unknown = rules_mod.unknown_selectors(every, [*select, *ignore])
     if unknown:
         raise EnvcheckError(f"no rule matches {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
@@ -118,7 +164,7 @@ def rule_set(
             raise config.error(f"ignore.{selector}", f"no rule matches {selector!r} (see `envcheck rule --all`)")
     selectors = list(select) or list(config.select)
     ignores = [*ignore, *(selector for selector, _reason in config.ignore)]
-    chosen = pack.only([*rules_mod.select(pack, selectors, ignores), *rules_mod.select(project, (), ignores)])
+    chosen = pack.only([*rules_mod.select(pack, selectors, ignores), *rules_mod.select(project_set, (), ignores)])
     return RuleSet(every=every, chosen=chosen, config=config)
 
 
@@ -142,6 +188,10 @@ def check(
     probe_timeout: float = 120.0,
     use_cache: bool = True,
     discover: bool = False,
+    no_project: bool = False,
+    requirements: Sequence[str | os.PathLike[str]] = (),
+    extras: Sequence[str] = (),
+    groups: Sequence[str] = (),
 ) -> Report:
     """Check a Python environment and return the verdicts; the library form of `envcheck check`.
 
@@ -174,6 +224,11 @@ def check(
         static: the static tier only: no live probes (no `import torch`); a fraction of a second.
         probe_timeout: seconds before a probe (and everything it started) is killed.
         use_cache: reuse cached probe results when the environment has not changed.
+        no_project: do not read the project's files (found at or above `project_dir`): its pyproject.toml
+            dependencies, requirements.txt, environment.yml and lock are then not checked (EC98xx).
+        requirements: requirements files (or lock files) to read instead of the project's requirements.txt.
+        extras: optional-dependencies of the project to check too.
+        groups: dependency groups (PEP 735) of the project to check too.
 
     Returns:
         The `envcheck.model.Report`: one `Finding` per rule (or per item), with `status`, `summary`, `fix` and
@@ -191,8 +246,11 @@ def check(
         cfg = config
     else:
         cfg = config_mod.resolve(_path(config), no_config=no_config, start=_path(project_dir))
+    options = ProjectOptions(use=not no_project, requirements=requirements, extras=extras, groups=groups)
+    project = read_project(options, start=_path(project_dir), facts_file=_path(facts_file))
+    snapshot = None if facts_file is None else gather((), python=_path(python), facts_file=_path(facts_file))
     rules = rule_set(cfg, rule_dirs=[Path(d) for d in rule_dirs], select=select, ignore=ignore,
-                     require=require, forbid=forbid)
+                     require=require, forbid=forbid, project=project if snapshot is None else snapshot.project)
     probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
     target = None
     if python is not None:
@@ -202,7 +260,7 @@ def check(
     elif facts_file is None:
         target = target_mod.own()
     # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
-    facts = gather(rules.every, python=target, facts_file=_path(facts_file), probes=probes)
+    facts = snapshot or with_project(gather(rules.every, python=target, probes=probes), project)
     return checked(evaluate(rules.chosen, facts), target, facts_file=_path(facts_file))
 
 

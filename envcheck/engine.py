@@ -32,6 +32,7 @@ def evaluate(pack: RulePack, facts: Facts) -> Report:
         envcheck_version=__version__,
         collection_problems=facts.problems,
         installer=choose(facts).describe(),
+        project="" if facts.project is None else f"{facts.project.root}: {', '.join(facts.project.files)}",
     )
 
 

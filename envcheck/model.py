@@ -116,6 +116,7 @@ class Report:
     collection_problems: tuple[str, ...] = field(default=())
     installer: str = ""  # which installer the commands use and why, in words (envcheck/commands.py)
     target: Target | None = None  # which interpreter was checked and why; None where nobody chose (fleet nodes)
+    project: str = ""  # the project files read, in words: "/p: pyproject.toml, uv.lock"; "" when none
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.status is status)

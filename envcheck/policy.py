@@ -79,10 +79,17 @@ def _names(prefix: str, reqs: Iterable[_Declared]) -> list[str]:
 
 
 def _rule(rule_id: str, name: str, file: str, summary: str, why: str, fix: str, when: object,
-          commands: Sequence[Sequence[str]] = ()) -> Rule:
-    return Rule(id=rule_id, name=name, severity=Severity.ERROR, summary=summary, why=why, fix=fix,
-                commands=tuple(tuple(c) for c in commands), references=(DOCS,), applies=ALWAYS,
-                when=parse(when, Where(file, rule_id, "when")), foreach=None, area=AREA, file=file)
+          commands: Sequence[Sequence[str]] = (), *, severity: Severity = Severity.ERROR,
+          foreach: str | None = None, references: Sequence[str] = (DOCS,)) -> Rule:
+    return Rule(id=rule_id, name=name, severity=severity, summary=summary, why=why, fix=fix,
+                commands=tuple(tuple(c) for c in commands), references=tuple(references), applies=ALWAYS,
+                when=ALWAYS if when is None else parse(when, Where(file, rule_id, "when")), foreach=foreach,
+                area=AREA, file=file)
+
+
+# What envcheck/project/rules.py builds its generated rules (EC98xx) with: the same rule shape and literal quoting.
+generated_rule = _rule
+literal = _lit
 
 
 def _bare(req: Requirement) -> str:

@@ -214,6 +214,12 @@ def test_list_derivations_declare_their_item_fields() -> None:
                     "status": "error", "error_class": "RuntimeError", "message": "No available kernel."}}}},
         env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
     raw["partial_installs"] = [f"{SITE}/~orch"]
+    # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.
+    raw["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt", "uv.lock"], "index_options": [],
+                      "requirements": [{"requirement": "safetensors", "source": "requirements.txt:1",
+                                        "kind": "requirements"}],
+                      "locks": [{"file": "uv.lock", "tool": "uv", "sync": "uv sync",
+                                 "pins": [{"name": "torch", "version": "2.6.0+cu124"}]}]}
     derived = Derived(Facts.from_dict(raw), TABLES)
     for name, derivation in DERIVATIONS.items():
         if not derivation.fields:

@@ -19,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
 from envcheck.derived import attention, companions, gpu_compat, system_libs
+from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
 from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_COMPANIONS, XFORMERS, Tables
 from envcheck.facts._collector import canonical_name
@@ -341,6 +342,19 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("distributions.partial-installs",
                    "`~name` entries in site-packages left by an interrupted pip install or uninstall: `path`, "
                    "`folder`, `entry`", ("path", "folder", "entry"), _partial_installs),
+        Derivation("project.unmet",
+                   "the checked project's declared requirements (envcheck/project/: pyproject.toml, setup.cfg, "
+                   "requirements files, environment.yml) that the environment does not satisfy, markers evaluated "
+                   "for the checked interpreter; an installed project's own dependencies are left to "
+                   "`requirements.unsatisfied`: `name`, `requirement`, `source` (\"requirements.txt:3\"), "
+                   "`installed` (a version, or \"not installed\"), `install` (the requirement without its marker), "
+                   "`kind` (`missing` or `conflict`). Empty without a project",
+                   project_derived.UNMET_FIELDS, _of_facts(project_derived.unmet)),
+        Derivation("project.lock-drift",
+                   "installed distributions whose version is none of those the project's lock pins for this "
+                   "environment: `name`, `installed`, `locked`, `lock` (\"uv.lock\"), `sync` (\"uv sync\"), "
+                   "`install` (\"name==locked\"). Empty without a lock",
+                   project_derived.DRIFT_FIELDS, _of_facts(project_derived.lock_drift)),
         Derivation("python.virtualenv",
                    "true or false: the checked interpreter runs in a virtual environment (venv, virtualenv, uv)", (),
                    _interpreter_flag("virtualenv")),

@@ -18,13 +18,15 @@ from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.project import ProjectFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "check_schema"]
 
 T = TypeVar("T")
 # Schemas this envcheck reads. 1 is 2 plus `distributions[].top_level`, which nothing read; it is now ignored.
-READABLE_SCHEMAS = (1, 2)
+# 3 adds `project` (what the checked project declares); 1 and 2 have none.
+READABLE_SCHEMAS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class Facts:
     origin: str = "local"  # "local", "python:PATH" or "file:PATH": where these facts came from
     installer: InstallerFacts | None = None  # pip / uv / conda available to change it; None: not recorded (older
     # snapshots), and commands are then written for pip
+    project: ProjectFacts | None = None  # what the project declares (requirements, lock pins); None: no project
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -202,6 +205,7 @@ class Facts:
                                                     "devices": [asdict(d) for d in self.nvml.devices]},
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
+            "project": None if self.project is None else asdict(self.project),
         }
         out["python"]["path"] = list(self.python.path)
         return out
@@ -226,6 +230,7 @@ class Facts:
             host=r.opt_text("host") or "",
             origin=origin,
             installer=_optional(r.opt_obj("installer"), InstallerFacts.from_reader),  # absent before the field
+            project=_optional(r.opt_obj("project"), ProjectFacts.from_reader),  # absent before schema 3
         )
 
 

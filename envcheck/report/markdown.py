@@ -51,6 +51,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     out = [f"## {icon} envcheck {report.envcheck_version}", ""]
     if report.target is not None:
         out += [f"Checked `{report.target.python}`: {_cell(report.target.reason)}", ""]
+    if report.project:
+        out += [f"Project {_cell(report.project)}", ""]
     out += [f"**{_cell(tally(report))}** — `{report.python}`", ""]
     if shown:
         out += ["| | Rule | Severity | Problem |", "|---|---|---|---|", *(_row(p) for p in shown), ""]

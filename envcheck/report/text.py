@@ -79,6 +79,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     # The first line names the checked interpreter and how it was chosen: checking the wrong one is the mistake
     # that no verdict below can reveal.
     lines: list[str] = [] if report.target is None else [report.target.line()]
+    if report.project:
+        lines.append(f"project {report.project}")
     for gap in report.collection_problems:
         lines.append(style("33", f"! could not collect everything: {gap}"))
     problems = grouped(report)

@@ -1,0 +1,88 @@
+"""The checked project's declarations against the environment: unmet requirements and lock drift.
+
+Both read `facts.project` (what envcheck/project/ read from the project's files, or what a saved snapshot carries)
+and are empty without one. Markers are evaluated for the checked interpreter. A project that is itself installed
+(editable or not) is judged by its installed metadata, which the requirement walk (`requirements.unsatisfied`)
+already covers: its `[project] dependencies` / `install_requires` are then left out here, so that nothing is
+reported twice. Extras named with --extra, groups, requirements files and locks are checked either way: installed
+metadata does not say which extras or groups the user meant to install.
+"""
+
+from __future__ import annotations
+
+from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
+
+from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck.derived.common import Item
+from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import Facts
+
+UNMET_FIELDS = ("name", "requirement", "source", "installed", "install", "kind")
+DRIFT_FIELDS = ("name", "installed", "locked", "lock", "sync", "install")
+
+
+def _installed_project(facts: Facts) -> bool:
+    project = facts.project
+    return project is not None and project.name is not None and facts.active(project.name) is not None
+
+
+def unmet(facts: Facts) -> list[Item]:
+    """Each declared requirement the environment does not satisfy (a constraint only where it is installed)."""
+    project = facts.project
+    if project is None:
+        return []
+    env = marker_env(facts)
+    skip_project = _installed_project(facts)
+    out: list[Item] = []
+    for declared in project.requirements:
+        if skip_project and declared.kind == "project":
+            continue
+        req = parse_requirement(declared.requirement)
+        if req is None:  # a snapshot edited by hand; the project's own files were validated when read
+            continue
+        if req.marker is not None:
+            try:
+                if not req.marker.evaluate(env):
+                    continue
+            except (UndefinedComparison, UndefinedEnvironmentName):
+                continue
+        dist = facts.active(req.name)
+        if dist is None:
+            if declared.kind == "constraint":
+                continue
+            installed, kind = "not installed", "missing"
+        else:
+            version = parse_version(dist.version)
+            if not req.specifier or (version is not None and req.specifier.contains(version, prereleases=True)):
+                continue
+            installed, kind = dist.version, "conflict"
+        bare = parse_requirement(declared.requirement.split(";", 1)[0].strip()) if req.url is None else None
+        install = str(bare) if bare is not None else declared.requirement
+        out.append({"name": dist.name if dist else req.name, "requirement": declared.requirement,
+                    "source": declared.source, "installed": installed, "install": install, "kind": kind})
+    return out
+
+
+def lock_drift(facts: Facts) -> list[Item]:
+    """Each installed distribution whose version is none of those its lock pins for this environment."""
+    project = facts.project
+    if project is None:
+        return []
+    own = canonical_name(project.name) if project.name else None
+    out: list[Item] = []
+    for lock in project.locks:
+        pinned: dict[str, list[str]] = {}
+        for pin in lock.pins:
+            pinned.setdefault(pin.name, []).append(pin.version)
+        for name, versions in pinned.items():
+            if name == own:
+                continue
+            dist = facts.active(name)
+            if dist is None:
+                continue  # what is declared and missing is `unmet`'s business; see docs/project.md
+            have = parse_version(dist.version)
+            if any(v == dist.version or (have is not None and parse_version(v) == have) for v in versions):
+                continue
+            out.append({"name": dist.name, "installed": dist.version, "locked": " or ".join(versions),
+                        "lock": lock.file, "sync": lock.sync, "install": f"{dist.name}=={versions[0]}"})
+    return sorted(out, key=lambda i: (i["lock"], i["name"].lower()))
