@@ -775,8 +775,7 @@ items, out_path = json.loads(sys.argv[1]), sys.argv[2]
 out = open(out_path, "a", encoding="utf-8", buffering=1)
 err_fd = sys.stderr.fileno()
 for item in items:
-    out.write(json.dumps({"event": "start", "key": item["key"]}) + "
-")
+    out.write(json.dumps({"event": "start", "key": item["key"]}) + "\n")
     capture = os.open(item["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     saved = os.dup(err_fd)
     sys.stderr.flush()
@@ -796,8 +795,7 @@ for item in items:
     os.close(capture)
     result["import_s"] = round(time.perf_counter() - start, 4)
     result["warnings"] = [w.category.__name__ + ": " + str(w.message)[:300] for w in caught][:5]
-    out.write(json.dumps({"event": "result", "key": item["key"], "result": result}) + "
-")
+    out.write(json.dumps({"event": "result", "key": item["key"], "result": result}) + "\n")
 out.close()
 os._exit(0)
 """
