@@ -304,13 +304,16 @@ def _companion_derivations() -> list[Derivation]:
 
 
 _IMPORT_FIELDS = ("name", "version", "release", "module", "error", "symbol", "torch", "numpy")
-_IMPORT_DOC = ("`name`, `version`, `release` (the version without its local tag), `module` (the module whose import failed), `error` (class and first line), "
-               "`symbol` (the undefined symbol, else empty), `torch`, `numpy` (installed versions, or \"not "
-               "installed\"). Unknown when the `extension-imports` probe did not run to completion")
-_TAG_FIELDS = ("name", "version", "release", "tag", "built_torch", "built_cuda", "torch", "torch_cuda", "built_abi", "torch_abi")
-_TAG_DOC = ("`name`, `version`, `release`, `tag` (the local version tag), `built_torch` (\"2.3\"), `built_cuda` (\"12.1\", "
-            "\"12\", or \"none (CPU)\"), `torch`, `torch_cuda`, `built_abi` / `torch_abi` (\"TRUE\" / \"FALSE\", "
-            "for the ABI fact only). Tags read: PyG's `+pt23cu121`, flash-attn's `+cu122torch2.3cxx11abiFALSE`")
+_IMPORT_DOC = ("`name`, `version`, `release` (the version without its local tag), `module` (the module whose "
+               "import failed), `error` (class and first line), `symbol` (the undefined symbol, else empty), "
+               "`torch`, `numpy` (installed versions, or \"not installed\"). Unknown when the `extension-imports` "
+               "probe did not run to completion")
+_TAG_FIELDS = ("name", "version", "release", "tag", "built_torch", "built_cuda", "torch", "torch_cuda", "built_abi",
+               "torch_abi")
+_TAG_DOC = ("`name`, `version`, `release`, `tag` (the local version tag), `built_torch` (\"2.3\"), `built_cuda` "
+            "(\"12.1\", \"12\", or \"none (CPU)\"), `torch`, `torch_cuda`, `built_abi` / `torch_abi` "
+            "(\"TRUE\" / \"FALSE\", for the ABI fact only). Tags read: PyG's `+pt23cu121`, "
+            "flash-attn's `+cu122torch2.3cxx11abiFALSE`")
 
 
 def _extension_derivations() -> list[Derivation]:

@@ -154,13 +154,12 @@ def tag_mismatches(facts: Facts, aspect: str) -> list[Item] | None:
         else:
             continue
         built_cuda = None if tag_cuda == "cpu" else _cuda_of_tag(tag_cuda[2:])
-        item = {"name": dist.name, "version": dist.version, "release": dist.version.split("+", 1)[0], "tag": local, "built_torch": built_torch,
-                "built_cuda": built_cuda or "none (CPU)", "torch": torch.version or "",
+        item = {"name": dist.name, "version": dist.version, "release": dist.version.split("+", 1)[0], "tag": local,
+                "built_torch": built_torch, "built_cuda": built_cuda or "none (CPU)", "torch": torch.version or "",
                 "torch_cuda": torch_cuda or "none (CPU or ROCm)", "built_abi": "", "torch_abi": ""}
-        if aspect == "torch" and built_torch != torch_minor:
-            out.append(item)
-        elif aspect == "cuda" and built_cuda is not None and (
-                torch_cuda is None or built_cuda.split(".")[0] != torch_cuda.split(".")[0]):
+        other_cuda = built_cuda is not None and (torch_cuda is None or
+                                                 built_cuda.split(".")[0] != torch_cuda.split(".")[0])
+        if (aspect == "torch" and built_torch != torch_minor) or (aspect == "cuda" and other_cuda):
             out.append(item)
         elif aspect == "abi" and built_abi is not None and built_abi != abi and built_torch == torch_minor:
             item.update(built_abi=str(built_abi).upper(), torch_abi=str(abi).upper())

@@ -750,8 +750,10 @@ def _ext_targets() -> list[dict[str, Any]]:
 
     targets, seen = [], set()
     for dist in importlib.metadata.distributions():
-        name = dist.metadata.get("Name") or ""
-        canonical = _canonical(name)
+        try:
+            canonical = _canonical(dist.metadata["Name"] or "")
+        except Exception:  # noqa: BLE001, S112 - unreadable metadata is another rule's finding
+            continue
         if not canonical or canonical in seen:
             continue  # a shadowed copy further down the path is never imported
         seen.add(canonical)
@@ -762,7 +764,7 @@ def _ext_targets() -> list[dict[str, Any]]:
             if canonical not in _EXT_KNOWN and not _requires_base(requires):
                 continue
             modules, native = _ext_modules(dist)
-        except Exception:  # noqa: BLE001 - corrupt metadata is another probe's finding
+        except Exception:  # noqa: BLE001, S112 - corrupt metadata is another rule's finding
             continue
         if native and modules:
             targets.append({"name": canonical, "version": str(dist.version), "modules": modules})
@@ -887,9 +889,9 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     if not targets:
         return {"status": "ok", "details": {"distributions": 0, "modules": 0}}
     with tempfile.TemporaryDirectory(prefix="envcheck-imports-") as tmp:
-        items = []
+        items: list[dict[str, str]] = []
         for t in targets:
-            for n, module in enumerate(t["modules"]):
+            for module in t["modules"]:
                 key = f"{t['name']}:{module}"
                 items.append({"key": key, "module": module, "stderr": os.path.join(tmp, f"{len(items)}.err")})
         outcomes = _ext_run(items, tmp, start + _EXT_BUDGET_S)
