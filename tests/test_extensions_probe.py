@@ -109,7 +109,7 @@ def test_undefined_symbol_names_the_distribution(torch_python: str, ext_site: Pa
     assert "undefined symbol: envcheck_symbol_from_another_torch" in case["message"]
     found = _verdicts(result, "fake-attn")
     assert list(found) == ["EC1101"]
-    assert "fake-attn 1.0 does not load with torch 2.13.0+cpu" in found["EC1101"][0]
+    assert "fake-attn 1.0 does not load (undefined symbol; torch 2.13.0+cpu)" in found["EC1101"][0]
 
 
 def test_a_crash_costs_only_its_own_distribution(torch_python: str, ext_site: Path) -> None:
