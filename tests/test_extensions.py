@@ -110,13 +110,14 @@ def test_abi_tag_against_the_probe(tag: str, abi: bool, fires: bool) -> None:
 @pytest.mark.parametrize(("torch", "installer", "platform", "abi"), [
     pytest.param("2.5.1", "pip", "linux", False, id="pypi-2.5-pre-cxx11"),
     pytest.param("2.7.0+cu126", "uv", "linux", True, id="2.7-cxx11"),
-    pytest.param("2.6.0", "pip", "linux", None, id="2.6-unknown"),
+    pytest.param("2.6.0", "pip", "linux", False, id="2.6-pypi-cuda-12.4"),
+    pytest.param("2.6.0+cu126", "pip", "linux", True, id="2.6-cuda-12.6"),
     pytest.param("2.7.0", "conda", "linux", None, id="conda-unknown"),
     pytest.param("2.7.0", "pip", "win32", None, id="not-linux"),
     pytest.param("2.8.0.dev20250601", "pip", "linux", None, id="nightly-unknown"),
 ])
 def test_static_cxx11_abi(torch: str, installer: str, platform: str, abi: bool | None) -> None:
     """Without the probe, the ABI is what the official Linux wheels of that release use, else unknown."""
-    facts = _facts(dist_dict("torch", torch, installer=installer), torch=torch_dict(torch, "12.6"),
-                   platform=platform)
+    cuda = "12.6" if torch.endswith("cu126") else "12.4"
+    facts = _facts(dist_dict("torch", torch, installer=installer), torch=torch_dict(torch, cuda), platform=platform)
     assert extensions.torch_cxx11_abi(facts) is abi

@@ -349,8 +349,9 @@ def _extension_derivations() -> list[Derivation]:
                    "see `torch.cxx11-abi`", _TAG_FIELDS, _of_facts(extensions.of_aspect("abi"))),
         Derivation("torch.cxx11-abi",
                    "true or false: torch was built with `_GLIBCXX_USE_CXX11_ABI=1`. The `torch-build` probe's "
-                   "answer, else, for a pip or uv install on Linux, what the official wheels use (false up to 2.5, "
-                   "true from 2.7); unknown otherwise (2.6, conda, source builds)", (),
+                   "answer, else, for a pip or uv install on Linux, what the official wheels use (false up to 2.5 and "
+                   "for 2.6 except its CUDA 12.6 builds, true from 2.7); unknown otherwise (conda, source builds, "
+                   "pre-releases)", (),
                    _of_facts(extensions.torch_cxx11_abi)),
     ]
     return out

@@ -104,8 +104,9 @@ def _torch_series(facts: Facts) -> tuple[str, str | None] | None:
 
 def torch_cxx11_abi(facts: Facts) -> bool | None:
     """torch's `_GLIBCXX_USE_CXX11_ABI`: the torch-build probe's answer, else what the official Linux wheels are
-    known to use (pre-C++11 ABI up to 2.5, the C++11 ABI from 2.7: pytorch/pytorch#143962, #149550); None where it
-    cannot be known (2.6, whose CUDA 12.6 wheels changed; conda and source builds; no torch; not Linux)."""
+    known to use (pre-C++11 ABI up to 2.5, and in 2.6 except its CUDA 12.6 builds; the C++11 ABI from 2.7:
+    pytorch/pytorch#143962, #149550); None where it cannot be known (conda and source builds, pre-releases, no
+    torch, not Linux)."""
     build = facts.probes.get("torch-build")
     if build is not None and isinstance(build.details.get("cxx11_abi"), bool):
         return bool(build.details["cxx11_abi"])
@@ -118,11 +119,11 @@ def torch_cxx11_abi(facts: Facts) -> bool | None:
     version = parse_version(torch.version)
     if version is None or version.is_devrelease or version.is_prerelease:
         return None
-    if version.release[:2] >= (2, 7):
-        return True
-    if version.release[:2] <= (2, 5):
-        return False
-    return None
+    if version.release[:2] == (2, 6):
+        # NOTE: 2.6 switched only its CUDA 12.6 wheels (pytorch/pytorch#143962; Dao-AILab/flash-attention#1644:
+        # `2.6.0+cu126` lacks the pre-C++11 symbols that `2.6.0+cu124` has); PyPI's 2.6.0 is the CUDA 12.4 build.
+        return torch.cuda == "12.6"
+    return version.release[:2] >= (2, 7)
 
 
 def tag_mismatches(facts: Facts, aspect: str) -> list[Item] | None:
