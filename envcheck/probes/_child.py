@@ -834,6 +834,7 @@ def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float) -> dict[str
         offset, buffer = 0, ""
         hung = False
         while True:
+            exited = proc.poll() is not None  # before the read, so that the read sees everything it wrote
             with open(out_path, encoding="utf-8", errors="replace") as fh:
                 fh.seek(offset)
                 buffer += fh.read()
@@ -849,8 +850,8 @@ def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float) -> dict[str
                 elif event.get("event") == "result":
                     outcomes[event["key"]] = event["result"]
                     current = None
-            if proc.poll() is not None and not buffer:
-                break
+            if exited:
+                break  # a partial last line is what a crash cut short: its module is the victim below
             if time.monotonic() - started > _EXT_MODULE_TIMEOUT_S or time.monotonic() > deadline:
                 proc.kill()
                 proc.wait()
