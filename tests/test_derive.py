@@ -207,9 +207,21 @@ def test_list_derivations_declare_their_item_fields() -> None:
         # xformers pins another torch, torchvision and torchaudio are CPU builds next to a CUDA torch.
         dist_dict("torch", "2.5.1+cu124"), dist_dict("torchcodec", "0.9.1"),
         dist_dict("xformers", "0.0.28", "torch==2.4.1"), dist_dict("torchvision", "0.20.1+cpu", "torch==2.5.1"),
-        dist_dict("torchaudio", "2.5.1+cpu", "torch==2.5.1")],
+        dist_dict("torchaudio", "2.5.1+cpu", "torch==2.5.1"),
+        # compiled extensions (envcheck/derived/extensions.py): a PyG wheel for torch 2.4 and CUDA 11.8, a
+        # flash-attn wheel of the other C++ ABI; the extension-imports probe saw one failure of each kind.
+        dist_dict("torch-scatter", "2.1.2+pt24cu118"), dist_dict("flash-attn", "2.7.0+cu12torch2.5cxx11abiTRUE")],
         torch=torch_dict(), nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090")),
-        probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"]}},
+        probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"],
+                                                           "cxx11_abi": False}},
+                "extension-imports": {"status": "ok", "cases": {
+                    "a": {"status": "error", "message": "a.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"},
+                    "b": {"status": "error", "message": "operator torchvision::nms does not exist"},
+                    "c": {"status": "error", "message": "numpy.core.multiarray failed to import",
+                          "stderr": "A module that was compiled using NumPy 1.x cannot be run in"},
+                    "d": {"status": "error", "message": "libcudart.so.11.0: cannot open shared object file"},
+                    "e": {"status": "crashed", "error_class": "SIGSEGV", "message": "killed"},
+                    "f": {"status": "error", "error_class": "ModuleNotFoundError", "message": "No module named 'q'"}}},
                 "sdpa": {"status": "ok", "cases": {"cuda:0/backend=flash,dtype=float16": {
                     "status": "error", "error_class": "RuntimeError", "message": "No available kernel."}}}},
         env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import build_facts, dist_dict
+from conftest import build_facts, dist_dict, write_dist
 
 from envcheck._cli import cli
 from envcheck.facts.probe_results import ProbeResult
@@ -111,3 +113,17 @@ def test_static_runs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(probes_mod, "run_probes", boom)
     result = CliRunner().invoke(cli, ["check", "--static"])
     assert result.exit_code == 0, result.output
+
+
+def test_reinstalling_the_same_version_is_a_new_fingerprint(tmp_path: Path) -> None:
+    """A distribution reinstalled in place (same name, version and location) invalidates cached probe results."""
+    site = tmp_path / "site"
+    site.mkdir()
+    folder = write_dist(site, "flash-attn", "2.5.8")
+    facts = build_facts(dists=[dist_dict("flash-attn", "2.5.8", location=str(site), metadata_dir=str(folder))])
+    before = cache.fingerprint(facts, ["extension-imports"], "code")
+    assert cache.fingerprint(facts, ["extension-imports"], "code") == before
+    shutil.rmtree(folder)
+    write_dist(site, "flash-attn", "2.5.8")
+    os.utime(folder, ns=(1, 1))  # a filesystem with coarse timestamps could otherwise give the same mtime
+    assert cache.fingerprint(facts, ["extension-imports"], "code") != before

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, companions, gpu_compat, system_libs
+from envcheck.derived import attention, companions, extensions, gpu_compat, system_libs
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
 from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_COMPANIONS, XFORMERS, Tables
@@ -304,6 +304,60 @@ def _companion_derivations() -> list[Derivation]:
     return out
 
 
+_IMPORT_FIELDS = ("name", "version", "release", "module", "error", "symbol", "torch", "numpy")
+_IMPORT_DOC = ("`name`, `version`, `release` (the version without its local tag), `module` (the module whose "
+               "import failed), `error` (class and first line), `symbol` (the undefined symbol, else empty), "
+               "`torch`, `numpy` (installed versions, or \"not installed\"). Unknown when the `extension-imports` "
+               "probe did not run to completion")
+_TAG_FIELDS = ("name", "version", "release", "tag", "built_torch", "built_cuda", "torch", "torch_cuda", "built_abi",
+               "torch_abi")
+_TAG_DOC = ("`name`, `version`, `release`, `tag` (the local version tag), `built_torch` (\"2.3\"), `built_cuda` "
+            "(\"12.1\", \"12\", or \"none (CPU)\"), `torch`, `torch_cuda`, `built_abi` / `torch_abi` "
+            "(\"TRUE\" / \"FALSE\", for the ABI fact only). Tags read: PyG's `+pt23cu121`, "
+            "flash-attn's `+cu122torch2.3cxx11abiFALSE`")
+
+
+def _extension_derivations() -> list[Derivation]:
+    """Compiled extensions against torch and NumPy (envcheck/derived/extensions.py)."""
+    kinds = {
+        "undefined-symbol": "raised `undefined symbol: ...` (Linux), `Symbol not found` (macOS) or `The specified "
+                            "procedure could not be found` (Windows): built against another torch (or library)",
+        "missing-operator": "raised `operator NS::op does not exist` / `No such operator`: its compiled operators "
+                            "did not register with this torch",
+        "numpy-abi": "failed with NumPy 2's `compiled using NumPy 1.x` (or `_ARRAY_API not found`, "
+                     "`numpy.core.multiarray failed to import`, `numpy.dtype size changed`)",
+        "missing-library": "could not load a shared library it links (`DLL load failed`, `cannot open shared object "
+                           "file`, `Library not loaded`)",
+        "crash": "killed the importing process (a signal) or hung",
+        "other": "raised an error of no kind above",
+    }
+    out = [Derivation(f"extensions.import-{kind}",
+                      f"installed distributions with native extensions on torch or NumPy whose import {doc}: "
+                      f"{_IMPORT_DOC}", _IMPORT_FIELDS, _of_facts(extensions.of_kind(kind)))
+           for kind, doc in kinds.items()]
+    out += [
+        Derivation("extensions.tag-other-torch",
+                   f"installed distributions whose local version tag names another torch minor: {_TAG_DOC}. "
+                   "Unknown when torch/version.py is unreadable", _TAG_FIELDS,
+                   _of_facts(extensions.of_aspect("torch"))),
+        Derivation("extensions.tag-other-cuda",
+                   "installed distributions whose local version tag names a CUDA build of another CUDA major than "
+                   f"torch's, or a CUDA build next to a CPU or ROCm torch: {_TAG_DOC}", _TAG_FIELDS,
+                   _of_facts(extensions.of_aspect("cuda"))),
+        Derivation("extensions.tag-other-abi",
+                   "installed distributions whose local version tag names the installed torch minor but the other "
+                   f"C++ ABI (`cxx11abiTRUE` / `FALSE`) than torch's: {_TAG_DOC}. Unknown when torch's ABI is: "
+                   "see `torch.cxx11-abi`", _TAG_FIELDS, _of_facts(extensions.of_aspect("abi"))),
+        Derivation("torch.cxx11-abi",
+                   "true or false: torch was built with `_GLIBCXX_USE_CXX11_ABI=1`. The `torch-build` probe's "
+                   "answer, else, for a pip or uv install on Linux, what the official wheels use (false up to 2.5 and "
+                   "for 2.6 except its CUDA 12.6 builds, true from 2.7); unknown otherwise (conda, source builds, "
+                   "pre-releases)", (),
+                   _of_facts(extensions.torch_cxx11_abi)),
+    ]
+    return out
+
+
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
                  "installed", "kind")
 _GPU_FIELDS = ("index", "name", "compute_capability")
@@ -392,6 +446,7 @@ DERIVATIONS: dict[str, Derivation] = {
                    f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",
                    _COVERAGE_FIELDS, _coverage("ptx-jit")),
         *_companion_derivations(),
+        *_extension_derivations(),
         Derivation("attention.sdpa-flash-unavailable",
                    "CUDA devices on which the `sdpa` probe's case `cuda:N/backend=flash,dtype=float16` raised: "
                    "`device` (\"cuda:0\"), `name`, `capability` (from the `torch-build` probe, \"?\" without it), "

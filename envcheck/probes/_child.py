@@ -673,6 +673,243 @@ def probe_safetensors(ctx: Context) -> dict[str, Any]:
     return {"status": "ok", "details": details}
 
 
+# --- extension-imports ----------------------------------------------------------------------------------------
+# Every installed distribution that ships native code and builds on torch or NumPy is imported in a grandchild, so
+# that an extension built for another torch, CUDA or NumPy (`undefined symbol`, `operator ... does not exist`,
+# `compiled using NumPy 1.x`, `DLL load failed`) becomes a case naming the distribution. One grandchild imports
+# them all in turn (torch is imported once); a crash or hang costs the module being imported, and a fresh
+# grandchild takes the rest. The grandchild's own code is _EXT_IMPORTER below: it runs in the checked interpreter
+# too, so it keeps to the standard library.
+
+_EXT_BASES = frozenset({"torch", "numpy"})
+# Native torch extensions whose wheels declare no torch requirement (PyG's wheels, detectron2 and mmcv built from
+# source, apex): known by name, since nothing in their metadata says that they build on torch.
+_EXT_KNOWN = frozenset({"torch-scatter", "torch-sparse", "torch-cluster", "torch-spline-conv", "pyg-lib",
+                        "detectron2", "mmcv", "mmcv-full", "apex", "flash-attn", "xformers", "deepspeed",
+                        "torchvision", "torchaudio", "torchcodec", "vllm", "bitsandbytes", "auto-gptq",
+                        "causal-conv1d", "mamba-ssm", "natten", "pytorch3d", "torch-tensorrt", "spconv"})
+_EXT_SKIP_DIRS = ("tests", "test", "testing", "_tests")
+_EXT_NESTED_MAX = 4  # nested extension modules imported per distribution, besides its top-level modules
+_EXT_MODULE_TIMEOUT_S = 60.0  # one import; importing torch the first time counts against the first module
+_EXT_BUDGET_S = 100.0  # the whole probe, under the runner's default per-probe timeout of 120 s
+
+
+def _canonical(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requires_base(requires: list[str]) -> bool:
+    """Whether an unconditional Requires-Dist line (no `extra ==` marker) names torch or numpy."""
+    import re
+
+    for line in requires:
+        requirement, _, marker = line.partition(";")
+        if "extra" in marker:
+            continue
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if match and _canonical(match.group(1)) in _EXT_BASES:
+            return True
+    return False
+
+
+def _ext_modules(dist: Any) -> tuple[list[str], int]:
+    """(modules to import, native files) of a distribution, from its RECORD: its top-level packages and
+    extension modules, then up to _EXT_NESTED_MAX nested Python extension modules (a file named with a CPython
+    extension suffix: `_C.cpython-311-x86_64-linux-gnu.so`, `_C.abi3.so`, `_C.pyd`; a bare `lib.so` is a shared
+    library that its package loads itself, not a module)."""
+    import importlib.machinery
+
+    tagged = tuple(s for s in importlib.machinery.EXTENSION_SUFFIXES if s != ".so")
+    native, top, nested = 0, {}, []
+    for entry in dist.files or []:
+        path = str(entry).replace("\\", "/")
+        if path.startswith(("..", "/")) or ".dist-info/" in path or ".data/" in path:
+            continue
+        parts = path.split("/")
+        base = parts[-1]
+        is_native = base.endswith((".so", ".pyd")) or ".so." in base
+        native += is_native
+        module_suffix = next((s for s in tagged if base.endswith(s)), None)
+        if len(parts) == 2 and base == "__init__.py":
+            top[parts[0]] = True
+        elif len(parts) == 1 and module_suffix is not None:
+            top[base[: -len(module_suffix)]] = True
+        elif module_suffix is not None and not any(p in _EXT_SKIP_DIRS for p in parts[:-1]) and \
+                all(p.isidentifier() for p in parts[:-1]):
+            nested.append(".".join([*parts[:-1], base[: -len(module_suffix)]]))
+    names = sorted((m for m in top if m.isidentifier()), key=lambda m: (m.startswith("_"), m))
+    nested.sort(key=lambda m: (m.count("."), m))
+    return names + nested[:_EXT_NESTED_MAX], native
+
+
+def _ext_targets() -> list[dict[str, Any]]:
+    """The distributions to import: native files in RECORD, and torch or NumPy underneath (declared, or known)."""
+    import importlib.metadata
+
+    targets, seen = [], set()
+    for dist in importlib.metadata.distributions():
+        try:
+            canonical = _canonical(dist.metadata["Name"] or "")
+        except Exception:  # noqa: BLE001, S112 - unreadable metadata is another rule's finding
+            continue
+        if not canonical or canonical in seen:
+            continue  # a shadowed copy further down the path is never imported
+        seen.add(canonical)
+        if canonical in _EXT_BASES:
+            continue
+        try:
+            requires = dist.requires or []
+            if canonical not in _EXT_KNOWN and not _requires_base(requires):
+                continue
+            modules, native = _ext_modules(dist)
+        except Exception:  # noqa: BLE001, S112 - corrupt metadata is another rule's finding
+            continue
+        if native and modules:
+            targets.append({"name": canonical, "version": str(dist.version), "modules": modules})
+    return sorted(targets, key=lambda t: t["name"])
+
+
+_EXT_IMPORTER = r"""
+import importlib, json, os, sys, time, warnings
+items, out_path = json.loads(sys.argv[1]), sys.argv[2]
+out = open(out_path, "a", encoding="utf-8", buffering=1)
+err_fd = sys.stderr.fileno()
+for item in items:
+    out.write(json.dumps({"event": "start", "key": item["key"]}) + "\n")
+    capture = os.open(item["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    saved = os.dup(err_fd)
+    sys.stderr.flush()
+    os.dup2(capture, err_fd)
+    start = time.perf_counter()
+    result = {"status": "ok"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            importlib.import_module(item["module"])
+        except BaseException as exc:
+            text = str(exc).strip() or type(exc).__name__
+            result = {"status": "error", "error_class": type(exc).__name__, "message": text[:2000]}
+    sys.stderr.flush()
+    os.dup2(saved, err_fd)
+    os.close(saved)
+    os.close(capture)
+    result["import_s"] = round(time.perf_counter() - start, 4)
+    result["warnings"] = [w.category.__name__ + ": " + str(w.message)[:300] for w in caught][:5]
+    out.write(json.dumps({"event": "result", "key": item["key"], "result": result}) + "\n")
+out.close()
+os._exit(0)
+"""
+
+
+def _ext_stderr(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()[-1500:].decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float) -> dict[str, dict[str, Any]]:
+    """Import `items` in grandchildren; every item gets an outcome (a crash or hang names the one it hit)."""
+    import signal
+    import subprocess
+
+    outcomes: dict[str, dict[str, Any]] = {}
+    pending = list(items)
+    round_no = 0
+    while pending:
+        if time.monotonic() >= deadline:
+            for item in pending:
+                outcomes[item["key"]] = {"status": "skipped", "message": "the probe ran out of time before it"}
+            break
+        round_no += 1
+        out_path = os.path.join(tmp, f"imports-{round_no}.jsonl")
+        open(out_path, "w").close()
+        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _EXT_IMPORTER, json.dumps(pending),
+                                 out_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        current, started = None, time.monotonic()
+        offset, buffer = 0, ""
+        hung = False
+        while True:
+            exited = proc.poll() is not None  # before the read, so that the read sees everything it wrote
+            with open(out_path, encoding="utf-8", errors="replace") as fh:
+                fh.seek(offset)
+                buffer += fh.read()
+                offset = fh.tell()
+            *lines, buffer = buffer.split("\n")
+            for line in lines:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "start":
+                    current, started = event["key"], time.monotonic()
+                elif event.get("event") == "result":
+                    outcomes[event["key"]] = event["result"]
+                    current = None
+            if exited:
+                break  # a partial last line is what a crash cut short: its module is the victim below
+            if time.monotonic() - started > _EXT_MODULE_TIMEOUT_S or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                hung = True
+                break
+            time.sleep(0.01)
+        victim = current if current is not None and current not in outcomes else None
+        if victim is None and proc.returncode not in (0, None):
+            victim = next((i["key"] for i in pending if i["key"] not in outcomes), None)
+        if victim is not None:
+            item = next(i for i in pending if i["key"] == victim)
+            if hung:
+                outcome = {"status": "timeout", "error_class": "Timeout",
+                           "message": f"importing {item['module']} did not finish"}
+            else:
+                code = proc.returncode or 0
+                try:
+                    how = signal.Signals(-code).name if code < 0 else f"exit code {code}"
+                except ValueError:
+                    how = f"signal {-code}"
+                outcome = {"status": "crashed", "error_class": how,
+                           "message": f"importing {item['module']} killed the process ({how})"}
+            outcomes[victim] = outcome
+        pending = [i for i in pending if i["key"] not in outcomes]
+    for item in items:
+        if item["key"] in outcomes:
+            outcomes[item["key"]]["stderr"] = _ext_stderr(item["stderr"])
+    return outcomes
+
+
+def probe_extension_imports(ctx: Context) -> dict[str, Any]:
+    import tempfile
+
+    start = time.monotonic()
+    targets = _ext_targets()
+    if not targets:
+        return {"status": "ok", "details": {"distributions": 0, "modules": 0}}
+    with tempfile.TemporaryDirectory(prefix="envcheck-imports-") as tmp:
+        items: list[dict[str, str]] = []
+        for t in targets:
+            for module in t["modules"]:
+                key = f"{t['name']}:{module}"
+                items.append({"key": key, "module": module, "stderr": os.path.join(tmp, f"{len(items)}.err")})
+        outcomes = _ext_run(items, tmp, start + _EXT_BUDGET_S)
+    cases: dict[str, dict[str, Any]] = {}
+    for t in targets:
+        # The case is the distribution: its first failing module's outcome (what a user's import hits first),
+        # else the first module's.
+        tried = [(m, outcomes.get(f"{t['name']}:{m}", {"status": "skipped"})) for m in t["modules"]]
+        module, outcome = next(((m, o) for m, o in tried if o.get("status") not in ("ok", "skipped")), tried[0])
+        case = {k: v for k, v in outcome.items() if k in ("status", "error_class", "message", "warnings", "stderr")
+                and v not in (None, "", [])}
+        case.update(version=t["version"], module=module, modules=[m for m, _ in tried])
+        cases[t["name"]] = case
+    details = {"distributions": len(targets), "modules": len(items), "wall_s": round(time.monotonic() - start, 3)}
+    return {"status": "ok", "details": details, "cases": cases}
+
+
 def _torch_missing(ctx: Context) -> bool:
     ctx.import_torch()
     return ctx.torch is None

@@ -45,7 +45,8 @@ def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:
     material = {
         "envcheck": __version__,
         "python": [facts.python.executable, facts.python.version, facts.python.prefix],
-        "distributions": sorted((d.canonical_name, d.version, d.location) for d in facts.distributions),
+        "distributions": sorted((d.canonical_name, d.version, d.location, _installed_at(d.metadata_dir))
+                                for d in facts.distributions),
         "torch": None if facts.torch is None else [facts.torch.location, facts.torch.version, facts.torch.git_version],
         "driver": None if nvml is None else [nvml.status, nvml.driver_version, nvml.cuda_driver_version,
                                              sorted(d.uuid or str(d.index) for d in nvml.devices)],
@@ -54,6 +55,18 @@ def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:
         "code": hashlib.sha256(probe_source.encode("utf-8")).hexdigest(),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
+def _installed_at(metadata_dir: str) -> int | None:
+    """When the .dist-info folder was (re)written: `pip install --force-reinstall` of the same version (the fix
+    for an extension built against another torch) changes nothing else the fingerprint covers, and a cached
+    import failure must not outlive it. None when it cannot be read (a snapshot from another machine)."""
+    if not metadata_dir:
+        return None
+    try:
+        return Path(metadata_dir).stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def _path(key: str) -> Path:

@@ -1,0 +1,176 @@
+"""Compiled extensions of torch and NumPy: built for the installed torch, CUDA, C++ ABI and NumPy?
+
+Two sources, both pure functions of Facts registered in envcheck/derived/derive.py:
+- the `extension-imports` probe, which imported every installed distribution that ships native code and builds on
+  torch or NumPy (docs/probes.md): its failures, sorted into the kinds that have one cause and one fix each
+  (`undefined symbol` = built against another torch; `operator ... does not exist` = its operators did not
+  register; `compiled using NumPy 1.x`; a shared library that cannot be found);
+- local version tags that name the torch, CUDA and C++ ABI a wheel was built for, read statically: PyG's
+  `torch_scatter 2.1.2+pt23cu121` and the flash-attn wheels' `2.5.8+cu122torch2.3cxx11abiFALSE`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from envcheck._packaging import parse_version
+from envcheck.derived.common import Item
+from envcheck.facts.snapshot import Facts
+
+PROBE = "extension-imports"
+
+# Each kind: the patterns of the error text (message and captured stderr) that identify it, first match wins.
+# `numpy` first: NumPy 2 prints its "compiled using NumPy 1.x" explanation and then raises an ImportError whose
+# own text is `numpy.core.multiarray failed to import`, which can also surface as an undefined-symbol-free
+# AttributeError `_ARRAY_API not found`.
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("numpy-abi", re.compile(r"compiled using NumPy 1\.x|_ARRAY_API not found|numpy\.core\.multiarray failed to "
+                             r"import|numpy\.dtype size changed, may indicate binary incompatibility", re.I)),
+    ("undefined-symbol", re.compile(r"undefined symbol: |Symbol not found: |The specified procedure could not "
+                                    r"be found", re.I)),
+    ("missing-operator", re.compile(r"operator \S+ does not exist|No such operator \S+|Could not find any "
+                                    r"(?:implementation|op)", re.I)),
+    ("missing-library", re.compile(r"DLL load failed|cannot open shared object file|Library not loaded|"
+                                   r"image not found", re.I)),
+)
+_SYMBOL = re.compile(r"(?:undefined symbol|Symbol not found):\s*(\S+)")
+_FAILED = ("error", "crashed", "timeout")
+
+# PyG's wheels: `+pt23cu121`, `+pt113cpu`, `+pt20cu118` (torch major, then minor; cpu or cuXY[Z]).
+_PYG_TAG = re.compile(r"pt(\d)(\d+)(cpu|cu\d+)")
+# flash-attn's GitHub wheels: `+cu122torch2.3cxx11abiFALSE`, `+cu12torch2.6cxx11abiTRUE`.
+_FA_TAG = re.compile(r"cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)", re.I)
+
+
+def _probe_cases(facts: Facts) -> dict[str, dict[str, Any]] | None:
+    probe = facts.probes.get(PROBE)
+    if probe is None or probe.status != "ok":
+        return None
+    return probe.cases
+
+
+def _kind(case: dict[str, Any]) -> str:
+    if case.get("status") in ("crashed", "timeout"):
+        return "crash"
+    text = f"{case.get('message') or ''}\n{case.get('stderr') or ''}"
+    return next((kind for kind, pattern in _KINDS if pattern.search(text)), "other")
+
+
+def _installed(facts: Facts, name: str) -> str:
+    dist = facts.active(name)
+    return dist.version if dist is not None else "not installed"
+
+
+def import_failures(facts: Facts, kind: str) -> list[Item] | None:
+    """The distributions whose import failed with an error of `kind` (see _KINDS; "crash"; "other"); None when
+    the probe did not run to completion."""
+    cases = _probe_cases(facts)
+    if cases is None:
+        return None
+    out = []
+    for name, case in sorted(cases.items()):
+        if case.get("status") not in _FAILED or _kind(case) != kind:
+            continue
+        message = str(case.get("message") or "").strip().splitlines()
+        error = f"{case.get('error_class') or 'error'}: {message[0] if message else ''}".strip()
+        symbol = _SYMBOL.search(f"{case.get('message') or ''}")
+        version = str(case.get("version") or _installed(facts, name))
+        out.append({
+            "name": name, "version": version, "release": version.split("+", 1)[0],
+            "module": str(case.get("module") or name), "error": error[:400],
+            "symbol": symbol.group(1) if symbol else "", "torch": _installed(facts, "torch"),
+            "numpy": _installed(facts, "numpy"),
+        })
+    return out
+
+
+def _cuda_of_tag(digits: str) -> str:
+    """"121" -> "12.1", "118" -> "11.8", "12" -> "12" (flash-attn's later wheels name the major only)."""
+    return digits if len(digits) <= 2 else f"{digits[:-1]}.{digits[-1]}"
+
+
+def _torch_series(facts: Facts) -> tuple[str, str | None] | None:
+    """(installed torch "X.Y", its CUDA "12.4" or None for a CPU/ROCm build), or None without a readable torch."""
+    torch = facts.torch
+    if torch is None or torch.version is None:
+        return None
+    version = parse_version(torch.version)
+    if version is None:
+        return None
+    return f"{version.major}.{version.minor}", torch.cuda
+
+
+def torch_cxx11_abi(facts: Facts) -> bool | None:
+    """torch's `_GLIBCXX_USE_CXX11_ABI`: the torch-build probe's answer, else what the official Linux wheels are
+    known to use (pre-C++11 ABI up to 2.5, and in 2.6 except its CUDA 12.6 builds; the C++11 ABI from 2.7:
+    pytorch/pytorch#143962, #149550); None where it cannot be known (conda and source builds, pre-releases, no
+    torch, not Linux)."""
+    build = facts.probes.get("torch-build")
+    if build is not None and isinstance(build.details.get("cxx11_abi"), bool):
+        return bool(build.details["cxx11_abi"])
+    torch = facts.torch
+    if torch is None or torch.version is None or facts.python.marker_environment.get("sys_platform") != "linux":
+        return None
+    dist = facts.active("torch")
+    if dist is None or dist.installer not in ("pip", "uv"):
+        return None
+    version = parse_version(torch.version)
+    if version is None or version.is_devrelease or version.is_prerelease:
+        return None
+    if version.release[:2] == (2, 6):
+        # NOTE: 2.6 switched only its CUDA 12.6 wheels (pytorch/pytorch#143962; Dao-AILab/flash-attention#1644:
+        # `2.6.0+cu126` lacks the pre-C++11 symbols that `2.6.0+cu124` has); PyPI's 2.6.0 is the CUDA 12.4 build.
+        return torch.cuda == "12.6"
+    return version.release[:2] >= (2, 7)
+
+
+def tag_mismatches(facts: Facts, aspect: str) -> list[Item] | None:
+    """Installed distributions whose local version tag names another torch minor (`aspect` "torch"), another CUDA
+    major or a CUDA build next to a CPU torch ("cuda"), or another C++ ABI ("abi") than the installed torch's;
+    None when torch's side is unknown."""
+    torch = facts.torch
+    if torch is None:
+        return []
+    series = _torch_series(facts)
+    if series is None:
+        return None
+    torch_minor, torch_cuda = series
+    abi = torch_cxx11_abi(facts) if aspect == "abi" else None
+    if aspect == "abi" and abi is None:
+        return None
+    out = []
+    seen: set[str] = set()
+    for dist in facts.distributions:
+        if dist.canonical_name in seen or "+" not in dist.version:
+            continue
+        seen.add(dist.canonical_name)
+        local = dist.version.split("+", 1)[1]
+        pyg, fa = _PYG_TAG.fullmatch(local), _FA_TAG.fullmatch(local)
+        if pyg is not None:
+            built_torch, tag_cuda, built_abi = f"{pyg.group(1)}.{pyg.group(2)}", pyg.group(3), None
+        elif fa is not None:
+            built_torch, tag_cuda, built_abi = fa.group(2), f"cu{fa.group(1)}", fa.group(3).upper() == "TRUE"
+        else:
+            continue
+        built_cuda = None if tag_cuda == "cpu" else _cuda_of_tag(tag_cuda[2:])
+        item = {"name": dist.name, "version": dist.version, "release": dist.version.split("+", 1)[0], "tag": local,
+                "built_torch": built_torch, "built_cuda": built_cuda or "none (CPU)", "torch": torch.version or "",
+                "torch_cuda": torch_cuda or "none (CPU or ROCm)", "built_abi": "", "torch_abi": ""}
+        other_cuda = built_cuda is not None and (torch_cuda is None or
+                                                 built_cuda.split(".")[0] != torch_cuda.split(".")[0])
+        if (aspect == "torch" and built_torch != torch_minor) or (aspect == "cuda" and other_cuda):
+            out.append(item)
+        elif aspect == "abi" and built_abi is not None and built_abi != abi and built_torch == torch_minor:
+            item.update(built_abi=str(built_abi).upper(), torch_abi=str(abi).upper())
+            out.append(item)
+    return sorted(out, key=lambda i: i["name"])
+
+
+def of_kind(kind: str) -> Callable[[Facts], list[Item] | None]:
+    return lambda facts: import_failures(facts, kind)
+
+
+def of_aspect(aspect: str) -> Callable[[Facts], list[Item] | None]:
+    return lambda facts: tag_mismatches(facts, aspect)

@@ -1,0 +1,149 @@
+"""The extension-imports probe with real compiled extensions, built here with the system's C compiler.
+
+Each test writes real distributions (dist-info with RECORD and Requires-Dist, and a compiled module) into a folder
+on the child's PYTHONPATH, runs the probe through the runner in the interpreter of the real torch CPU build, and
+evaluates the pack's rules on the result: a module that links a symbol nothing defines raises the loader's own
+`undefined symbol`, one that aborts in its init function really kills its process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import build_facts, clean_env, dist_dict, torch_dict, write_dist, write_tree
+
+from envcheck import rules as rules_mod
+from envcheck.engine import evaluate
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.model import Status
+from envcheck.probes.runner import RunOptions, run
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None,
+                                reason="builds ELF extension modules with the system's C compiler")
+
+_GOOD = """
+#include <Python.h>
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "%(name)s", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_%(name)s(void) { return PyModule_Create(&def); }
+"""
+# Calls a function that no library defines: linked with -shared (undefined symbols allowed), the loader refuses it
+# at import with `undefined symbol: envcheck_symbol_from_another_torch`, as it refuses an extension built for
+# another torch.
+_UNDEFINED = """
+#include <Python.h>
+extern int envcheck_symbol_from_another_torch(void);
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "%(name)s", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_%(name)s(void) { envcheck_symbol_from_another_torch(); return PyModule_Create(&def); }
+"""
+_ABORTS = """
+#include <Python.h>
+#include <stdlib.h>
+PyMODINIT_FUNC PyInit_%(name)s(void) { abort(); return NULL; }
+"""
+
+
+def _build_config(python: str) -> tuple[str, str]:
+    """(include directory, extension suffix) of `python`."""
+    out = subprocess.run([python, "-c", "import json, sysconfig; print(json.dumps([sysconfig.get_paths()['include'], "
+                                        "sysconfig.get_config_var('EXT_SUFFIX')]))"],
+                         capture_output=True, text=True, check=True, env=clean_env())
+    include, suffix = json.loads(out.stdout)
+    return include, suffix
+
+
+def _extension(site: Path, python: str, dist: str, module: str, source: str, requires: tuple[str, ...],
+               package_init: str | None = None) -> None:
+    """A distribution `dist` whose RECORD lists a compiled top-level module `module` (and, with `package_init`,
+    a package `<module>_pkg` whose __init__.py is that code)."""
+    include, suffix = _build_config(python)
+    c_file = site.parent / f"{module}.c"
+    c_file.write_text(source % {"name": module}, encoding="utf-8")
+    target = site / f"{module}{suffix}"
+    subprocess.run(["cc", "-shared", "-fPIC", f"-I{include}", str(c_file), "-o", str(target)], check=True,
+                   capture_output=True)
+    record = [target.name]
+    if package_init is not None:
+        write_tree(site, {f"{module}_pkg/__init__.py": package_init})
+        record.append(f"{module}_pkg/__init__.py")
+    write_dist(site, dist, "1.0", requires=requires, record=record)
+
+
+def _probe(python: str, site: Path) -> ProbeResult:
+    results = run(["extension-imports"], RunOptions(python=python, env=clean_env({"PYTHONPATH": str(site)}),
+                                                    timeout_s=300))
+    return results["extension-imports"]
+
+
+def _verdicts(result: ProbeResult, *dists: str) -> dict[str, list[str]]:
+    """rule id -> the summaries of its findings, for the pack evaluated on the probe's result."""
+    facts = build_facts(dists=[dist_dict(n, "1.0") for n in dists] + [dist_dict("torch", "2.13.0+cpu")],
+                        torch=torch_dict("2.13.0+cpu", cuda=None))
+    facts = dataclasses.replace(facts, probes={"extension-imports": result})
+    report = evaluate(rules_mod.load(), facts)
+    out: dict[str, list[str]] = {}
+    for finding in report.findings:
+        if finding.status in (Status.FAIL, Status.WARN, Status.INFO) and finding.rule_id.startswith("EC11"):
+            out.setdefault(finding.rule_id, []).append(finding.summary)
+    return out
+
+
+@pytest.fixture
+def ext_site(tmp_path: Path) -> Path:
+    path = tmp_path / "ext-site"
+    path.mkdir()
+    return path
+
+
+def test_undefined_symbol_names_the_distribution(torch_python: str, ext_site: Path) -> None:
+    """An extension linking a symbol the loaded libraries lack is reported by EC1101 with the loader's message."""
+    _extension(ext_site, torch_python, "fake-attn", "fake_attn_cuda", _UNDEFINED, ("torch",))
+    result = _probe(torch_python, ext_site)
+    case = result.cases["fake-attn"]
+    assert case["status"] == "error"
+    assert "undefined symbol: envcheck_symbol_from_another_torch" in case["message"]
+    found = _verdicts(result, "fake-attn")
+    assert list(found) == ["EC1101"]
+    assert "fake-attn 1.0 does not load (undefined symbol; torch 2.13.0+cpu)" in found["EC1101"][0]
+
+
+def test_a_crash_costs_only_its_own_distribution(torch_python: str, ext_site: Path) -> None:
+    """An extension that aborts at import is `crashed` (SIGABRT); a healthy one after it still imports."""
+    _extension(ext_site, torch_python, "aborts-ext", "aborts_ext", _ABORTS, ("numpy",))
+    _extension(ext_site, torch_python, "zz-good-ext", "zz_good_ext", _GOOD, ("numpy>=1",))
+    result = _probe(torch_python, ext_site)
+    assert result.cases["aborts-ext"]["status"] == "crashed"
+    assert result.cases["aborts-ext"]["error_class"] == "SIGABRT"
+    assert result.cases["zz-good-ext"]["status"] == "ok"
+    assert list(_verdicts(result, "aborts-ext", "zz-good-ext")) == ["EC1105"]
+
+
+def test_unregistered_operator_with_real_torch(torch_python: str, ext_site: Path) -> None:
+    """A package registering a fake kernel for an operator its library never defined gets torch's own error."""
+    init = ("import torch\n"
+            "@torch.library.register_fake('envcheck_missing::nms')\n"
+            "def _meta(x):\n    return x\n")
+    _extension(ext_site, torch_python, "fakevision", "fakevision", _GOOD, ("torch",), package_init=init)
+    result = _probe(torch_python, ext_site)
+    case = result.cases["fakevision"]
+    assert case["status"] == "error", case
+    assert case["module"] == "fakevision_pkg"
+    assert "envcheck_missing::nms" in case["message"]
+    assert list(_verdicts(result, "fakevision")) == ["EC1102"]
+
+
+def test_healthy_and_unrelated_distributions(torch_python: str, ext_site: Path) -> None:
+    """Healthy extensions give no finding; one that builds on neither torch nor NumPy is not imported at all."""
+    _extension(ext_site, torch_python, "good-ext", "good_ext", _GOOD, ("numpy", "torch>=2; extra == 'gpu'"))
+    _extension(ext_site, torch_python, "plain-ext", "plain_ext", _UNDEFINED, ("requests",))
+    _extension(ext_site, torch_python, "optional-ext", "optional_ext", _UNDEFINED, ("torch; extra == 'gpu'",))
+    result = _probe(torch_python, ext_site)
+    assert result.status == "ok"
+    assert set(result.cases) == {"good-ext"}
+    assert result.cases["good-ext"]["status"] == "ok"
+    assert _verdicts(result, "good-ext") == {}
