@@ -205,7 +205,7 @@ def _change(req: Requirement, facts: Facts) -> str:
     specs = list(req.specifier)
     pinned = specs[0].version if len(specs) == 1 and specs[0].operator == "==" else None
     if dist is None:
-        return f"installs {req.name} {pinned or req.specifier or ''}".rstrip()
+        return f"installs {req.name} {pinned}" if pinned is not None else f"installs {req}"
     if pinned is None:
         return f"replaces {req.name} {dist.version} with a release of {req.specifier or 'the newest'}"
     have, want = parse_version(dist.version), parse_version(pinned)
