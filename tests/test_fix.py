@@ -136,6 +136,7 @@ def test_findings_without_commands_are_listed_by_hand() -> None:
     assert text.splitlines() == [
         f"envcheck fix: 1 command for {PY}",
         f"  1. {PY} -m pip install a    (EC0101)",
+        "       why: EC0101 problem EC0101",
         "by hand (no command to run):",
         "  -  EC0104 rule-ec0104: Delete the damaged folder /x.dist-info.",
     ]
