@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived.companions import Companion, companion_release, installed_torch
+from envcheck.derived.companions import Companion, companion_release, installed_torch, pytorch_index
 from envcheck.facts.snapshot import Facts
 
 TORCH = "torch"
@@ -179,26 +179,47 @@ def _companion_step(parsed: _Install, req: Requirement, facts: Facts, tables: Ma
     return _command(parsed.head, flags, (pinned,), torch)
 
 
-def _torch_step(parsed: _Install, req: Requirement, facts: Facts, tables: Mapping[str, Companion],
-                torch: _Torch) -> tuple[str, ...]:
-    """torch is the problem: change it within its variant, and move the installed companions with it."""
+def _target(parsed: _Install, torch: _Torch) -> _Torch:
+    """The variant a torch change installs: the installed one, unless the command names another PyTorch index
+    (a finding whose fix is another build, such as a CUDA torch for a GPU the CPU build cannot use)."""
+    urls = [parsed.index[i + 1] for i in range(0, len(parsed.index), 2) if parsed.index[i] in ("-i", "--index-url")]
+    if not urls or (torch.index is not None and urls[-1].rstrip("/") == torch.index.rstrip("/")):
+        return torch
+    tag = urls[-1].rstrip("/").rsplit("/", 1)[-1]
+    if _variant_index(tag) != urls[-1].rstrip("/"):
+        return torch  # not a PyTorch variant index (PyPI, a private index): the variant stays
+    return _Torch(torch.text, torch.release, tag, urls[-1].rstrip("/"))
+
+
+def _variant_index(tag: str) -> str:
+    return pytorch_index(tag).rstrip("/")
+
+
+def _torch_step(parsed: _Install, req: Requirement, named: Sequence[Requirement], facts: Facts,
+                tables: Mapping[str, Companion], torch: _Torch) -> tuple[str, ...]:
+    """torch is the problem: change it within its variant (or to the one the command names), and move the
+    installed companions, and those the command names, with it in the same command."""
+    target = _target(parsed, torch)
     exact = _exact(req)
     if exact is not None:
-        wanted = [_pin(TORCH, exact, torch)]
+        wanted = [_pin(TORCH, exact, target)]
     else:
         bare = Requirement(str(req))
         bare.marker = None
         wanted = [str(bare)]
     new = parse_version(exact) if exact is not None else None
-    moving = new is None or new.public != torch.release.public
+    moving = new is None or new.public != torch.release.public or target is not torch
+    asked: dict[str, Requirement] = {str(canonicalize_name(r.name)): r for r in named}
     if moving:
-        for name in _companions_of(facts, tables):
-            release = None if new is None else companion_release(tables[name], Version(new.base_version))
-            wanted.append(name if release is None else _pin(name, release, torch))
+        for name in sorted({*_companions_of(facts, tables), *asked}):
+            pinned = _exact(asked[name]) if name in asked else None
+            release = pinned or (None if new is None or name not in tables
+                                 else companion_release(tables[name], Version(new.base_version)))
+            wanted.append(name if release is None else _pin(name, release, target))
     flags = parsed.flags
     if moving:  # a reinstall of the same torch (`--no-deps`, `--force-reinstall`) keeps its flags; a move does not
         flags = tuple(f for f in flags if f not in ("--no-deps", "--force-reinstall"))
-    return _command(parsed.head, flags, wanted, torch)
+    return _command(parsed.head, flags, wanted, target)
 
 
 def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Companion],
@@ -219,15 +240,15 @@ def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Compani
     if torch is None:
         return tuple(out)
     requirer = canonicalize_name((item or {}).get("package", ""))
-    for req in ours:
-        name = canonicalize_name(req.name)
-        if name != TORCH:
-            out.append(_companion_step(parsed, req, facts, tables, torch))
-        elif requirer in tables:
-            # A companion's pin on torch: the companion is what is wrong, never torch.
-            out.append(_companion_step(parsed, Requirement(requirer), facts, tables, torch))
-        else:
-            out.append(_torch_step(parsed, req, facts, tables, torch))
+    torch_req = next((r for r in ours if canonicalize_name(r.name) == TORCH), None)
+    named = [r for r in ours if canonicalize_name(r.name) != TORCH]
+    if torch_req is not None and requirer not in tables:
+        out.append(_torch_step(parsed, torch_req, named, facts, tables, torch))
+        return tuple(dict.fromkeys(out))
+    if torch_req is not None:  # a companion's pin on torch: the companion is what is wrong, never torch
+        named = [*named, Requirement(requirer)]
+    for req in named:
+        out.append(_companion_step(parsed, req, facts, tables, torch))
     return tuple(dict.fromkeys(out))
 
 

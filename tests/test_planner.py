@@ -161,3 +161,20 @@ def test_library_ceiling_on_torch_keeps_the_variant() -> None:
     facts: Any = _facts("2.13.0+cpu", None, ("torchvision", "0.28.0+cpu", "torch==2.13.0"),
                         ("mylib", "1.0", "torch<2.10"))
     assert _findings(facts)["EC0101"] == [("install", "torch<2.10", "torchvision", "--index-url", CPU)]
+
+
+def test_torch_and_companion_named_together_move_in_one_command() -> None:
+    """`torch==2.6.0 torchaudio==2.6.0` (EC0304's fix) is one command on torch's index, every companion pinned."""
+    facts = _facts("2.5.1+cu124", "12.4", ("torchaudio", "2.5.1+cu124", "torch==2.5.1"),
+                   ("torchvision", "0.20.1+cu124", "torch==2.5.1"))
+    cu124 = "https://download.pytorch.org/whl/cu124"
+    assert _plan(facts, "install", "torch==2.6.0", "torchaudio==2.6.0") == [
+        ("install", "torch==2.6.0+cu124", "torchaudio==2.6.0+cu124", "torchvision==0.21.0+cu124", "--index-url",
+         cu124)]
+
+
+def test_a_variant_change_the_finding_asks_for_is_kept() -> None:
+    """A command naming another PyTorch index (a CUDA build for a GPU) installs that variant, companions too."""
+    facts = _facts("2.13.0+cpu", None, ("torchvision", "0.28.0+cpu", "torch==2.13.0"))
+    assert _plan(facts, "install", "torch==2.13.0", "--index-url", CU128) == [
+        ("install", "torch==2.13.0+cu128", "torchvision==0.28.0+cu128", "--index-url", CU128)]
