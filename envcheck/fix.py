@@ -207,7 +207,8 @@ def _change(req: Requirement, facts: Facts) -> str:
     if dist is None:
         return f"installs {req.name} {pinned}" if pinned is not None else f"installs {req}"
     if pinned is None:
-        return f"replaces {req.name} {dist.version} with a release of {req.specifier or 'the newest'}"
+        wanted = f"a release of {req.name}{req.specifier}" if req.specifier else "the release the resolver picks"
+        return f"replaces {req.name} {dist.version} with {wanted}"
     have, want = parse_version(dist.version), parse_version(pinned)
     if have is not None and want is not None and have == want:
         return f"reinstalls {req.name} {pinned}"
