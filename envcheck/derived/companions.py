@@ -10,9 +10,9 @@ requirement) and the package index that has the build matching torch's (`index`)
 torch's local version tag (`+cpu`, `+cu126`, `+rocm6.2`), or PyPI when torch has no tag (it came from PyPI, whose
 companion wheels are built like its torch wheel).
 
-A companion whose own `Requires-Dist: torch...` the installed torch fails is reported by `requirements.conflicting`
-(rule EC0101, whose fix changes torch); `pinned_to_other_torch` lists those separately, with the fix in the other
-direction, so that a rule can offer it without a command that `envcheck fix` would run against EC0101's.
+A companion whose own `Requires-Dist: torch...` the installed torch fails is listed by `pinned_to_other_torch`,
+with the release made for the installed torch (rule EC0702, whose command keeps torch); `requirements.conflicting`
+(EC0101) then leaves that requirement out, so one problem is one finding with one direction of fix.
 `torch_mismatch` lists the mismatches that no declared requirement reveals. Companions installed by conda are
 skipped: conda's builds carry no local tag and follow conda's own pins.
 """
