@@ -387,11 +387,14 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     target = discover(python)
     click.echo(target.line())
 
+    gathered = []  # the facts of each check: the plan describes its steps with the first
+
     def check_now() -> Report:
         progress = _ProgressLine()
         try:
             facts = with_project(gather(rules.every, python=target,
                                         probes=_probe_options(static, probe_timeout, no_cache, progress)), project)
+            gathered.append(facts)
             return checked(evaluate(rules.chosen, facts), target)
         finally:
             progress.clear()
@@ -401,7 +404,7 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     if not todo:
         click.echo(f"envcheck fix: nothing to fix at --fail-on {level} ({tally(before)})")
         raise click.exceptions.Exit(EXIT_CLEAN)
-    plan = fix_mod.plan(todo, before.python, before.installer)
+    plan = fix_mod.plan(todo, before.python, before.installer, facts=gathered[0])
     click.echo(fix_mod.render_plan(plan, allow_other=allow_other), nl=False)
     steps = plan.runnable(allow_other)
     if dry_run:

@@ -7,12 +7,13 @@ opens a file: a saved snapshot evaluates the same anywhere, and a bad table has 
 from __future__ import annotations
 
 from envcheck import __version__
-from envcheck.commands import choose
+from envcheck.commands import choose, for_environment
 from envcheck.conditions import Context
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
+from envcheck.planner import plan_commands
 from envcheck.rules import RulePack
-from envcheck.templates import render, render_commands
+from envcheck.templates import render, render_argv
 
 
 def evaluate(pack: RulePack, facts: Facts) -> Report:
@@ -50,7 +51,10 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     facts = ctx.facts
-    commands = render_commands(rule.commands, facts, item)
+    # torch-family installs are planned (envcheck/planner.py) before they are written for the installer.
+    planned = plan_commands((render_argv(a, facts, item) for a in rule.commands), facts, ctx.derived.companions(),
+                            item)
+    commands = for_environment(planned, facts)
     fix = render(rule.fix, facts, item)
     return Finding(
         rule_id=rule.id,

@@ -20,17 +20,23 @@ How the plan is made:
   `PYTHON -m ensurepip`, which envcheck/commands.py puts first where the environment has neither pip nor uv and
   which therefore runs before everything else. Anything else (`python -m venv`, a pip of another interpreter)
   needs `--allow-other`.
+- Each step says why (the summaries of the findings that asked for it) and, given the facts, what it keeps and
+  what it changes: "keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu". torch-family commands
+  were already planned by envcheck/planner.py when the findings were made; this only describes them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from envcheck._packaging import parse_requirement, parse_version
+from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import Distribution, Facts
 from envcheck.model import Finding, Report
 from envcheck.report.common import problems, tally
 from envcheck.templates import shell
@@ -51,6 +57,8 @@ class Step:
     installer: str | None  # "pip", "uv", "conda", "ensurepip"; None: not an installer (runs only with --allow-other)
     removes: bool  # an uninstall / remove: runs before every install
     rules: tuple[str, ...]  # the rule ids of the findings that asked for it
+    why: tuple[str, ...] = ()  # "EC0702 torchvision 0.20.0 requires torch==2.5.0, ...": the findings, in one line each
+    effect: str = ""  # what it keeps and what it changes, from the facts: "keeps torch 2.13.0+cpu; replaces ..."
 
     @property
     def needs_opt_in(self) -> bool:
@@ -135,14 +143,17 @@ def _merged(steps: list[Step], python: str) -> list[Step]:
         groups[head, flags] = (index, merged)
         host = out[index]
         out[index] = Step((*head, *sorted(flags), *merged), host.installer, False,
-                          tuple(dict.fromkeys((*host.rules, *step.rules))))
+                          tuple(dict.fromkeys((*host.rules, *step.rules))),
+                          tuple(dict.fromkeys((*host.why, *step.why))))
     return out
 
 
-def plan(findings: Iterable[Finding], python: str, installer_line: str = "") -> Plan:
-    """The commands that fix `findings` in `python`, deduplicated, ordered and merged (see the module docstring)."""
+def plan(findings: Iterable[Finding], python: str, installer_line: str = "", facts: Facts | None = None) -> Plan:
+    """The commands that fix `findings` in `python`, deduplicated, ordered and merged (see the module docstring);
+    with the `facts` the findings were made from, each step also says what it keeps and what it changes."""
     counts: dict[tuple[str, ...], int] = {}
     sources: dict[tuple[str, ...], list[str]] = {}
+    reasons: dict[tuple[str, ...], list[str]] = {}
     by_hand: list[Finding] = []
     for finding in findings:
         if not finding.commands:
@@ -153,18 +164,75 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "") -> 
             sources.setdefault(argv, [])
             if finding.rule_id not in sources[argv]:
                 sources[argv].append(finding.rule_id)
+            reason = f"{finding.rule_id} {finding.summary}"
+            if reason not in reasons.setdefault(argv, []):
+                reasons[argv].append(reason)
     steps = []
     for argv, n in counts.items():
         installer, prefix = _installer(argv, python)
         removes = installer is not None and argv[prefix - 1] in _REMOVE
         target = _targeted(argv, installer, prefix, python)
-        steps += [Step(target, installer, removes, tuple(sources[argv]))] * n
+        steps += [Step(target, installer, removes, tuple(sources[argv]), tuple(reasons[argv]))] * n
     # pip itself first where it has to be bootstrapped, then removals, then installs.
     first = [s for s in steps if s.installer == "ensurepip"]
     ordered = first + [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in
                                                           and s.installer != "ensurepip"]
     ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in]
+    if facts is not None:
+        ordered = [replace(s, effect=effect(s, facts, python)) for s in ordered]
     return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line)
+
+
+def _names(step: Step, python: str) -> tuple[list[Requirement], list[str]]:
+    """(requirements installed, names removed) by a pip / uv / conda step."""
+    _, prefix = _installer(step.argv, python)
+    args, reqs, names = list(step.argv[prefix:]), [], []
+    while args:
+        arg = args.pop(0)
+        if arg in ("--python", "-p", "--index-url", "-i", "--extra-index-url", "-r", "-c") and args:
+            args.pop(0)  # an option's value, not a requirement
+        elif not arg.startswith("-"):
+            try:
+                req = Requirement(arg)
+            except InvalidRequirement:
+                continue
+            (names.append(req.name) if step.removes else reqs.append(req))
+    return reqs, names
+
+
+def _change(req: Requirement, facts: Facts) -> str:
+    dist = facts.active(req.name)
+    specs = list(req.specifier)
+    pinned = specs[0].version if len(specs) == 1 and specs[0].operator == "==" else None
+    if dist is None:
+        return f"installs {req.name} {pinned}" if pinned is not None else f"installs {req}"
+    if pinned is None:
+        wanted = f"a release of {req.name}{req.specifier}" if req.specifier else "the release the resolver picks"
+        return f"replaces {req.name} {dist.version} with {wanted}"
+    have, want = parse_version(dist.version), parse_version(pinned)
+    if have is not None and want is not None and have == want:
+        return f"reinstalls {req.name} {pinned}"
+    return f"replaces {req.name} {dist.version} with {pinned}"
+
+
+def _requires_torch(dist: Distribution) -> bool:
+    return any((r := parse_requirement(line)) is not None and canonical_name(r.name) == "torch"
+               for line in dist.requires)
+
+
+def effect(step: Step, facts: Facts, python: str) -> str:
+    """What `step` keeps and changes in the environment of `facts`, in one line; "" for other commands."""
+    if step.installer not in ("pip", "uv", "conda"):
+        return ""
+    reqs, removed = _names(step, python)
+    parts = [_change(r, facts) for r in reqs]
+    parts += [f"removes {n} {d.version}" if (d := facts.active(n)) is not None else f"removes {n}" for n in removed]
+    torch = facts.active("torch")
+    named = {canonical_name(r.name) for r in reqs} | {canonical_name(n) for n in removed}
+    tied = any(_requires_torch(d) for r in reqs if (d := facts.active(r.name)) is not None)
+    if torch is not None and "torch" not in named and ("--no-deps" in step.argv or tied):
+        parts.insert(0, f"keeps torch {torch.version}")
+    return "; ".join(parts)
 
 
 def commands(findings: Iterable[Finding], python: str) -> tuple[tuple[str, ...], ...]:
@@ -185,7 +253,10 @@ def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
     lines = [f"envcheck fix: {len(runnable)} {noun} for {the_plan.python}"]
     if the_plan.installer_line:
         lines.append(f"installer: {the_plan.installer_line}")
-    lines += [f"  {i}. {shell(s.argv)}    ({', '.join(s.rules)})" for i, s in enumerate(runnable, 1)]
+    for i, step in enumerate(runnable, 1):
+        lines.append(f"  {i}. {shell(step.argv)}    ({', '.join(step.rules)})")
+        lines += [f"       {step.effect}"] if step.effect else []
+        lines += [f"       why: {why}" for why in step.why]
     if held:
         lines.append("not run: not an installer command (pass --allow-other to run it):")
         lines += [f"  -  {shell(s.argv)}    ({', '.join(s.rules)})" for s in held]

@@ -5,7 +5,10 @@ The wheels are real wheel files (PEP 427: METADATA, WHEEL, a hashed RECORD), nam
 torch has `torch/version.py`). The tag is this interpreter's most specific one, so the installers accept it here.
 
 pip and uv are pointed at the index through their environment variables (`index_env`), never through their
-command lines: the commands under test must be the ones envcheck printed, unchanged.
+command lines: the commands under test must be the ones envcheck printed, unchanged. The same server also has
+PyTorch's index layout under /whl/ (`/whl/cpu/` holds the `+cpu` wheels, as https://download.pytorch.org/whl/cpu
+does), and `index_env` points envcheck's PyTorch index base there (ENVCHECK_TORCH_INDEX_BASE), so the index URLs
+envcheck prints are ones that work here.
 """
 
 from __future__ import annotations
@@ -79,25 +82,28 @@ def torch_stand_in(version: str, *, cuda: str | None = None) -> StandIn:
                    tag=platform_tag())
 
 
-def write_index(root: Path, wheels: Iterable[StandIn]) -> Path:
-    """The PEP 503 layout under `root`: simple/index.html, simple/PROJECT/index.html, files/*.whl."""
-    files = root / "files"
+def write_index(root: Path, wheels: Iterable[StandIn], *, simple: str = "simple", files: str = "files") -> Path:
+    """The PEP 503 layout under `root`: SIMPLE/index.html, SIMPLE/PROJECT/index.html, FILES/*.whl."""
+    _write_simple(root / simple, root / files, wheels)
+    return root
+
+
+def _write_simple(simple: Path, files: Path, wheels: Iterable[StandIn]) -> None:
     files.mkdir(parents=True)
     projects: dict[str, list[Path]] = {}
     for wheel in wheels:
         projects.setdefault(canonicalize_name(wheel.name), []).append(build_wheel(files, wheel))
-    simple = root / "simple"
-    simple.mkdir()
+    simple.mkdir(parents=True)
+    to_files = Path(os.path.relpath(files, simple / "project")).as_posix()
     links = "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects))
     (simple / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n", encoding="utf-8")
     for project, paths in projects.items():
         (simple / project).mkdir()
         anchors = "".join(
-            f'<a href="../../files/{html.escape(p.name)}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">'
+            f'<a href="{to_files}/{html.escape(p.name)}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">'
             f"{html.escape(p.name)}</a>\n" for p in sorted(paths))
         (simple / project / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{anchors}</body></html>\n",
                                                      encoding="utf-8")
-    return root
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -110,6 +116,7 @@ class LocalIndex:
     """A running index: its URL, and the environment variables that send pip and uv there and nowhere else."""
 
     url: str  # http://127.0.0.1:PORT/simple/
+    torch_base: str  # http://127.0.0.1:PORT/whl/: PyTorch's variant indexes (`cpu`) under it
     cache: Path  # uv's cache for these tests (never the user's: stand-ins reuse real names and versions)
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -122,6 +129,7 @@ class LocalIndex:
             "UV_DEFAULT_INDEX": self.url, "UV_NO_CONFIG": "1", "UV_CACHE_DIR": str(self.cache),
             "UV_PYTHON_DOWNLOADS": "never", "NO_COLOR": "1",
             "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+            "ENVCHECK_TORCH_INDEX_BASE": self.torch_base,
         })
         env.update(extra or {})
         return env
@@ -135,29 +143,43 @@ def serve(root: Path, cache: Path) -> Iterator[LocalIndex]:
     thread = threading.Thread(target=server.serve_forever, name="test-index", daemon=True)
     thread.start()
     try:
-        yield LocalIndex(f"http://127.0.0.1:{server.server_address[1]}/simple/", cache)
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        yield LocalIndex(f"{base}/simple/", f"{base}/whl/", cache)
     finally:
         server.shutdown()
         server.server_close()
         thread.join()
 
 
+def torchvision_stand_in(version: str, torch: str) -> StandIn:
+    """torchvision `version`, pinned to torch release `torch` as the real wheels are, with its two requirements."""
+    return StandIn("torchvision", version, (f"torch=={torch}", "numpy", "pillow!=8.3.*,>=5.3.0"),
+                   files={"torchvision/__init__.py": "", "torchvision/version.py": f"__version__ = {version!r}\n"},
+                   tag=platform_tag())
+
+
 # The stand-ins: torch and its companions as the CPU index names them, and two libraries torchvision requires.
 TORCH = "2.13.0+cpu"
 STAND_INS = (
     torch_stand_in(TORCH),
-    StandIn("torchvision", "0.28.0+cpu", ("torch==2.13.0", "numpy", "pillow!=8.3.*,>=5.3.0"),
-            files={"torchvision/__init__.py": "", "torchvision/version.py": "__version__ = '0.28.0+cpu'\n"},
-            tag=platform_tag()),
+    torchvision_stand_in("0.28.0+cpu", "2.13.0"),
     StandIn("numpy", "2.3.5", tag=platform_tag()),
     StandIn("pillow", "12.0.0", files={"PIL/__init__.py": "__version__ = '12.0.0'\n"}, tag=platform_tag()),
 )
+# What PyPI has besides: torchvision's untagged wheels (CUDA builds on Linux x86_64), one made for an older torch.
+PYPI_EXTRA = (
+    torchvision_stand_in("0.20.0", "2.5.0"),
+    torchvision_stand_in("0.28.0", "2.13.0"),
+)
+# PyTorch's CPU index (/whl/cpu/): the `+cpu` builds of torch and torchvision.
+CPU_INDEX = (torch_stand_in(TORCH), torchvision_stand_in("0.28.0+cpu", "2.13.0"))
 
 
 @pytest.fixture(scope="session")
 def local_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalIndex]:
     """The stand-in wheels on a local simple index, for the whole session."""
-    root = write_index(tmp_path_factory.mktemp("index"), STAND_INS)
+    root = write_index(tmp_path_factory.mktemp("index"), (*STAND_INS, *PYPI_EXTRA))
+    write_index(root, CPU_INDEX, simple="whl/cpu", files="whl/files-cpu")
     with serve(root, tmp_path_factory.mktemp("uv-cache")) as index:
         yield index
 

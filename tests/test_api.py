@@ -42,7 +42,7 @@ def test_check_returns_a_report_with_policy_verdicts() -> None:
     assert by_id["EC9901"].status is Status.PASS  # 2.13.0+cpu
     assert by_id["EC9950"].status is Status.FAIL
     assert by_id["EC9950"].commands == (("/opt/venv/bin/python", "-m", "pip", "uninstall", "-y", "torchvision"),)
-    assert {f.rule_id for f in report.at_or_above("error")} == {"EC0101", "EC9950"}
+    assert {f.rule_id for f in report.at_or_above("error")} == {"EC0702", "EC9950"}
 
 
 def test_check_reads_the_project_configuration(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_check_stays_a_function_after_the_library_module_is_imported() -> None:
     import envcheck.api
 
     assert inspect.isfunction(envcheck.check)
-    report = envcheck.check(facts_file=CONFLICT, no_config=True, select=["EC0101"])
+    report = envcheck.check(facts_file=CONFLICT, no_config=True, select=["EC0702"])
     assert [f.status for f in report.findings] == [Status.FAIL]
     assert envcheck.api.gather is not None
 

@@ -38,19 +38,29 @@ def _unsatisfied(facts: Facts) -> list[tuple[str, str, str, str]]:
 
 
 def test_exact_pin_conflict(site: Path) -> None:
-    """torchvision 0.21.0 pinning torch==2.6.0 next to torch 2.13.0 is a conflict naming both versions."""
+    """torchvision 0.21.0 pinning torch==2.6.0 next to torch 2.13.0 is an unsatisfied requirement naming both
+    versions; `requirements.conflicting` leaves it to `companions.pinned-to-other-torch`, which knows the fix."""
     write_dist(site, "torch", "2.13.0")
     write_dist(site, "torchvision", "0.21.0", requires=["numpy", "torch==2.6.0", "pillow!=8.3.*,>=5.3.0"])
     write_dist(site, "numpy", "2.1.0")
     write_dist(site, "pillow", "11.0.0")
     facts = collect_facts(site)
-    [item] = _derived(facts, "requirements.conflicting")
+    [item] = _derived(facts, "requirements.unsatisfied")
+    assert _derived(facts, "requirements.conflicting") == []
+    assert [i["expected"] for i in _derived(facts, "companions.pinned-to-other-torch")] == ["0.28.0"]
     assert item == {"package": "torchvision", "package_version": "0.21.0", "requirer": "torchvision 0.21.0",
                     "via": "torchvision",
                     "requirement": "torch==2.6.0", "dependency": "torch", "specifier": "==2.6.0",
                     "installed": "2.13.0", "kind": "conflict"}
     assert _derived(facts, "requirements.missing") == []
-    assert _derived(facts, "requirements.unsatisfied") == [item]
+
+
+def test_companion_pin_the_tables_cannot_place_stays_a_conflict(site: Path) -> None:
+    """A torchvision release the tables do not know, pinned to another torch, is still a conflict (EC0101)."""
+    write_dist(site, "torch", "2.13.0")
+    write_dist(site, "torchvision", "0.99.0", requires=["torch==2.99.0"])
+    [item] = _derived(collect_facts(site), "requirements.conflicting")
+    assert (item["package"], item["requirement"]) == ("torchvision", "torch==2.99.0")
 
 
 def test_missing_dependency(site: Path) -> None:

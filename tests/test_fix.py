@@ -136,6 +136,7 @@ def test_findings_without_commands_are_listed_by_hand() -> None:
     assert text.splitlines() == [
         f"envcheck fix: 1 command for {PY}",
         f"  1. {PY} -m pip install a    (EC0101)",
+        "       why: EC0101 problem EC0101",
         "by hand (no command to run):",
         "  -  EC0104 rule-ec0104: Delete the damaged folder /x.dist-info.",
     ]
@@ -329,3 +330,25 @@ def test_fix_reports_a_failing_pip_and_changes_nothing_after_it(tmp_path: Path, 
     assert f"envcheck fix: stopped: `{python} -m pip install faketorch==2.6.0 'fake-absent>=1'` exited 1" \
         in proc.stderr
     assert "remaining (2):" in proc.stdout and "fixed" not in proc.stdout
+
+
+def test_step_effect_says_what_it_keeps_and_changes() -> None:
+    """With the facts, a companion step keeps torch and names the replacement; a torch move names both moves."""
+    from conftest import build_facts, dist_dict, torch_dict
+
+    facts = build_facts(dists=[dist_dict("torch", "2.13.0+cpu"),
+                               dist_dict("torchvision", "0.20.0", "torch==2.5.0"), dist_dict("mylib", "1.0")],
+                        torch=torch_dict("2.13.0+cpu", cuda=None))
+    py = facts.python.executable
+    index = ("--index-url", "https://download.pytorch.org/whl/cpu")
+    companion = _f("EC0702", (py, "-m", "pip", "install", "--no-deps", "torchvision==0.28.0+cpu", *index),
+                   summary="torchvision 0.20.0 requires torch==2.5.0")
+    moving = _f("EC0101", (py, "-m", "pip", "install", "torch<2.10", "torchvision", *index))
+    steps = fix_mod.plan([companion, moving], py, facts=facts).steps
+    assert [s.effect for s in steps] == [
+        "keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu",
+        "replaces torch 2.13.0+cpu with a release of torch<2.10; replaces torchvision 0.20.0 with the release the "
+        "resolver picks"]
+    text = fix_mod.render_plan(fix_mod.plan([companion], py, facts=facts), allow_other=False)
+    assert "       keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu\n" in text
+    assert "       why: EC0702 torchvision 0.20.0 requires torch==2.5.0\n" in text

@@ -223,7 +223,7 @@ def test_junit_from_the_cli_is_valid_and_also_writes_a_second_format(tmp_path: P
     document = json.loads(result.output)
     root, cases = _cases(xml_file.read_text(encoding="utf-8"))
     assert int(root.get("tests", "0")) == len({f["id"] for f in document["findings"]})
-    failure = cases["EC0101"].find("failure")
+    failure = cases["EC0702"].find("failure")
     assert failure is not None and "torchvision 0.21.0 requires torch==2.6.0" in (failure.get("message") or "")
     assert md_file.read_text(encoding="utf-8").startswith("## :x: envcheck")
 
@@ -295,13 +295,14 @@ def test_github_clean_report_is_one_plain_line() -> None:
 
 
 def test_github_from_the_cli() -> None:
-    """`--format github` on a recorded conflict annotates EC0101 with the fixing command; the exit code is 1."""
+    """`--format github` on a recorded pin conflict annotates EC0702 with the command that keeps torch; exit 1."""
     result = run("check", "--facts", CONFLICT, "--format", "github")
     assert result.exit_code == 1
-    (line,) = [ln for ln in result.output.splitlines() if ln.startswith("::error title=EC0101 ")]
-    assert line.startswith("::error title=EC0101 requirement-version-conflict::torchvision 0.21.0 requires "
-                           "torch==2.6.0, but torch 2.13.0+cpu is installed")
-    assert "%0A$ /opt/venv/bin/python -m pip install torch==2.6.0" in line
+    (line,) = [ln for ln in result.output.splitlines() if ln.startswith("::error title=EC0702 ")]
+    assert line.startswith("::error title=EC0702 companion-release-for-installed-torch::torchvision 0.21.0 "
+                           "requires torch==2.6.0, but torch 2.13.0+cpu is installed")
+    assert ("%0A$ /opt/venv/bin/python -m pip install --no-deps torchvision==0.28.0+cpu --index-url "
+            "https://download.pytorch.org/whl/cpu") in line
 
 
 def test_readme_lists_every_format() -> None:

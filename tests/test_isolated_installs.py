@@ -116,8 +116,10 @@ def _assert_checked(proc: subprocess.CompletedProcess[str], python: Path, reason
     assert "torchvision 0.20.0 requires torch==2.5.0, but torch 2.13.0 is installed" in proc.stdout
     # The venv has no pip: the command is uv's or pip's after ensurepip, whichever this machine offers
     # (envcheck/commands.py); either way it names the checked interpreter.
-    assert any((line.lstrip().startswith("$ ") and str(python) in line and line.endswith("install torch==2.5.0"))
-               or line.endswith(f"--python {python} torch==2.5.0")
+    # The fix keeps torch and replaces torchvision (EC0702; envcheck/planner.py).
+    assert any((line.lstrip().startswith("$ ") and str(python) in line
+                and line.endswith("install --no-deps torchvision==0.28.0"))
+               or line.endswith(f"--python {python} --no-deps torchvision==0.28.0")
                for line in proc.stdout.splitlines()), proc.stdout
 
 
@@ -217,7 +219,7 @@ def test_pre_commit_hook_with_a_pipx_installed_envcheck(pipx_envcheck: Path, pro
                  "never", "--verbose"], cwd=project, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"checked {project / '.venv' / BIN / 'python'}: from ./.venv" in proc.stdout
-    assert "EC0101 requirement-version-conflict" in proc.stdout
+    assert "EC0702 companion-release-for-installed-torch" in proc.stdout
 
 
 def test_pre_commit_python_hook_environment(project: Path, nowhere: Path, wheelhouse: Path, wheel: Path,

@@ -79,12 +79,14 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_torchvision_built_for_another_torch(mixed: Path) -> None:
-    """The real torchvision 0.21.0 wheel pins torch==2.6.0: with torch 2.13.0 installed, EC0101 fails."""
+    """The real torchvision 0.21.0 wheel pins torch==2.6.0: with torch 2.13.0 installed, EC0702 fails with the
+    torchvision release made for it (EC0101 leaves a companion's pin to it)."""
     code, report = _check(mixed, "--static")
     assert code == 1
-    conflicts = [f for f in _verdicts(report, "EC0101") if f["item"] and f["item"]["package"] == "torchvision"]
-    assert [f["summary"] for f in conflicts] == [
-        "torchvision 0.21.0 requires torch==2.6.0, but torch 2.13.0 is installed"]
+    assert not [f for f in _verdicts(report, "EC0101") if f["item"] and f["item"]["package"] == "torchvision"]
+    assert [f["summary"] for f in _verdicts(report, "EC0702")] == [
+        "torchvision 0.21.0 requires torch==2.6.0, but torch 2.13.0 is installed: install torchvision 0.28.0, the "
+        "release made for it"]
 
 
 def test_lightning_next_to_pytorch_lightning(mixed: Path) -> None:

@@ -63,13 +63,14 @@ def run(*args: str) -> Result:
 
 def test_check_in_a_project_checks_its_venv_and_says_so(project: Path) -> None:
     """`envcheck` in a project folder checks ./.venv, not envcheck's own interpreter, and its first line says so."""
-    result = run("--static", "--select", "EC01", "--no-color")
+    result = run("--static", "--select", "EC01,EC07", "--no-color")
     python = f"{project}/.venv/{BIN}/python"
     assert result.exit_code == 1, result.output
     assert result.output.splitlines()[0] == f"checked {python}: from ./.venv"
     assert "torchvision 0.20.0 requires torch==2.5.0, but torch 2.13.0 is installed" in result.output
     # The venv has no pip, so the command is uv's, pointed at the checked interpreter (envcheck/commands.py).
-    assert f"pip install --python {python} torch==2.5.0" in result.output
+    # torch stays: torchvision is replaced with the release made for it (EC0702, envcheck/planner.py).
+    assert f"pip install --python {python} --no-deps torchvision==0.28.0" in result.output
 
 
 def test_every_format_names_the_target(project: Path, tmp_path: Path) -> None:
@@ -108,10 +109,11 @@ def test_facts_records_the_target_and_a_replay_names_the_snapshot(project: Path,
 
 def test_fix_plans_for_the_discovered_interpreter(project: Path) -> None:
     """`envcheck fix --dry-run` names the target first and plans commands for the project's interpreter."""
-    result = run("fix", "--dry-run", "--static", "--select", "EC0101")
+    result = run("fix", "--dry-run", "--static", "--select", "EC0702")
     python = f"{project}/.venv/{BIN}/python"
     assert result.output.splitlines()[0] == f"checked {python}: from ./.venv"
-    assert f"pip install --python {python} torch==2.5.0" in result.output and "dry run" in result.output
+    assert f"pip install --python {python} --no-deps torchvision==0.28.0" in result.output
+    assert "keeps torch 2.13.0; replaces torchvision 0.20.0 with 0.28.0" in result.output and "dry run" in result.output
 
 
 def test_probe_runs_in_the_target_and_names_it(project: Path) -> None:
@@ -144,7 +146,7 @@ def test_activated_conda_like_prefix_is_checked(tmp_path: Path, quiet_env: pytes
     quiet_env.setenv("CONDA_PREFIX", str(prefix))
     quiet_env.setenv("CONDA_DEFAULT_ENV", "ml")
     quiet_env.setenv("CONDA_SHLVL", "2")
-    result = run("--static", "--select", "EC01", "--no-color")
+    result = run("--static", "--select", "EC01,EC07", "--no-color")
     assert result.exit_code == 1
     assert result.output.splitlines()[0] == f"checked {python}: from $CONDA_PREFIX (conda environment ml)"
     saved = tmp_path / "env.json"
@@ -174,8 +176,8 @@ def test_library_checks_the_running_interpreter_unless_asked_to_discover(project
     assert plain.target is not None
     assert (plain.target.source, plain.target.reason, plain.python) == ("self", "the running interpreter",
                                                                         sys.executable)
-    found = envcheck.check(static=True, select=["EC01"], no_config=True, discover=True, project_dir=project)
+    found = envcheck.check(static=True, select=["EC01", "EC07"], no_config=True, discover=True, project_dir=project)
     assert found.target is not None and found.target.line() == f"checked {project}/.venv/{BIN}/python: from ./.venv"
-    assert [f.rule_id for f in found.at_or_above("error")] == ["EC0101"]
+    assert [f.rule_id for f in found.at_or_above("error")] == ["EC0702"]
     named = envcheck.check(static=True, select=["EC01"], no_config=True, python=sys.executable)
     assert named.target is not None and named.target.reason == "from the python argument"

@@ -10,15 +10,16 @@ requirement) and the package index that has the build matching torch's (`index`)
 torch's local version tag (`+cpu`, `+cu126`, `+rocm6.2`), or PyPI when torch has no tag (it came from PyPI, whose
 companion wheels are built like its torch wheel).
 
-A companion whose own `Requires-Dist: torch...` the installed torch fails is reported by `requirements.conflicting`
-(rule EC0101, whose fix changes torch); `pinned_to_other_torch` lists those separately, with the fix in the other
-direction, so that a rule can offer it without a command that `envcheck fix` would run against EC0101's.
+A companion whose own `Requires-Dist: torch...` the installed torch fails is listed by `pinned_to_other_torch`,
+with the release made for the installed torch (rule EC0702, whose command keeps torch); `requirements.conflicting`
+(EC0101) then leaves that requirement out, so one problem is one finding with one direction of fix.
 `torch_mismatch` lists the mismatches that no declared requirement reveals. Companions installed by conda are
 skipped: conda's builds carry no local tag and follow conda's own pins.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ from envcheck.facts.snapshot import Distribution, Facts
 
 PYPI_INDEX = "https://pypi.org/simple"
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
+# Points the PyTorch indexes elsewhere (a mirror that keeps PyTorch's layout, BASE + "cpu", BASE + "cu128"; the
+# tests' local index). Read when a finding is made, so a saved snapshot is planned for the reader's mirror.
+INDEX_BASE_VARIABLE = "ENVCHECK_TORCH_INDEX_BASE"
 # Local version tags of the PyTorch indexes' wheels: "cpu", "cu126" (CUDA 12.6), "rocm6.2" / "rocm6.2.4"; in the
 # tables also "cuda" (a CUDA build of a version not recorded).
 _TAG = re.compile(r"(cpu|cuda|cu(\d+)(\d)|rocm(\d+(?:\.\d+)+))")
@@ -185,14 +189,14 @@ def _cuda_match(file: str, value: object, key: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Torch:
+class InstalledTorch:
     version: Version  # the release, X.Y.Z (local tag dropped)
     text: str  # as installed, "2.7.0+cpu"
     build: Build | None  # None when torch/version.py could not be read
     index: str  # where its companions come from
 
 
-def _installed_torch(facts: Facts) -> _Torch | None:
+def installed_torch(facts: Facts) -> InstalledTorch | None:
     """The installed torch, if it is a release the tables can speak about (not a nightly, not a custom build)."""
     build_facts = facts.torch
     dist = facts.active("torch")
@@ -205,7 +209,7 @@ def _installed_torch(facts: Facts) -> _Torch | None:
     elif _tag_build(version.local) is None:
         return None  # a custom build ("+git1234"): no index has companions for it
     else:
-        index = PYTORCH_INDEX + version.local
+        index = pytorch_index(version.local)
     build: Build | None = None
     if build_facts is not None and build_facts.problem is None:
         if build_facts.hip:
@@ -214,7 +218,7 @@ def _installed_torch(facts: Facts) -> _Torch | None:
             build = Build("cuda", build_facts.cuda)
         else:
             build = Build("cpu")
-    return _Torch(Version(version.base_version), text, build, index)
+    return InstalledTorch(Version(version.base_version), text, build, index)
 
 
 def _installed(facts: Facts, name: str) -> tuple[Distribution, Version] | None:
@@ -251,6 +255,18 @@ def _declared_torch_conflict(facts: Facts, dist: Distribution) -> str | None:
     return None
 
 
+def pytorch_index(tag: str) -> str:
+    """The PyTorch index of a variant: "cpu" -> https://download.pytorch.org/whl/cpu (see INDEX_BASE_VARIABLE)."""
+    base = os.environ.get(INDEX_BASE_VARIABLE, "").strip() or PYTORCH_INDEX
+    return base.rstrip("/") + "/" + tag
+
+
+def companion_release(companion: Companion, torch: Version) -> str | None:
+    """The release of `companion` made for torch release `torch` ("0.28.0", or a series "0.9.*"), else None."""
+    release = _for_torch(companion, Version(torch.base_version))
+    return None if release is None else release.key
+
+
 def _fits(release: Release, torch: Version) -> bool:
     """Was `release` built for `torch`? An exact pin counts at the minor level: the ABI changes between minors."""
     exact = release.exact_torch()
@@ -274,7 +290,7 @@ def _for_torch(companion: Companion, torch: Version) -> Release | None:
 def _mismatches(facts: Facts, tables: Mapping[str, Companion], declared_conflict: bool) -> list[Item]:
     """Installed companions built for another torch minor than the installed one (by the tables), with the
     release made for it, whose own declared torch requirement fails (`declared_conflict`) or holds / is absent."""
-    torch = _installed_torch(facts)
+    torch = installed_torch(facts)
     if torch is None:
         return []
     out = []
@@ -327,7 +343,7 @@ def build_mismatch(facts: Facts, companion: Companion) -> list[Item]:
     reports it). Empty when the companion's or torch's build is unknown."""
     name = companion.name
     installed = _installed(facts, name)
-    torch = _installed_torch(facts)
+    torch = installed_torch(facts)
     if installed is None or torch is None or torch.build is None:
         return []
     dist, version = installed
@@ -356,7 +372,7 @@ def _differs(build: Build, torch: Build, cuda_match: str | None) -> bool:
 def release_for_torch(facts: Facts, companion: Companion) -> list[Item] | None:
     """The release of `name` made for the installed torch, as one item; None when there is no torch release the
     table can speak about, or the table has no release of `name` for it."""
-    torch = _installed_torch(facts)
+    torch = installed_torch(facts)
     name = companion.name
     wanted = None if torch is None else _for_torch(companion, torch.version)
     if torch is None or wanted is None:

@@ -140,7 +140,13 @@ def _missing(derived: Derived) -> list[Item]:
 
 
 def _conflicts(derived: Derived) -> list[Item]:
-    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "conflict"]
+    """Conflicts, less a torch companion's pin on another torch where the tables know the companion release made
+    for the installed torch: `companions.pinned-to-other-torch` reports those with the fix that keeps torch, and
+    one finding per problem keeps `envcheck fix` from running both directions."""
+    pinned = {canonical_name(i["name"]) for i in derived.get("companions.pinned-to-other-torch")} \
+        if derived.companions() else set()
+    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "conflict"
+            and not (canonical_name(i["dependency"]) == "torch" and canonical_name(i["package"]) in pinned)]
 
 
 def _duplicates(derived: Derived) -> list[Item]:
@@ -376,7 +382,9 @@ DERIVATIONS: dict[str, Derivation] = {
         Derivation("requirements.missing",
                    f"the same, where the dependency is not installed: {_UNSAT_DOC}", _UNSAT_FIELDS, _missing),
         Derivation("requirements.conflicting",
-                   f"the same, where it is installed in another version: {_UNSAT_DOC}", _UNSAT_FIELDS, _conflicts),
+                   f"the same, where it is installed in another version: {_UNSAT_DOC}. A torch companion's pin on "
+                   "another torch is left to `companions.pinned-to-other-torch` where the tables know the companion "
+                   "release made for the installed torch", _UNSAT_FIELDS, _conflicts),
         Derivation("distributions.duplicates",
                    "distributions installed more than once on the import path (the first is imported, the rest "
                    "shadowed): `name`, `active_version`, `active_location`, `shadowed_version`, "
@@ -489,6 +497,16 @@ class Derived:
         self.tables = tables
         self._values: dict[str, Any] = {}
         self._walk: _Walk | None = None
+        self._companions: dict[str, companions.Companion] | None = None
+
+    def companions(self) -> dict[str, companions.Companion]:
+        """The companion tables, merged by name; empty where the pack has none (an evaluation built by hand)."""
+        if self._companions is None:
+            try:
+                self._companions = _companion_tables(self)
+            except LookupError:
+                self._companions = {}
+        return self._companions
 
     def walk(self) -> _Walk:
         """The requirement walk, done once per snapshot and shared by the derivations that need it."""
