@@ -154,9 +154,9 @@ def loads_json(text: str, file: str, *, error: ErrorFactory = InputError) -> Any
     try:
         data = json.loads(text)
     except RecursionError:
-        raise error(file, f"invalid JSON: arrays or objects nested more than {MAX_DEPTH} deep") from None
+        raise error(file, f"is not JSON: arrays or objects nested more than {MAX_DEPTH} deep") from None
     except ValueError as exc:  # JSONDecodeError, and int()'s digit limit on a number thousands of digits long
-        raise error(file, f"invalid JSON ({_first_line(exc)})") from None
+        raise error(file, f"is not JSON ({_first_line(exc)})") from None
     deep = too_deep(data)
     if deep is not None:
         raise error(file, f"key '{_deep_key(deep)}': nested more than {MAX_DEPTH} deep")
