@@ -137,6 +137,8 @@ def loads_toml(text: str, file: str, *, error: ErrorFactory = InputError) -> dic
         raise error(file, f"invalid TOML: {exc}") from None
     except RecursionError:
         raise error(file, f"invalid TOML: arrays or tables nested more than {MAX_DEPTH} deep") from None
+    except ValueError as exc:  # int()'s digit limit on an integer thousands of digits long
+        raise error(file, f"invalid TOML: {_first_line(exc)}") from None
     deep = too_deep(data)
     if deep is not None:
         raise error(file, f"key '{_deep_key(deep)}': nested more than {MAX_DEPTH} deep")
