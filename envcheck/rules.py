@@ -113,7 +113,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
     foreach = raw.get("foreach")
     item_fields: tuple[str, ...] | None = None
     if foreach is not None:
-        if foreach not in DERIVATIONS or not DERIVATIONS[foreach].fields:
+        if not isinstance(foreach, str) or foreach not in DERIVATIONS or not DERIVATIONS[foreach].fields:
             listy = sorted(n for n, d in DERIVATIONS.items() if d.fields)
             raise at("foreach").error(f"expected a list-valued fact ({', '.join(listy)}), got {foreach!r}")
         item_fields = DERIVATIONS[foreach].fields

@@ -90,7 +90,7 @@ def nasty_value(rng: random.Random, depth: int = 0) -> Any:
         nest: Any = "x"
         if rng.random() < 0.3:
             return DEEP
-        for _ in range(rng.choice([5, 70, 300])):
+        for _ in range(rng.choice([5, 70, 120])):  # deeper ones are DEEP: json.dumps itself would recurse
             nest = [nest] if rng.random() < 0.5 else {"k": nest}
         return nest
     if kind == 1:
