@@ -173,10 +173,3 @@ def load_json(path: str | os.PathLike[str], *, error: ErrorFactory = InputError,
 def _first_line(exc: Exception) -> str:
     return (str(exc).splitlines() or [""])[0][:200]
 
-
-def is_regular(path: Path) -> bool:
-    """Whether `path` is a regular file (following links); False for anything that cannot be looked at."""
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except (OSError, ValueError):
-        return False

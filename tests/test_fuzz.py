@@ -238,7 +238,14 @@ def planted_site(rng: random.Random, site: Path) -> None:
         metadata: str | bytes = (f"Metadata-Version: 2.1\nName: p{i}\nVersion: {version}\n"
                                  + "".join(f"Requires-Dist: {r}\n" for r in requires))
         metadata = encode(rng, metadata)
-        write_dist(site, f"p{i}", "1.0", metadata=metadata, folder=f"p{i}-1.0.dist-info")
+        dist_info = write_dist(site, f"p{i}", "1.0", metadata=metadata, folder=f"p{i}-1.0.dist-info")
+        roll = rng.random()
+        if roll < 0.05 and hasattr(os, "mkfifo"):  # a METADATA that would block the reader
+            (dist_info / "METADATA").unlink()
+            os.mkfifo(dist_info / "METADATA")
+        elif roll < 0.10 and Path("/dev/zero").exists():  # one that would never end
+            (dist_info / "METADATA").unlink()
+            (dist_info / "METADATA").symlink_to("/dev/zero")
     if rng.random() < 0.5:
         write_torch(site, rng.choice([
             "__version__ = 5\n", "__version__ = '2.5.1'\ncuda = None\n", "__version__ = " + "(" * 5000 + "1" +
