@@ -17,6 +17,9 @@ import click
 from envcheck import __version__
 from envcheck import config as config_mod
 from envcheck import rules as rules_mod
+from envcheck._output import Seconds as _Seconds
+from envcheck._output import clip as _clip
+from envcheck._output import error_line as _error_line
 from envcheck._output import split as _split
 from envcheck._output import use_color as _use_color
 from envcheck._output import write as _write
@@ -50,16 +53,19 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.ClickException as exc:  # usage errors echo values back: a 100,000-character one is clipped
+            exc.message = _clip(exc.message)  # type: ignore[misc]  # Final in the stubs, a plain attribute
             raise
         except EnvcheckError as exc:
-            click.echo(f"envcheck: error: {exc}", err=True)
+            _error_line(f"envcheck: error: {exc}")
             raise click.exceptions.Exit(EXIT_USAGE) from None
         except KeyboardInterrupt:
             click.echo("envcheck: interrupted", err=True)
             raise click.exceptions.Exit(130) from None
         except Exception as exc:  # the last line of defence: a bug is exit 3 with one line, not a traceback
-            click.echo(f"envcheck: internal error: {type(exc).__name__}: {exc}", err=True)
+            _error_line(f"envcheck: internal error: {type(exc).__name__}: {exc}")
             click.echo(f"  please report it at {ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
             if os.environ.get("ENVCHECK_DEBUG"):
                 raise
@@ -71,7 +77,7 @@ _rules_option = click.option(
     help="An extra directory of rule files (repeatable).",
 )
 _probe_timeout_option = click.option(
-    "--probe-timeout", type=click.FloatRange(min=0.5), default=120.0, show_default=True, metavar="SECONDS",
+    "--probe-timeout", type=_Seconds(0.5), default=120.0, show_default=True, metavar="SECONDS",
     help="Kill a probe that has not finished after this long (its process group goes with it).",
 )
 _no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")

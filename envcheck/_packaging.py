@@ -13,7 +13,8 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.facts.snapshot import Facts
 
-__all__ = ["major_minor", "marker_env", "parse_requirement", "parse_version"]
+__all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "parse_requirement", "parse_version",
+           "too_complex"]
 
 # Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
 # purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
@@ -22,12 +23,36 @@ _REQUIREMENTS: dict[str, Requirement | None] = {}
 _VERSIONS: dict[str, Version | None] = {}
 _MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
 
+# Bounds on what packaging is given. Its version parser converts each number with int(), which refuses more than
+# 4,300 digits (ValueError, not InvalidVersion), and its marker parser recurses once per parenthesis
+# (RecursionError). No real version has a number of 64 digits (a date-time stamp has 14), no real marker nests 32
+# parentheses deep.
+MAX_DIGITS = 64
+MAX_PARENS = 32
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+
+
+def too_complex(text: str) -> str | None:
+    """Why a version, specifier, requirement or marker is beyond what envcheck parses, or None."""
+    if _LONG_NUMBER.search(text):
+        return f"has a number of more than {MAX_DIGITS} digits"
+    depth = deepest = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    if deepest > MAX_PARENS:
+        return f"nests parentheses more than {MAX_PARENS} deep"
+    return None
+
 
 def parse_requirement(text: str) -> Requirement | None:
     """The PEP 508 requirement `text`, or None when it does not parse."""
     if text not in _REQUIREMENTS:
         try:
-            _REQUIREMENTS[text] = Requirement(text)
+            _REQUIREMENTS[text] = None if too_complex(text) else Requirement(text)
         except InvalidRequirement:
             _REQUIREMENTS[text] = None
     return _REQUIREMENTS[text]
@@ -39,7 +64,7 @@ def parse_version(text: str | None) -> Version | None:
         return None
     if text not in _VERSIONS:
         try:
-            _VERSIONS[text] = Version(text)
+            _VERSIONS[text] = None if too_complex(text) else Version(text)
         except InvalidVersion:
             _VERSIONS[text] = None
     return _VERSIONS[text]

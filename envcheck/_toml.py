@@ -18,7 +18,8 @@ loads = tomllib.loads
 
 
 def load(path: Path) -> dict[str, Any]:
-    """The parsed file; OSError and TOMLDecodeError propagate for the caller to name its own error."""
-    with path.open("rb") as fh:
-        data: dict[str, Any] = tomllib.load(fh)
-    return data
+    """The parsed file, read by envcheck._files (regular file, bounded size and depth, UTF-8): anything wrong with
+    it is an InputError naming the file. Readers that name their own error call `_files.load_toml(error=...)`."""
+    from envcheck import _files  # imported here: _files imports this module
+
+    return _files.load_toml(path)

@@ -18,13 +18,15 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envcheck import _toml
+from envcheck import _files
+from envcheck._packaging import too_complex
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.probes.catalog import PROBE_NAMES
 
 ENVCHECK_TOML = "envcheck.toml"
 PYPROJECT = "pyproject.toml"
+_MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a pyproject.toml is kilobytes; megabytes of one are not a project's
 _CAPABILITY = re.compile(r"\d+(\.\d+)?")
 
 
@@ -70,6 +72,9 @@ def _strings(value: object, cfg: Config, key: str) -> tuple[str, ...]:
 
 def requirement_problem(text: str) -> str | None:
     """Why `text` is not a PEP 508 requirement (packaging's reason, its first line), or None when it is one."""
+    problem = too_complex(text)
+    if problem:
+        return f"requirement {text if len(text) <= 60 else text[:60] + '…'!r} {problem}"
     try:
         Requirement(text)
     except InvalidRequirement as exc:
@@ -106,7 +111,7 @@ def _count(value: object, cfg: Config, key: str) -> str:
         if value < 0:
             raise cfg.error(key, f"expected a number of GPUs (at least 0), got {value}")
         return f">={value}"
-    if isinstance(value, str):
+    if isinstance(value, str) and not too_complex(value):
         try:
             if SpecifierSet(value):
                 return str(SpecifierSet(value))
@@ -193,14 +198,7 @@ def from_table(table: dict[str, Any], *, file: str | None = None, prefix: str = 
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        return _toml.load(path)
-    except FileNotFoundError:
-        raise ConfigError(str(path), "no such file") from None
-    except OSError as exc:
-        raise ConfigError(str(path), f"cannot be read ({exc.strerror or exc})") from None
-    except _toml.TOMLDecodeError as exc:
-        raise ConfigError(str(path), f"invalid TOML: {exc}") from None
+    return _files.load_toml(path, error=ConfigError, limit=_MAX_CONFIG_BYTES)
 
 
 def load(path: Path) -> Config:
@@ -218,9 +216,9 @@ def load(path: Path) -> Config:
 
 def _declares_envcheck(pyproject: Path) -> bool:
     try:
-        raw = pyproject.read_bytes()
-    except OSError:
-        return False
+        raw = _files.read_bytes(pyproject, error=ConfigError, limit=_MAX_CONFIG_BYTES)
+    except ConfigError:
+        return False  # one that cannot be read is passed over like one without the table
     if b"envcheck" not in raw:  # most pyproject.toml files on the way up never mention it: skip the parse
         return False
     tool = _read(pyproject).get("tool")

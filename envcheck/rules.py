@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envcheck import _toml
+from envcheck import _files
 from envcheck._resources import builtin_rules_dir
 from envcheck.conditions import ALWAYS, Where, parse
 from envcheck.derived import tables as tables_mod
@@ -33,6 +33,7 @@ __all__ = ["RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", 
 
 RULE_ID = re.compile(r"EC\d{4}")
 RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+_MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundred kilobytes
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
 _OPTIONAL = ("commands", "applies", "when", "foreach")
@@ -112,7 +113,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
     foreach = raw.get("foreach")
     item_fields: tuple[str, ...] | None = None
     if foreach is not None:
-        if foreach not in DERIVATIONS or not DERIVATIONS[foreach].fields:
+        if not isinstance(foreach, str) or foreach not in DERIVATIONS or not DERIVATIONS[foreach].fields:
             listy = sorted(n for n, d in DERIVATIONS.items() if d.fields)
             raise at("foreach").error(f"expected a list-valued fact ({', '.join(listy)}), got {foreach!r}")
         item_fields = DERIVATIONS[foreach].fields
@@ -161,12 +162,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
 
 def load_file(path: Path) -> RuleFile:
     file = str(path)
-    try:
-        data = _toml.load(path)
-    except OSError as exc:
-        raise RuleError(file, f"cannot be read ({exc.strerror or exc})") from None
-    except _toml.TOMLDecodeError as exc:
-        raise RuleError(file, f"invalid TOML: {exc}") from None
+    data = _files.load_toml(path, error=RuleError, limit=_MAX_RULE_FILE_BYTES)
     extra = sorted(set(data) - _FILE_KEYS)
     if extra:
         raise RuleError(file, f"unknown top-level key (allowed: {', '.join(sorted(_FILE_KEYS))})", key=extra[0])

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from envcheck import _files
 from envcheck.errors import EnvcheckError
 from envcheck.model import Target
 
@@ -226,8 +227,8 @@ def _uv_workspace_root(chain: list[Path]) -> Path | None:
         return None
     for folder in projects:
         try:
-            text = (folder / "pyproject.toml").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = _files.read_text(folder / "pyproject.toml", limit=4 * 1024 * 1024)
+        except EnvcheckError:
             continue
         if _UV_WORKSPACE.search(text):
             return folder
@@ -240,10 +241,8 @@ def _pdm_python(folder: Path, here: Surroundings) -> Target | None:
     if not record.is_file():
         return None
     where = shown(record, here.cwd)
-    try:
-        line = record.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TargetError(f"{where}: cannot be read ({exc}); {_NAME_IT}") from None
+    line = _files.read_text(record, error=lambda _f, why: TargetError(f"{where}: {why}; {_NAME_IT}"),
+                            limit=64 * 1024).strip()
     executable = folder / line  # pdm writes an absolute path; a relative one is taken from the project
     if not line or not executable.is_file():
         raise TargetError(f"{where} names {line or 'nothing'}, which is no interpreter; run `pdm use` to choose "

@@ -24,7 +24,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck import _resources, _toml
+from envcheck import _files, _resources
 from envcheck.errors import RuleError
 
 DATA_FILE = "torch-builds.toml"
@@ -323,11 +323,8 @@ def load(path: Path | None = None) -> BuildMatrix:
     """The shipped matrix (or the file at `path`), parsed and validated; read once per process (tens of
     milliseconds, most of it TOML parsing), so the static tier pays for it at most once."""
     path = path or data_file()
-    try:
-        data = _toml.load(path)
-    except (OSError, _toml.TOMLDecodeError) as exc:
-        raise RuleError(str(path), f"cannot be read: {exc}") from None
-    return parse(data, str(path))
+    # The rule pack's reader: a regular file of bounded size, UTF-8, nested within limits; else one RuleError.
+    return parse(_files.load_toml(path, error=RuleError), str(path))
 
 
 # ---------------------------------------------------------------------------------------------------- queries

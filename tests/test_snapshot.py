@@ -269,7 +269,8 @@ def test_snapshot_that_is_not_an_object() -> None:
     ("content", "message"),
     [
         pytest.param(b"{not json", "is not JSON", id="not-json"),
-        pytest.param(b"\xff\xfe\x00garbage", "cannot be read", id="not-utf8"),
+        pytest.param(b"\xff\xfe\x00garbage", "is UTF-16 encoded", id="utf16"),
+        pytest.param(b"{\"a\": \"\xff\"}", "is not UTF-8 text: byte 0xff on line 1", id="not-utf8"),
         pytest.param(None, "no such file", id="absent"),
     ],
 )

@@ -155,11 +155,11 @@ def test_release_listed_twice_is_an_error() -> None:
 
 def test_load_reports_unreadable_files(tmp_path: Path) -> None:
     """A missing or malformed file is a RuleError naming it, never a traceback."""
-    with pytest.raises(RuleError, match="cannot be read"):
+    with pytest.raises(RuleError, match=r"absent\.toml"):
         tb.load(tmp_path / "absent.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("schema = [", encoding="utf-8")
-    with pytest.raises(RuleError, match=r"bad\.toml: cannot be read"):
+    with pytest.raises(RuleError, match=r"bad\.toml: .*TOML"):
         tb.load(bad)
 
 

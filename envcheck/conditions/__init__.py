@@ -23,8 +23,14 @@ PREDICATES: dict[str, Callable[[object, Where], Condition]] = {**environment.PAR
 COMBINATORS = ("all", "any", "first", "not")
 
 
-def parse(value: object, where: Where) -> Condition:
-    """A condition from its TOML value. A table with several keys means all of them."""
+MAX_DEPTH = 32  # combinators inside combinators; the deepest built-in rule uses 4
+
+
+def parse(value: object, where: Where, depth: int = 0) -> Condition:
+    """A condition from its TOML value. A table with several keys means all of them. Nesting is bounded, so that
+    neither parsing nor evaluating a condition can exhaust the stack, whoever built the value."""
+    if depth > MAX_DEPTH:
+        raise where.error(f"conditions nested more than {MAX_DEPTH} deep")
     if not isinstance(value, dict) or not value:
         raise where.error(f"expected a non-empty table such as {{ package = \"torch<2.6\" }}, got {value!r}")
     parts: list[Condition] = []
@@ -33,11 +39,11 @@ def parse(value: object, where: Where) -> Condition:
         if key in ("all", "any", "first"):
             if not isinstance(sub, list) or not sub:
                 raise here.error("expected a non-empty list of conditions")
-            items = tuple(parse(item, here.at(str(i))) for i, item in enumerate(sub))
+            items = tuple(parse(item, here.at(str(i)), depth + 1) for i, item in enumerate(sub))
             combined: Condition = All(items) if key == "all" else AnyOf(items) if key == "any" else First(items)
             parts.append(combined)
         elif key == "not":
-            parts.append(Not(parse(sub, here)))
+            parts.append(Not(parse(sub, here, depth + 1)))
         elif key in PREDICATES:
             parts.append(PREDICATES[key](sub, here))
         else:

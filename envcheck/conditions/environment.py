@@ -14,7 +14,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from envcheck._packaging import parse_version
-from envcheck.conditions._parsing import _first_line, _regex, _requirement, _specifier, _string, _table
+from envcheck.conditions._parsing import _bounded, _first_line, _regex, _requirement, _specifier, _string, _table
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
@@ -303,6 +303,7 @@ def _p_source(value: object, where: Where) -> Condition:
 
 def _p_marker(value: object, where: Where) -> Condition:
     text = _string(value, where)
+    _bounded(text, "marker", where)
     try:
         return MarkerCond(Marker(text))
     except InvalidMarker as exc:

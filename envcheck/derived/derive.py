@@ -85,12 +85,14 @@ def _walk(derived: Derived) -> _Walk:
     problems: dict[tuple[str, str, str], Item] = {}
     invalid: dict[str, list[str]] = {}
     work: list[tuple[Distribution, str, str]] = [(d[0], "", d[0].name) for d in facts.names.values()]
-    seen: set[tuple[str, str]] = set()
+    # Each (distribution, extra) is queued once: a distribution that requires itself with hundreds of extras
+    # (`x[e0,...,e999]` in x's metadata) would otherwise queue every extra again from each extra it reaches, with
+    # ever longer `via` paths, and the walk's memory grew with the cube of the number of extras.
+    queued: set[tuple[str, str]] = {(d[0].canonical_name, "") for d in facts.names.values()}
     while work:
         dist, extra, via = work.pop()
-        if (dist.canonical_name, extra) in seen or dist.problems:
+        if dist.problems:
             continue
-        seen.add((dist.canonical_name, extra))
         env = base_env if not extra else marker_env(facts, extra)
         for line in dist.requires:
             only = _only_extra(line)
@@ -110,7 +112,10 @@ def _walk(derived: Derived) -> _Walk:
                     continue  # not comparable; reported by invalid-versions
                 if req.specifier.contains(version, prereleases=True):
                     for wanted in sorted(req.extras):
-                        work.append((target, _normalize_extra(wanted), f"{via} -> {target.name}[{wanted}]"))
+                        key = (target.canonical_name, _normalize_extra(wanted))
+                        if key not in queued:
+                            queued.add(key)
+                            work.append((target, key[1], f"{via} -> {target.name}[{wanted}]"))
                     continue
                 installed = target.version
             # "torchvision 0.21.0", or for a requirement reached through extras

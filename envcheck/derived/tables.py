@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
-from envcheck import _resources, _toml, torch_builds
+from envcheck import _files, _resources, torch_builds
 from envcheck.derived import companions, gpu_compat
 from envcheck.errors import RuleError
 
@@ -23,6 +23,7 @@ __all__ = ["CUDA_DRIVER", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPAN
            "load"]
 
 T = TypeVar("T")
+_MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,7 @@ NO_TABLES = Tables()
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        return _toml.load(path)
-    except OSError as exc:
-        raise RuleError(str(path), f"cannot be read ({exc.strerror or exc})") from None
-    except _toml.TOMLDecodeError as exc:
-        raise RuleError(str(path), f"invalid TOML: {exc}") from None
+    return _files.load_toml(path, error=RuleError, limit=_MAX_TABLE_BYTES)
 
 
 def load(rule_dirs: Sequence[Path]) -> Tables:

@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import sys
 from typing import Any
 
@@ -48,6 +49,22 @@ _SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|AUTH", r
 REDACTED = "<redacted>"
 
 _MAX_SOURCE_BYTES = 4 * 1024 * 1024  # a source file larger than this is not a module a rule should grep
+_MAX_METADATA_BYTES = 16 * 1024 * 1024  # the largest real METADATA (with its long description) is some hundred KB
+_MAX_VERSION_PY_BYTES = 1024 * 1024  # torch's version.py is a dozen lines; ast.parse of megabytes costs gigabytes
+
+
+def _irregular(path: str, limit: int) -> str | None:
+    """Why the file `path` must not be read (not a regular file, or larger than `limit`), else None (also when it
+    does not exist: opening it says so). A FIFO would block the open, /dev/zero would never end the read."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_size > limit:
+        return "is %d bytes, more than the %d read" % (st.st_size, limit)
+    return None
 _NAME_NORMALIZE = re.compile(r"[-_.]+")
 
 
@@ -184,6 +201,11 @@ def _headers(text: str) -> dict[str, list[str]]:
 
 def _read(dist: Any, filename: str) -> tuple[str | None, str | None]:
     """(text or None, problem or None): a metadata file of a distribution, never an exception."""
+    folder = getattr(dist, "_path", None)
+    if isinstance(folder, (str, os.PathLike)):
+        why = _irregular(os.path.join(folder, filename), _MAX_METADATA_BYTES)
+        if why:
+            return None, "%s %s" % (filename, why)
     try:
         return dist.read_text(filename), None
     except UnicodeDecodeError as exc:
@@ -227,7 +249,7 @@ def _distribution(dist: Any) -> dict[str, Any]:
     if direct_url:
         try:
             editable = bool(json.loads(direct_url).get("dir_info", {}).get("editable", False))
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             problems.append("direct_url.json is not valid JSON")
     name = name or guess_name
     return {
@@ -293,6 +315,8 @@ def _partial_installs(path: list[str]) -> list[str]:
 def _venv_config(prefix: str) -> dict[str, str]:
     """pyvenv.cfg of a virtual environment (`key = value` lines); empty outside one or when unreadable."""
     values: dict[str, str] = {}
+    if _irregular(os.path.join(prefix, "pyvenv.cfg"), _MAX_METADATA_BYTES):
+        return values
     try:
         with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8") as fh:
             for line in fh:
@@ -380,6 +404,8 @@ def _conda_records(prefix: str) -> dict[str, str]:
         return owners
     for entry in entries:
         if not entry.endswith(".json"):
+            continue
+        if _irregular(os.path.join(meta, entry), _MAX_METADATA_BYTES):
             continue
         try:
             with open(os.path.join(meta, entry), encoding="utf-8") as fh:
@@ -517,6 +543,9 @@ def _source_fact(relative: str, patterns: list[str], path: list[str]) -> dict[st
         return {"path": None, "matches": {}, "error": "%s: %s" % (type(exc).__name__, exc)}
     if found is None:
         return {"path": None, "matches": {}}
+    why = _irregular(found, sys.maxsize)  # the read below stops at _MAX_SOURCE_BYTES
+    if why:
+        return {"path": found, "matches": {}, "error": "cannot read: %s" % why}
     try:
         with open(found, "rb") as fh:
             data = fh.read(_MAX_SOURCE_BYTES)
@@ -564,11 +593,16 @@ def _torch_build(path: list[str]) -> dict[str, Any] | None:
     version_py = os.path.join(root, "version.py")
     fact: dict[str, Any] = {"location": root, "version": None, "cuda": None, "hip": None, "git_version": None,
             "debug": None, "fields": {}, "problem": None}
+    why = _irregular(version_py, _MAX_VERSION_PY_BYTES)
+    if why:
+        fact["problem"] = "cannot read %s: it %s" % (version_py, why)
+        return fact
     try:
         with open(version_py, encoding="utf-8") as fh:
             fields = _literal_assignments(fh.read())
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
-        fact["problem"] = "cannot read %s: %s" % (version_py, exc)
+    # RecursionError and MemoryError: an expression nested thousands deep, which the parser cannot hold
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        fact["problem"] = "cannot read %s: %s" % (version_py, type(exc).__name__ if not str(exc) else exc)
         return fact
     fact["fields"] = fields
     odd = []

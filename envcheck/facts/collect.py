@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envcheck import __version__
+from envcheck import __version__, _files
 from envcheck.errors import CollectError, FactsError
 from envcheck.facts import _collector
 from envcheck.facts.gpus import NvmlFacts
@@ -92,9 +92,11 @@ def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
         # `python -` reads the program from stdin, so sys.path[0] is the working directory, as for `python -m`.
         # The facts come back through a file: a .pth hook that prints must not corrupt them.
         try:
+            # errors="replace": what the interpreter prints to stderr is shown, whatever its encoding.
             proc = subprocess.run(
                 [python, "-", json.dumps(request), str(out)],
-                input=source, capture_output=True, text=True, timeout=_FOREIGN_TIMEOUT_S, check=False,
+                input=source, capture_output=True, encoding="utf-8", errors="replace", timeout=_FOREIGN_TIMEOUT_S,
+                check=False,
             )
         except FileNotFoundError:
             raise CollectError(f"--python {python}: no such file") from None
@@ -111,12 +113,16 @@ def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
                 raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
                                    f"(Python 3.8 or later is needed): {tail}")
             raise CollectError(f"--python {python}: the fact collector failed (exit {proc.returncode}): {tail}")
-        try:
-            data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise CollectError(f"--python {python}: the fact collector wrote invalid JSON ({exc})") from None
-        version = str(data.get("python", {}).get("version", ""))
-        if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (3, 8):
+        def unusable(_file: str, why: str) -> CollectError:
+            return CollectError(f"--python {python}: the fact collector's output cannot be used: {why}")
+
+        # The interpreter may be anything that answers to `python -`: its output is read like any input file.
+        data = _files.load_json(out, error=unusable)
+        info = data.get("python") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(info, dict):
+            raise unusable(str(out), "not a facts object with a 'python' table")
+        version = str(info.get("version", ""))[:64]
+        if tuple(int(p) for p in version.split(".")[:2] if p.isascii() and p.isdigit()) < (3, 8):
             # Without importlib.metadata no distribution can be listed, and every package rule would pass
             # vacuously: refuse rather than report a clean environment that was never looked at.
             raise CollectError(f"--python {python}: Python {version} cannot be checked (Python 3.8 or later is "
@@ -126,18 +132,9 @@ def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
 
 def load(file: str) -> Facts:
     """A snapshot saved by `envcheck facts -o FILE` ("-" reads standard input via the caller)."""
-    try:
-        text = Path(file).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FactsError(file, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FactsError(file, f"cannot be read ({exc})") from None
-    return loads(text, file)
+    return loads(_files.read_text(file, error=FactsError), file)
 
 
 def loads(text: str, file: str) -> Facts:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise FactsError(file, f"is not JSON ({exc})") from None
+    data = _files.loads_json(text, file, error=FactsError)
     return Facts.from_dict(data, file=file, origin=f"file:{file}")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from envcheck._output import split, use_color, write
+from envcheck._output import Seconds, split, use_color, write
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
 
@@ -119,10 +119,10 @@ def _emit(report: Any, fmt: str, output: str | None, color: bool | None, verbose
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @_report_options
 @click.option("--static", is_flag=True, help="Static tier only on every rank (no probes).")
-@click.option("--probe-timeout", type=click.FloatRange(min=0.5), default=120.0, show_default=True, metavar="SECONDS",
+@click.option("--probe-timeout", type=Seconds(0.5), default=120.0, show_default=True, metavar="SECONDS",
               help="Kill a probe that has not finished after this long.")
 @click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
-@click.option("--gather-timeout", type=click.FloatRange(min=1.0), default=300.0, show_default=True,
+@click.option("--gather-timeout", type=Seconds(1.0), default=300.0, show_default=True,
               metavar="SECONDS", help="Report the ranks whose facts have not arrived this long after the start as "
               "failed (each rank reports its own collection as timed out at 90% of it).")
 @click.pass_context
