@@ -106,7 +106,7 @@ def _delete(*path: str | int) -> Callable[[dict[str, Any]], None]:
 
 # Malformed snapshots: (mutation of a valid snapshot, the key the error names, the message after the key).
 BAD = [
-    pytest.param(_set("schema", to=3), "schema", "schema 3 is not supported (this envcheck reads schemas 1 to 2); "
+    pytest.param(_set("schema", to=4), "schema", "schema 4 is not supported (this envcheck reads schemas 1 to 3); "
                  "it was written by a newer envcheck: upgrade envcheck to read it", id="newer-schema"),
     pytest.param(_set("schema", to=0), "schema", "expected an integer of at least 1, got 0", id="schema-zero"),
     pytest.param(_set("schema", to=True), "schema", "expected an integer of at least 1, got true", id="schema-true"),

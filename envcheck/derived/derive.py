@@ -70,6 +70,8 @@ class _Walk:
 
     problems: list[Item]
     invalid: dict[str, list[str]]  # canonical distribution name -> Requires-Dist lines that do not parse
+    incomplete: bool = False  # some requirement could not be judged: Requires-Dist not stated, or the target's
+    # absence not known (a report's partial package list); an empty `problems` then proves nothing
 
 
 def _walk(derived: Derived) -> _Walk:
@@ -85,9 +87,13 @@ def _walk(derived: Derived) -> _Walk:
     invalid: dict[str, list[str]] = {}
     work: list[tuple[Distribution, str, str]] = [(d[0], "", d[0].name) for d in facts.names.values()]
     seen: set[tuple[str, str]] = set()
+    incomplete = False
     while work:
         dist, extra, via = work.pop()
         if (dist.canonical_name, extra) in seen or dist.problems:
+            continue
+        if not dist.requires_known:
+            incomplete = True  # its requirements were not stated: neither satisfied nor missing
             continue
         seen.add((dist.canonical_name, extra))
         env = base_env if not extra else marker_env(facts, extra)
@@ -102,6 +108,9 @@ def _walk(derived: Derived) -> _Walk:
             if not _marker_holds(req, env):
                 continue
             target = facts.active(req.name)
+            if target is None and not facts.absence_known(req.name):
+                incomplete = True  # a partial package list that does not name it: not known to be missing
+                continue
             installed = ""
             if target is not None:
                 version = parse_version(target.version)
@@ -127,19 +136,27 @@ def _walk(derived: Derived) -> _Walk:
                 "kind": "conflict" if installed else "missing",
             })
     ordered = sorted(problems.values(), key=lambda i: (i["package"].lower(), i["dependency"].lower(), i["via"]))
-    return _Walk(ordered, invalid)
+    return _Walk(ordered, invalid, incomplete)
 
 
-def _unsatisfied(derived: Derived) -> list[Item]:
-    return derived.walk().problems
+def _unsatisfied(derived: Derived) -> list[Item] | None:
+    """The unsatisfied requirements; None (unknown) when none were found but some could not be judged."""
+    walk = derived.walk()
+    return None if walk.incomplete and not walk.problems else walk.problems
 
 
-def _missing(derived: Derived) -> list[Item]:
-    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "missing"]
+def _of_kind(derived: Derived, kind: str) -> list[Item] | None:
+    walk = derived.walk()
+    found = [i for i in walk.problems if i["kind"] == kind]
+    return None if walk.incomplete and not found else found
 
 
-def _conflicts(derived: Derived) -> list[Item]:
-    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "conflict"]
+def _missing(derived: Derived) -> list[Item] | None:
+    return _of_kind(derived, "missing")
+
+
+def _conflicts(derived: Derived) -> list[Item] | None:
+    return _of_kind(derived, "conflict")
 
 
 def _duplicates(derived: Derived) -> list[Item]:

@@ -27,9 +27,10 @@ try:  # Python >= 3.8
 except ImportError:  # pragma: no cover - only reached on Python 3.7 and older, reported below
     _metadata = None  # type: ignore[assignment]
 
-# Bumped whenever the shape of the snapshot changes (2: `distributions[].top_level` dropped); envcheck.facts.snapshot
+# Bumped whenever the shape of the snapshot changes (2: `distributions[].top_level` dropped; 3: the markers of
+# unknowns, `distributions_complete` and `distributions[].requires_known`, and `provenance`); envcheck.facts.snapshot
 # says which schemas this envcheck still reads.
-SCHEMA = 2
+SCHEMA = 3
 
 # Variables that change how torch, CUDA, NCCL or the import system behave. Exact names, then prefixes.
 _ENV_NAMES = frozenset(

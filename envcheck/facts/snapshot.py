@@ -24,12 +24,19 @@ __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", 
 
 T = TypeVar("T")
 # Schemas this envcheck reads. 1 is 2 plus `distributions[].top_level`, which nothing read; it is now ignored.
-READABLE_SCHEMAS = (1, 2)
+# 3 adds the markers of what a snapshot does not know (`distributions_complete`, `distributions[].requires_known`)
+# and `provenance`; a schema 1 or 2 snapshot was always collected on the machine, so it knows all of that.
+READABLE_SCHEMAS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
 class PythonFacts:
-    """The checked interpreter and its platform."""
+    """The checked interpreter and its platform.
+
+    A snapshot read from a pasted report (`envcheck facts --report`) states only some of these: a text field it
+    does not state is "", and `marker_environment` holds only the marker variables it states, so that a marker
+    naming another one is unknown rather than evaluated for envcheck's own interpreter.
+    """
 
     version: str  # "3.11.7" (platform.python_version())
     implementation: str  # "cpython", "pypy"
@@ -78,6 +85,8 @@ class Distribution:
     installer: str | None  # INSTALLER: "pip", "uv", "conda"; None when absent
     editable: bool  # direct_url.json says editable
     problems: tuple[str, ...]  # unreadable or corrupt metadata, in words; empty when healthy
+    requires_known: bool = True  # False: `requires` was not stated (a package list read from a report) and is
+    # unknown, not empty; the requirement walk then skips this distribution
 
     @classmethod
     def from_reader(cls, r: Reader) -> Distribution:
@@ -87,6 +96,7 @@ class Distribution:
             location=r.text("location"), metadata_dir=r.opt_text("metadata_dir") or "",
             requires=r.texts("requires"), requires_python=r.opt_text("requires_python"),
             installer=r.opt_text("installer"), editable=r.flag("editable"), problems=r.texts("problems"),
+            requires_known=r.flag("requires_known", default=True),
         )
 
 
@@ -157,6 +167,10 @@ class Facts:
     origin: str = "local"  # "local", "python:PATH" or "file:PATH": where these facts came from
     installer: InstallerFacts | None = None  # pip / uv / conda available to change it; None: not recorded (older
     # snapshots), and commands are then written for pip
+    distributions_complete: bool = True  # False: `distributions` lists only some of what is installed (a report's
+    # partial package list), so a name absent from it is unknown rather than not installed
+    provenance: dict[str, str] = field(default_factory=dict)  # fact ("torch.version", "nvml.devices", ...) -> where
+    # it was read, for snapshots made from a report ("block 2 (nvidia-smi), lines 14-30"); empty otherwise
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -174,6 +188,10 @@ class Facts:
         """The install of `name` that `import` would use, or None."""
         found = self._by_name.get(canonical_name(name))
         return found[0] if found else None
+
+    def absence_known(self, name: str) -> bool:
+        """Whether "`name` is not installed" is a fact: the distribution list is complete, or it lists `name`."""
+        return self.distributions_complete or canonical_name(name) in self._by_name
 
     @property
     def names(self) -> Mapping[str, tuple[Distribution, ...]]:
@@ -202,6 +220,8 @@ class Facts:
                                                     "devices": [asdict(d) for d in self.nvml.devices]},
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
+            "distributions_complete": self.distributions_complete,
+            "provenance": dict(sorted(self.provenance.items())),
         }
         out["python"]["path"] = list(self.python.path)
         return out
@@ -226,6 +246,8 @@ class Facts:
             host=r.opt_text("host") or "",
             origin=origin,
             installer=_optional(r.opt_obj("installer"), InstallerFacts.from_reader),  # absent before the field
+            distributions_complete=r.flag("distributions_complete", default=True),  # absent before schema 3
+            provenance=r.text_map("provenance"),
         )
 
 

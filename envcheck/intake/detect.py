@@ -1,0 +1,30 @@
+"""Which outputs a block holds, each recognised by its own markers, in a fixed order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from envcheck.intake import collect_env, conda_list, nvidia_smi, pip_list
+from envcheck.intake.found import Found
+from envcheck.intake.text import Block
+
+__all__ = ["FORMATS", "recognise"]
+
+# (name, recognises the block, reads it). Several may match one block: an unfenced issue body is one block.
+FORMATS: tuple[tuple[str, Callable[[Block], bool], Callable[[Block], Found]], ...] = (
+    ("collect_env", collect_env.recognise, collect_env.parse),
+    ("nvidia-smi", nvidia_smi.recognise_table, nvidia_smi.parse_table),
+    ("nvidia-smi -q", nvidia_smi.recognise_query, nvidia_smi.parse_query),
+    ("conda list", conda_list.recognise, conda_list.parse),
+    ("pip list", pip_list.recognise_list, pip_list.parse_list),
+    ("pip freeze", pip_list.recognise_freeze, pip_list.parse_freeze),
+)
+
+
+def recognise(block: Block) -> list[Found]:
+    """What `block` states, one Found per output recognised in it (none: prose, or an output not read)."""
+    out = [parse(block) for _, matches, parse in FORMATS if matches(block)]
+    if any(f.fmt == "conda list" for f in out):
+        # A conda list's rows also look like a selection of `name version` lines; it is read once, as conda's.
+        out = [f for f in out if f.fmt not in ("pip list", "pip freeze")]
+    return out
