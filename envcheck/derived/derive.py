@@ -87,7 +87,7 @@ def _walk(derived: Derived) -> _Walk:
     invalid: dict[str, list[str]] = {}
     work: list[tuple[Distribution, str, str]] = [(d[0], "", d[0].name) for d in facts.names.values()]
     seen: set[tuple[str, str]] = set()
-    incomplete = False
+    incomplete = not facts.distributions_complete  # what a partial list leaves out may require anything
     while work:
         dist, extra, via = work.pop()
         if (dist.canonical_name, extra) in seen or dist.problems:

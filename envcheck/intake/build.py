@@ -45,7 +45,7 @@ def facts_of(founds: list[Found], file: str) -> Facts:
     distributions = _distributions(founds, prov)
     complete = any(f.packages_complete for f in founds)
     python = _python(founds, prov)
-    torch = _torch(founds, distributions, complete, prov)
+    torch, distributions = _torch(founds, distributions, complete, prov)
     nvml = _nvml(founds, prov, problems)
     probes: dict[str, ProbeResult] = {}
     archs: tuple[str, ...] | None = _first(founds, "arch_list", prov, "probes.torch-build.arch_list")
@@ -98,17 +98,24 @@ def _python(founds: list[Found], prov: dict[str, str]) -> PythonFacts:
 
 
 def _torch(founds: list[Found], distributions: tuple[Distribution, ...], complete: bool,
-           prov: dict[str, str]) -> TorchBuild | None:
+           prov: dict[str, str]) -> tuple[TorchBuild | None, tuple[Distribution, ...]]:
+    """torch's build, and the distributions with torch added when only collect_env's first line names it."""
     version: str | None = _first(founds, "torch_version", prov, "torch.version")
     listed = next((d for d in distributions if d.canonical_name == "torch"), None)
     if version is None and listed is not None:
         version = listed.version or None
         prov["torch.version"] = prov[f"distributions.{listed.canonical_name}"]
+    elif version is not None and listed is None:
+        # The report states torch's version (collect_env's first line): torch is installed, in that version.
+        distributions += (Distribution(
+            name="torch", canonical_name="torch", version=version, location="", metadata_dir="", requires=(),
+            requires_python=None, installer=None, editable=False, problems=(), requires_known=False),)
+        prov["distributions.torch"] = prov["torch.version"]
     if version is None:
         if complete:
-            return None  # a complete package list without torch: not installed
+            return None, distributions  # a complete package list without torch: not installed
         return TorchBuild(location="", version=None, cuda=None, hip=None, git_version=None, debug=None, fields={},
-                          problem="the report does not say whether torch is installed")
+                          problem="the report does not say whether torch is installed"), distributions
     cuda: str | None = _first(founds, "torch_cuda", prov, "torch.cuda")
     hip: str | None = _first(founds, "torch_hip", prov, "torch.hip")
     if cuda is None and hip is None:
@@ -120,7 +127,7 @@ def _torch(founds: list[Found], distributions: tuple[Distribution, ...], complet
     if cuda is None and hip is None:
         problem = f"the report does not state torch {version}'s CUDA build"
     return TorchBuild(location="", version=version, cuda=cuda or None, hip=hip, git_version=None, debug=None,
-                      fields={}, problem=problem)
+                      fields={}, problem=problem), distributions
 
 
 def _nvml(founds: list[Found], prov: dict[str, str], problems: list[str]) -> NvmlFacts | None:

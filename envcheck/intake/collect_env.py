@@ -126,7 +126,8 @@ def parse(block: Block) -> Found:
         machine=machine.group(1) if machine else None,
         libc=(libc.group(1), libc.group(2)) if libc else None,
         driver_version=driver if driver and re.match(r"\d+\.\d+", driver) else None,
-        gpus=tuple(gpus) if gpus else None,
+        # A ROCm build lists AMD devices ("Device 66a1"): not NVIDIA GPUs, which is what the GPU facts describe.
+        gpus=tuple(gpus) if gpus and hip is None else None,
         arch_list=archs,
         conda=any(p.installer == "conda" for p in packages),
     )

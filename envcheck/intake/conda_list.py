@@ -18,8 +18,15 @@ _PYPI_NAME = {"pytorch": "torch", "pytorch-lightning": "pytorch-lightning", "py-
 _CUDA_BUILD = re.compile(r"cuda(\d+)\.(\d+)")
 
 
+_CHANNELS = {"pytorch", "conda-forge", "defaults", "nvidia", "pypi", "main", "anaconda", "pytorch-nightly"}
+_ROWS_WITHOUT_HEADER = 3  # `conda list | grep torch`: rows only, each naming a channel
+
+
 def recognise(block: Block) -> bool:
-    return any(_HEADER.match(line) or _COLUMNS.match(line) for line in block.lines[:200])
+    if any(_HEADER.match(line) or _COLUMNS.match(line) for line in block.lines[:200]):
+        return True
+    rows = (_ROW.match(line) for line in block.lines)
+    return sum(1 for row in rows if row and row.group(4) in _CHANNELS) >= _ROWS_WITHOUT_HEADER
 
 
 def package_of_row(name: str, version: str, build: str, channel: str) -> Package:
@@ -53,6 +60,8 @@ def parse(block: Block) -> Found:
             start = index if start is None else start
             continue
         row = _ROW.match(line)
+        if row and start is None and not header and row.group(4) in _CHANNELS:
+            start = index  # rows without conda's header: a selection (`conda list | grep ...`)
         if row and start is not None:
             packages.append(package_of_row(row.group(1), row.group(2), row.group(3), row.group(4) or ""))
             end = index + 1
