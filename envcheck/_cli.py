@@ -127,7 +127,8 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
     snapshot = read_report(data, name)
     read = "; ".join(found.where for found in recognised(data, name)) or "nothing envcheck reads"
     return snapshot, Target(python=snapshot.python.executable, source="snapshot",
-                            reason=f"from the report {name}: {read}", in_process=False)
+                            reason=f"from the report {name}: {read}; what it does not state is unknown "
+                                   "(`envcheck facts` run on that machine states it)", in_process=False)
 
 
 def _target(python: str | None, facts_file: str | None = None) -> Target | str | None:

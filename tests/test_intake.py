@@ -43,6 +43,10 @@ EXPECTED = [
                  id="nvidia-smi-q-442"),
     pytest.param("conda-list-1.4-cut.md", "1.4.0", "10.1", None, None, "3.7.6", "", id="conda-list"),
     pytest.param("conda-grep-1.11-cpu.md", "1.11.0", None, None, None, "", "", id="conda-grep"),
+    pytest.param("transformers-env-4.33.md", "2.0.1+cu117", "11.7", None, None, "3.9.18", "linux",
+                 id="transformers-env"),
+    pytest.param("accelerate-env-0.16.txt", "1.12.1+cu116", "11.6", None, None, "3.9.16", "linux",
+                 id="accelerate-env"),
 ]
 
 
@@ -73,6 +77,21 @@ def test_pip_freeze_reads_versions_and_url_installs() -> None:
     assert facts.active("numpy").version == "1.24.2"  # type: ignore[union-attr]
     assert facts.active("certifi").version == ""  # type: ignore[union-attr]
     assert not facts.distributions_complete  # an unfenced paste that ends mid-line is not known to be whole
+
+
+def test_a_cut_pip_list_is_partial() -> None:
+    """A `pip list` whose last row lost its version was cut: listed packages are read, the list is partial."""
+    facts = read_report((REPORTS / "pip-list-cut.txt").read_bytes(), "list")
+    assert facts.active("jinja2").version == "3.1.2"  # type: ignore[union-attr]
+    assert not facts.distributions_complete
+    assert facts.torch is not None and facts.torch.problem  # torch's presence is not known
+
+
+def test_hf_env_reads_library_versions() -> None:
+    """`transformers env` lists library versions, read as installed distributions."""
+    facts = read_report((REPORTS / "transformers-env-4.33.md").read_bytes(), "env")
+    assert {d.name: d.version for d in facts.distributions}["safetensors"] == "0.3.3"
+    assert facts.python.marker_environment["platform_machine"] == "x86_64"
 
 
 def _outcome(facts: object, condition: dict[str, object]) -> bool | None:

@@ -167,6 +167,8 @@ class Env(_Leaf):
         return _describe_env(self)
 
     def evaluate(self, ctx: Context) -> Outcome:
+        if "env" in ctx.facts.unknown:
+            return unknown(f"environment variable {self.name} (not stated)")
         value = ctx.facts.env.get(self.name)
         if self.op == "set":
             return of(value is not None)

@@ -226,7 +226,9 @@ def _requires_python(derived: Derived) -> list[Item]:
     return sorted(out, key=lambda i: i["name"].lower())
 
 
-def _partial_installs(derived: Derived) -> list[Item]:
+def _partial_installs(derived: Derived) -> list[Item] | None:
+    if "partial_installs" in derived.facts.unknown:
+        return None  # a report does not show site-packages
     out = []
     for path in derived.facts.partial_installs:
         folder, _, leaf = path.replace("\\", "/").rpartition("/")
@@ -236,6 +238,8 @@ def _partial_installs(derived: Derived) -> list[Item]:
 
 def _interpreter_flag(name: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
+        if f"python.{name}" in derived.facts.unknown:
+            return None  # not stated (a snapshot read from a report)
         return getattr(derived.facts.python, name)
 
     return compute

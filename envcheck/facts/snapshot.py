@@ -169,6 +169,8 @@ class Facts:
     # snapshots), and commands are then written for pip
     distributions_complete: bool = True  # False: `distributions` lists only some of what is installed (a report's
     # partial package list), so a name absent from it is unknown rather than not installed
+    unknown: tuple[str, ...] = ()  # what this snapshot does not know beyond the fields' own unknowns: "env",
+    # "partial_installs", "probes" (those absent), "python.virtualenv", "python.conda", "python.externally_managed"
     provenance: dict[str, str] = field(default_factory=dict)  # fact ("torch.version", "nvml.devices", ...) -> where
     # it was read, for snapshots made from a report ("block 2 (nvidia-smi), lines 14-30"); empty otherwise
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
@@ -221,6 +223,7 @@ class Facts:
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
             "distributions_complete": self.distributions_complete,
+            "unknown": list(self.unknown),
             "provenance": dict(sorted(self.provenance.items())),
         }
         out["python"]["path"] = list(self.python.path)
@@ -247,6 +250,7 @@ class Facts:
             origin=origin,
             installer=_optional(r.opt_obj("installer"), InstallerFacts.from_reader),  # absent before the field
             distributions_complete=r.flag("distributions_complete", default=True),  # absent before schema 3
+            unknown=r.texts("unknown"),
             provenance=r.text_map("provenance"),
         )
 

@@ -27,6 +27,8 @@ T = TypeVar("T")
 MAX_GPUS = 256
 _SYSTEM = {"linux": "Linux", "win32": "Windows", "darwin": "Darwin"}
 _OS_NAME = {"linux": "posix", "win32": "nt", "darwin": "posix"}
+# What no output read here states: environment variables, site-packages leftovers, the kind of environment.
+_NOT_STATED = ("env", "partial_installs", "probes", "python.virtualenv", "python.externally_managed")
 
 
 def _first(founds: Iterable[Found], attr: str, provenance: dict[str, str], key: str) -> T | None:
@@ -55,9 +57,11 @@ def facts_of(founds: list[Found], file: str) -> Facts:
             details={"arch_list": list(archs)})
     if not founds:
         problems.append("no output envcheck reads was recognised in the report")
+    conda_stated = any(f.conda for f in founds)
     return Facts(python=python, distributions=distributions, torch=torch, modules={}, sources={}, env={},
                  problems=tuple(problems), nvml=nvml, probes=probes, envcheck_version=__version__,
-                 origin=f"report:{file}", distributions_complete=complete, provenance=prov)
+                 origin=f"report:{file}", distributions_complete=complete, provenance=prov,
+                 unknown=_NOT_STATED if conda_stated else (*_NOT_STATED, "python.conda"))
 
 
 def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribution, ...]:

@@ -66,7 +66,7 @@ def parse(block: Block) -> Found:
             packages.append(package_of_row(row.group(1), row.group(2), row.group(3), row.group(4) or ""))
             end = index + 1
         elif start is not None and packages and line.strip() in ("...", "…"):
-            problems.append("the conda list was shortened (\"...\")")
+            problems.append("the conda list is cut short (an elided row)")
     begin = start or 0
     complete = header and block.closed and not problems
     python = next((p for p in packages if p.name == "python" and p.installer == "conda"), None)

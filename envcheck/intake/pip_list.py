@@ -53,6 +53,8 @@ def parse_list(block: Block) -> Found:
         elif line.strip() in _ELIDED:
             elided = True
         else:
+            # A name without its version is a row cut short: the paste ends there.
+            elided = elided or re.fullmatch(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*", line) is not None
             break
         index += 1
     rest = [line for line in lines[index:] if line.strip()]
@@ -60,7 +62,7 @@ def parse_list(block: Block) -> Found:
     complete = block.closed and not elided and (not block.fenced or not rest)
     return Found(fmt="pip list", where=block.where("pip list", head, index), packages=tuple(packages),
                  packages_complete=complete,
-                 problems=("the package list was shortened (\"...\")",) if elided else ())
+                 problems=("the package list is cut short (an elided or unfinished row)",) if elided else ())
 
 
 def parse_freeze(block: Block) -> Found:
@@ -86,4 +88,4 @@ def parse_freeze(block: Block) -> Found:
     start = first or 0
     return Found(fmt="pip freeze", where=block.where("pip freeze", start, last), packages=tuple(packages),
                  packages_complete=block.fenced and block.closed and not other and not elided,
-                 problems=("the package list was shortened (\"...\")",) if elided else ())
+                 problems=("the package list is cut short (an elided or unfinished row)",) if elided else ())
