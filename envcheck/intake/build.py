@@ -66,16 +66,22 @@ def facts_of(founds: list[Found], file: str) -> Facts:
 
 def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribution, ...]:
     seen: dict[str, Distribution] = {}
+    sources: list[str] = []
     for found in founds:
+        if found.packages:
+            sources.append(found.where)
         for package in found.packages:
             key = canonical_name(package.name)
             if key in seen and (seen[key].version or not package.version):
-                continue
+                continue  # the first listing with a version wins
             seen[key] = Distribution(
                 name=package.name, canonical_name=key, version=package.version, location="", metadata_dir="",
                 requires=(), requires_python=None, installer=package.installer, editable=False, problems=(),
                 requires_known=False)
-            prov[f"distributions.{key}"] = found.where
+            if key == "torch":
+                prov["distributions.torch"] = found.where
+    if sources:
+        prov["distributions"] = "; ".join(sources)  # one entry: a list of thousands repeats few blocks
     return tuple(seen.values())
 
 
@@ -108,7 +114,7 @@ def _torch(founds: list[Found], distributions: tuple[Distribution, ...], complet
     listed = next((d for d in distributions if d.canonical_name == "torch"), None)
     if version is None and listed is not None:
         version = listed.version or None
-        prov["torch.version"] = prov[f"distributions.{listed.canonical_name}"]
+        prov["torch.version"] = prov["distributions.torch"]
     elif version is not None and listed is None:
         # The report states torch's version (collect_env's first line): torch is installed, in that version.
         distributions += (Distribution(

@@ -25,7 +25,7 @@ _ROWS_WITHOUT_HEADER = 3  # `conda list | grep torch`: rows only, each naming a 
 def recognise(block: Block) -> bool:
     if any(_HEADER.match(line) or _COLUMNS.match(line) for line in block.lines[:200]):
         return True
-    rows = (_ROW.match(line) for line in block.lines)
+    rows = (_ROW.match(line) for line in block.lines[:2000])
     return sum(1 for row in rows if row and row.group(4) in _CHANNELS) >= _ROWS_WITHOUT_HEADER
 
 

@@ -63,13 +63,14 @@ def decode(data: bytes, file: str) -> str:
 
 
 def _clean(line: str) -> str:
-    line = _ANSI.sub("", line).replace("\x00", "")
-    return line.rstrip("\r").rstrip()
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    return line.rstrip()
 
 
 def blocks(text: str) -> list[Block]:
     """The input cut at markdown fences; blank runs and empty blocks are kept as they are (lines stay numbered)."""
-    lines = [_clean(line) for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    lines = [_clean(line) for line in text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     out: list[Block] = []
     current: list[str] = []
     start = 1
@@ -82,7 +83,7 @@ def blocks(text: str) -> list[Block]:
         current, start = [], next_start
 
     for number, line in enumerate(lines, start=1):
-        match = _FENCE.match(line)
+        match = _FENCE.match(line) if ("`" in line or "~" in line) else None
         if fence is None and match:
             flush(False, True, number + 1)
             fence = match.group(1)
