@@ -45,6 +45,9 @@ EXPECTED = [
     pytest.param("conda-grep-1.11-cpu.md", "1.11.0", None, None, None, "", "", id="conda-grep"),
     pytest.param("transformers-env-4.33.md", "2.0.1+cu117", "11.7", None, None, "3.9.18", "linux",
                  id="transformers-env"),
+    pytest.param("vllm-collect-env-rtx5090.md", "2.7.1+cu128", "12.8", "575.64.03",
+                 [("NVIDIA GeForce RTX 5090", "12.0")], "3.12.11", "linux", id="vllm-collect-env"),
+    pytest.param("ds-report-0.15.txt", "2.3.0+cu121", "12.1", None, None, "", "", id="ds_report"),
     pytest.param("accelerate-env-0.16.txt", "1.12.1+cu116", "11.6", None, None, "3.9.16", "linux",
                  id="accelerate-env"),
 ]

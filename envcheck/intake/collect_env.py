@@ -29,10 +29,15 @@ _PLATFORM_MACHINE = re.compile(r"-(x86_64|aarch64|arm64|ppc64le|s390x|AMD64)(?:-
 _LIBC = re.compile(r"(glibc|musl)-(\d+\.\d+)")
 
 
+# vLLM's `collect_env` (2025) pads keys into a column ("PyTorch version              : 2.7.1+cu128") under
+# "====" section banners; torch's own has "Key: value". Both read alike.
+_TORCH_KEY = re.compile(r"PyTorch version\s*:")
+
+
 def recognise(block: Block) -> bool:
     """collect_env's first key, with another of its keys near it."""
     text = "\n".join(block.lines[:400])
-    return "PyTorch version:" in text and ("CUDA used to build PyTorch" in text or "Is debug build" in text)
+    return _TORCH_KEY.search(text) is not None and ("CUDA used to build PyTorch" in text or "Is debug build" in text)
 
 
 def _stated(value: str) -> str | None:
@@ -66,7 +71,8 @@ def parse(block: Block) -> Found:
         if found_archs:
             archs = tuple(found_archs.group(1).split())
         if start is None:
-            if "PyTorch version:" not in line and "Collecting environment information" not in line:
+            if not _TORCH_KEY.search(line) and "Collecting environment information" not in line \
+                    and "System Info" not in line:
                 continue
             start = index
         library = _LIBRARY.match(line)
@@ -116,6 +122,9 @@ def parse(block: Block) -> Found:
     machine = _MACHINE.search(os_text or "") or _PLATFORM_MACHINE.search(platform_text or "")
     libc = _LIBC.search(values.get("Libc version", "")) or _LIBC.search(platform_text or "")
     driver = _stated(values.get("Nvidia driver version", ""))
+    vllm = re.match(r"\d[\w.+-]*", values.get("vLLM Version", ""))
+    if vllm:
+        packages.append(Package("vllm", vllm.group(0)))
     return Found(
         fmt="collect_env", where=block.where("collect_env", start, max(end, start + 1)),
         packages=tuple(packages),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envcheck.intake import collect_env, conda_list, hf_env, nvidia_smi, pip_list
+from envcheck.intake import collect_env, conda_list, ds_report, hf_env, nvidia_smi, pip_list
 from envcheck.intake.found import Found
 from envcheck.intake.text import Block
 
@@ -14,6 +14,7 @@ __all__ = ["FORMATS", "recognise"]
 FORMATS: tuple[tuple[str, Callable[[Block], bool], Callable[[Block], Found]], ...] = (
     ("collect_env", collect_env.recognise, collect_env.parse),
     ("hf env", hf_env.recognise, hf_env.parse),
+    ("ds_report", ds_report.recognise, ds_report.parse),
     ("nvidia-smi", nvidia_smi.recognise_table, nvidia_smi.parse_table),
     ("nvidia-smi -q", nvidia_smi.recognise_query, nvidia_smi.parse_query),
     ("conda list", conda_list.recognise, conda_list.parse),
