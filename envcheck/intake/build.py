@@ -64,6 +64,13 @@ def facts_of(founds: list[Found], file: str) -> Facts:
                  unknown=_NOT_STATED if conda_stated else (*_NOT_STATED, "python.conda"))
 
 
+def _canonical(name: str) -> str:
+    """PEP 503's normalised name (as `canonical_name`), without a regex for the common spellings: a report's list
+    can hold tens of thousands of names."""
+    key = name.lower().replace("_", "-").replace(".", "-")
+    return canonical_name(name) if "--" in key else key
+
+
 def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribution, ...]:
     seen: dict[str, Distribution] = {}
     sources: list[str] = []
@@ -71,7 +78,7 @@ def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribut
         if found.packages:
             sources.append(found.where)
         for package in found.packages:
-            key = canonical_name(package.name)
+            key = _canonical(package.name)
             if key in seen and (seen[key].version or not package.version):
                 continue  # the first listing with a version wins
             seen[key] = Distribution(

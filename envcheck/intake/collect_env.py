@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from envcheck.intake.conda_list import package_of_row
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version, major_minor_text
 from envcheck.intake.text import Block
 
@@ -146,8 +147,6 @@ def _library(kind: str, rest: str) -> list[Package]:
     """One "[pip3] numpy==1.26.4" or "[conda] pytorch 2.1.0 py3.10_cuda11.8_cudnn8.7.0_0 pytorch" line."""
     rest = rest.strip()
     if kind == "conda":
-        from envcheck.intake.conda_list import package_of_row
-
         row = _CONDA_ROW.match(rest)
         return [] if row is None else [package_of_row(row.group(1), row.group(2), row.group(3) or "",
                                                       row.group(4) or "")]

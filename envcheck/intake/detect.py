@@ -25,8 +25,12 @@ FORMATS: tuple[tuple[str, Callable[[Block], bool], Callable[[Block], Found]], ..
 
 def recognise(block: Block) -> list[Found]:
     """What `block` states, one Found per output recognised in it (none: prose, or an output not read)."""
-    out = [parse(block) for _, matches, parse in FORMATS if matches(block)]
-    if any(f.fmt == "conda list" for f in out):
-        # A conda list's rows also look like a selection of `name version` lines; it is read once, as conda's.
-        out = [f for f in out if f.fmt not in ("pip list", "pip freeze")]
+    out: list[Found] = []
+    for name, matches, parse in FORMATS:
+        if name in ("pip list", "pip freeze") and any(f.fmt in ("conda list", "pip list") for f in out):
+            # A conda list's rows also look like a selection of `name version` lines, and a block holding one
+            # table is not also a freeze: each list is read once, as what its header says.
+            continue
+        if matches(block):
+            out.append(parse(block))
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "major_minor_text"]
 
@@ -13,8 +14,9 @@ _LOCAL_ROCM = re.compile(r"\+rocm(\d+\.\d+)")
 _MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
-class Package:
+class Package(NamedTuple):
+    """One listed package (a tuple, not a dataclass: a report's list may hold tens of thousands)."""
+
     name: str  # as written (a conda name is mapped to its PyPI name where they differ: pytorch -> torch)
     version: str  # "" when the output does not say (a `name @ URL` line)
     installer: str | None = None  # "conda" for a conda package, "pip" for conda's pypi channel; None: not said

@@ -22,6 +22,7 @@ MAX_BYTES = 8 * 1024 * 1024
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # A fence opens with 3+ backticks or tildes (any info string) and closes with at least as many of the same.
 _FENCE = re.compile(r"^ {0,3}(?:> ?)*(`{3,}|~{3,})(.*)$")
+_QUOTE = re.compile(r"^(?:> ?)+")
 
 
 class ReportError(EnvcheckError):
@@ -93,6 +94,6 @@ def blocks(text: str) -> list[Block]:
             fence = None
         else:
             # A fence's content quoted in a markdown reply ("> line") reads as the line itself.
-            current.append(re.sub(r"^(?:> ?)+", "", line) if fence is not None else line)
+            current.append(_QUOTE.sub("", line) if fence is not None and line.startswith(">") else line)
     flush(fence is not None, fence is None, len(lines) + 1)
     return out
