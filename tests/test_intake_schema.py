@@ -66,3 +66,5 @@ def test_requirement_walk_is_unknown_for_report_distributions() -> None:
     assert derived.get("requirements.missing") is None
     assert derived.get("python.externally-managed") is None
     assert derived.get("distributions.partial-installs") is None
+    assert derived.get("distributions.duplicates") is None
+    assert derived.get("distributions.requires-python") is None

@@ -159,8 +159,10 @@ def _conflicts(derived: Derived) -> list[Item] | None:
     return _of_kind(derived, "conflict")
 
 
-def _duplicates(derived: Derived) -> list[Item]:
+def _duplicates(derived: Derived) -> list[Item] | None:
     facts = derived.facts
+    if _metadata_unknown(facts):
+        return None  # a package list names each package once, wherever and however often it is installed
     out = []
     for dists in facts.names.values():
         if len(dists) < 2:
@@ -183,8 +185,10 @@ def _duplicates(derived: Derived) -> list[Item]:
     return sorted(out, key=lambda i: (i["name"].lower(), i["shadowed_metadata_dir"]))
 
 
-def _corrupt(derived: Derived) -> list[Item]:
+def _corrupt(derived: Derived) -> list[Item] | None:
     facts = derived.facts
+    if _metadata_unknown(facts):
+        return None  # metadata that was not read cannot be judged
     invalid = derived.walk().invalid  # only the lines the requirement walk reached are parsed, and so judged
     out = []
     for dist in facts.distributions:
@@ -206,14 +210,24 @@ def _invalid_versions(derived: Derived) -> list[Item]:
     return sorted(out, key=lambda i: (i["name"].lower(), i["metadata_dir"]))
 
 
-def _requires_python(derived: Derived) -> list[Item]:
+def _metadata_unknown(facts: Facts) -> bool:
+    """Distribution metadata was not read (a package list from a report): what it would show is unknown."""
+    return not facts.distributions_complete or any(not d.requires_known for d in facts.distributions)
+
+
+def _requires_python(derived: Derived) -> list[Item] | None:
     facts = derived.facts
     python = parse_version(facts.python.version)
     out: list[Item] = []
     if python is None:
-        return out
+        # No interpreter version (a report that does not state it): nothing can be judged.
+        return None if _metadata_unknown(facts) else out
+    unknown_metadata = False
     for dists in facts.names.values():
         dist = dists[0]
+        if not dist.requires_known:
+            unknown_metadata = True  # Requires-Python, like Requires-Dist, was not stated
+            continue
         if not dist.requires_python:
             continue
         try:
@@ -223,6 +237,8 @@ def _requires_python(derived: Derived) -> list[Item]:
         if not spec.contains(python, prereleases=True):
             out.append({"name": dist.name, "version": dist.version, "requires_python": dist.requires_python,
                         "python": facts.python.version})
+    if unknown_metadata and not out:
+        return None
     return sorted(out, key=lambda i: i["name"].lower())
 
 
