@@ -36,6 +36,7 @@ from envcheck.target import discover
 from envcheck.templates import shell
 
 if TYPE_CHECKING:
+    from envcheck.facts.snapshot import Facts
     from envcheck.fix import Step
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -111,6 +112,29 @@ _python_option = click.option(
          "$VIRTUAL_ENV, $CONDA_PREFIX, the project's .venv / venv at or above the working directory, else "
          "envcheck's own interpreter (see the README: which environment is checked).",
 )
+
+
+def _from_report(report_file: str, python: str | None, facts_file: str | None) -> tuple[Facts, Target]:
+    """The facts a pasted report states (`-`: standard input), and the target line that names what was read."""
+    from envcheck.intake import ReportError, read_report, recognised
+    from envcheck.intake.text import MAX_BYTES
+
+    if python is not None or facts_file is not None:
+        raise EnvcheckError("--report excludes --python and --facts: the report describes the environment")
+    try:
+        if report_file == "-":
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        else:
+            with Path(report_file).open("rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ReportError(report_file, f"cannot read it ({exc.strerror or exc})") from None
+    name = "<stdin>" if report_file == "-" else report_file
+    snapshot = read_report(data, name)
+    read = "; ".join(found.where for found in recognised(data, name)) or "nothing envcheck reads"
+    return snapshot, Target(python=snapshot.python.executable, source="snapshot",
+                            reason=f"from the report {name}: {read}; what it does not state is unknown "
+                                   "(`envcheck facts` run on that machine states it)", in_process=False)
 
 
 def _target(python: str | None, facts_file: str | None = None) -> Target | str | None:
@@ -225,6 +249,8 @@ def cli() -> None:
               help="Also write the report in FORMAT to FILE (repeatable): --also junit=envcheck.xml.")
 @_checking_options
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
+@click.option("--report", "report_file", metavar="FILE|-", help="Evaluate the environment a pasted report "
+              "describes (collect_env, pip list/freeze, conda list, nvidia-smi; markdown welcome).")
 @_rules_option
 @_policy_options
 @_project_options
@@ -233,23 +259,31 @@ def cli() -> None:
               "unless NO_COLOR is set).")
 def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: str | None, select: tuple[str, ...],
           ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-          facts_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool,
-          require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool, color: bool | None) -> None:
+          facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,
+          no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
+          color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    project = read_project(_project_choice(), facts_file=facts_file)
-    snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid,
-                      project if snapshot is None else snapshot.project)
-    progress = _ProgressLine()
-    try:
-        target = _target(python, facts_file)
-        facts = snapshot or with_project(gather(rules.every, python=target,
-                                                probes=_probe_options(static, probe_timeout, no_cache, progress)),
-                                         project)
-    finally:
-        progress.clear()
-    report = checked(evaluate(rules.chosen, facts), target if isinstance(target, Target) else None,
-                     facts_file=facts_file)
+    if report_file is not None:
+        # A pasted report describes another machine: the working directory's project is not what it ran.
+        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None)
+        facts, found = _from_report(report_file, python, facts_file)
+        report = checked(evaluate(rules.chosen, facts), found)
+    else:
+        project = read_project(_project_choice(), facts_file=facts_file)
+        snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
+        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid,
+                          project if snapshot is None else snapshot.project)
+        progress = _ProgressLine()
+        try:
+            target = _target(python, facts_file)
+            facts = snapshot or with_project(gather(rules.every, python=target,
+                                                    probes=_probe_options(static, probe_timeout, no_cache,
+                                                                          progress)),
+                                             project)
+        finally:
+            progress.clear()
+        report = checked(evaluate(rules.chosen, facts), target if isinstance(target, Target) else None,
+                         facts_file=facts_file)
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     for extra_fmt, extra_file in also:
         _write(render(report, extra_fmt, verbose=verbose), extra_file)
@@ -263,14 +297,23 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
 @_probe_timeout_option
 @_no_cache_option
 @_python_option
+@click.option("--report", "report_file", metavar="FILE|-", help="Read the facts from a pasted report instead "
+              "(collect_env, pip list/freeze, conda list, nvidia-smi); what it does not state stays unknown.")
 @_rules_option
 @_config_option
 @_no_config_option
 @_project_options
 def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-          rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
+          report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
+    if report_file is not None:
+        rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), None)
+        snapshot, _ = _from_report(report_file, python, None)
+        data = snapshot.to_dict()
+        data["derived"] = Derived(snapshot, rules.every.tables).all()
+        _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
+        return
     project = read_project(_project_choice())
     rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), project)
     progress = _ProgressLine()

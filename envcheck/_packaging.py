@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 
+from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envcheck.facts.snapshot import Facts
 
-__all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "parse_requirement", "parse_version",
-           "too_complex"]
+__all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "marker_holds", "parse_requirement",
+           "parse_version", "too_complex"]
 
 # Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
 # purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
@@ -22,6 +23,11 @@ __all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "parse_requi
 _REQUIREMENTS: dict[str, Requirement | None] = {}
 _VERSIONS: dict[str, Version | None] = {}
 _MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
+# The PEP 508 marker variables (and the legacy dotted spellings packaging still accepts), as they appear in a
+# marker's text once its quoted values are removed.
+_MARKER_VARIABLE = re.compile(r"\b(?:os[._]name|sys[._]platform|platform[._]\w+|python_\w+|implementation_\w+|"
+                              r"extra)\b")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 # Bounds on what packaging is given. Its version parser converts each number with int(), which refuses more than
 # 4,300 digits (ValueError, not InvalidVersion), and its marker parser recurses once per parenthesis
@@ -81,3 +87,16 @@ def marker_env(facts: Facts, extra: str = "") -> dict[str, str]:
     """The PEP 508 marker environment of the checked interpreter, with `extra` set (to "" outside any extra, so
     that a marker naming `extra` evaluates instead of raising)."""
     return {**facts.python.marker_environment, "extra": extra}
+
+
+def marker_holds(marker: Marker, env: dict[str, str]) -> bool | None:
+    """Whether `marker` is true in `env`; None when it names a variable `env` lacks (a snapshot read from a report
+    that does not state the OS or the Python) or cannot be compared. `packaging` would silently fill a missing
+    variable from envcheck's own interpreter, which is the wrong machine."""
+    names = {name.replace(".", "_") for name in _MARKER_VARIABLE.findall(_QUOTED.sub("", str(marker)))}
+    if any(name not in env for name in names):
+        return None
+    try:
+        return marker.evaluate(env)
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return None

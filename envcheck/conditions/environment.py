@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from envcheck._packaging import parse_version
+from envcheck._packaging import marker_holds, parse_version
 from envcheck.conditions._parsing import _bounded, _first_line, _regex, _requirement, _specifier, _string, _table
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.derived.derive import DERIVATIONS
@@ -28,13 +28,15 @@ class _Leaf:
 def _requirement_holds(req: Requirement, ctx: Context) -> Outcome:
     """Installed, in a version the specifier admits (pre-releases and local versions included), marker true."""
     if req.marker is not None:
-        try:
-            if not req.marker.evaluate(ctx.marker_env):
-                return FALSE
-        except (UndefinedComparison, UndefinedEnvironmentName):
+        holds = marker_holds(req.marker, ctx.marker_env)
+        if holds is None:
             return unknown(f"marker of {req}")
+        if not holds:
+            return FALSE
     dist = ctx.facts.active(req.name)
     if dist is None:
+        if not ctx.facts.absence_known(req.name):
+            return unknown(f"whether {req.name} is installed (the package list read is partial)")
         return FALSE
     if not req.specifier:
         return TRUE
@@ -69,11 +71,11 @@ class Missing(_Leaf):
     def evaluate(self, ctx: Context) -> Outcome:
         req = self.requirement
         if req.marker is not None:
-            try:
-                if not req.marker.evaluate(ctx.marker_env):
-                    return FALSE  # not required here, so not missing
-            except (UndefinedComparison, UndefinedEnvironmentName):
+            holds = marker_holds(req.marker, ctx.marker_env)
+            if holds is None:
                 return unknown(f"marker of {req}")
+            if not holds:
+                return FALSE  # not required here, so not missing
         bare = copy.copy(req)
         bare.marker = None  # already evaluated above; a URL requirement may itself contain ';'
         out = _requirement_holds(bare, ctx)
@@ -133,10 +135,8 @@ class MarkerCond(_Leaf):
         return f"marker `{self.marker}`"
 
     def evaluate(self, ctx: Context) -> Outcome:
-        try:
-            return of(self.marker.evaluate(ctx.marker_env))
-        except (UndefinedComparison, UndefinedEnvironmentName):
-            return unknown(f"marker {self.marker}")
+        holds = marker_holds(self.marker, ctx.marker_env)
+        return unknown(f"marker {self.marker}") if holds is None else of(holds)
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,8 @@ class Env(_Leaf):
         return _describe_env(self)
 
     def evaluate(self, ctx: Context) -> Outcome:
+        if "env" in ctx.facts.unknown:
+            return unknown(f"environment variable {self.name} (not stated)")
         value = ctx.facts.env.get(self.name)
         if self.op == "set":
             return of(value is not None)

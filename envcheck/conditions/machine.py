@@ -160,6 +160,8 @@ class Probe(_Leaf):
     def evaluate(self, ctx: Context) -> Outcome:
         result = ctx.facts.probes.get(self.name)
         if result is None:
+            if "probes" in ctx.facts.unknown:
+                return unknown(f"probe {self.name} (not in the report: run `envcheck` on that machine)")
             return unknown(f"probe {self.name} (not run: probes are skipped with --static)")
         outcome: dict[str, Any] = {"status": result.status, "error_class": result.error_class,
                                    "message": result.message}

@@ -71,6 +71,8 @@ class _Walk:
 
     problems: list[Item]
     invalid: dict[str, list[str]]  # canonical distribution name -> Requires-Dist lines that do not parse
+    incomplete: bool = False  # some requirement could not be judged: Requires-Dist not stated, or the target's
+    # absence not known (a report's partial package list); an empty `problems` then proves nothing
 
 
 def _walk(derived: Derived) -> _Walk:
@@ -89,9 +91,13 @@ def _walk(derived: Derived) -> _Walk:
     # (`x[e0,...,e999]` in x's metadata) would otherwise queue every extra again from each extra it reaches, with
     # ever longer `via` paths, and the walk's memory grew with the cube of the number of extras.
     queued: set[tuple[str, str]] = {(d[0].canonical_name, "") for d in facts.names.values()}
+    incomplete = not facts.distributions_complete  # what a partial list leaves out may require anything
     while work:
         dist, extra, via = work.pop()
         if dist.problems:
+            continue
+        if not dist.requires_known:
+            incomplete = True  # its requirements were not stated: neither satisfied nor missing
             continue
         env = base_env if not extra else marker_env(facts, extra)
         for line in dist.requires:
@@ -105,6 +111,9 @@ def _walk(derived: Derived) -> _Walk:
             if not _marker_holds(req, env):
                 continue
             target = facts.active(req.name)
+            if target is None and not facts.absence_known(req.name):
+                incomplete = True  # a partial package list that does not name it: not known to be missing
+                continue
             installed = ""
             if target is not None:
                 version = parse_version(target.version)
@@ -133,29 +142,41 @@ def _walk(derived: Derived) -> _Walk:
                 "kind": "conflict" if installed else "missing",
             })
     ordered = sorted(problems.values(), key=lambda i: (i["package"].lower(), i["dependency"].lower(), i["via"]))
-    return _Walk(ordered, invalid)
+    return _Walk(ordered, invalid, incomplete)
 
 
-def _unsatisfied(derived: Derived) -> list[Item]:
-    return derived.walk().problems
+def _unsatisfied(derived: Derived) -> list[Item] | None:
+    """The unsatisfied requirements; None (unknown) when none were found but some could not be judged."""
+    walk = derived.walk()
+    return None if walk.incomplete and not walk.problems else walk.problems
 
 
-def _missing(derived: Derived) -> list[Item]:
-    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "missing"]
+def _of_kind(derived: Derived, kind: str) -> list[Item] | None:
+    walk = derived.walk()
+    found = [i for i in walk.problems if i["kind"] == kind]
+    return None if walk.incomplete and not found else found
 
 
-def _conflicts(derived: Derived) -> list[Item]:
+def _missing(derived: Derived) -> list[Item] | None:
+    return _of_kind(derived, "missing")
+
+
+def _conflicts(derived: Derived) -> list[Item] | None:
     """Conflicts, less a torch companion's pin on another torch where the tables know the companion release made
     for the installed torch: `companions.pinned-to-other-torch` reports those with the fix that keeps torch, and
     one finding per problem keeps `envcheck fix` from running both directions."""
-    pinned = {canonical_name(i["name"]) for i in derived.get("companions.pinned-to-other-torch")} \
-        if derived.companions() else set()
-    return [i for i in derived.get("requirements.unsatisfied") if i["kind"] == "conflict"
-            and not (canonical_name(i["dependency"]) == "torch" and canonical_name(i["package"]) in pinned)]
+    found = _of_kind(derived, "conflict")
+    if found is None or not derived.companions():
+        return found
+    pinned = {canonical_name(i["name"]) for i in derived.get("companions.pinned-to-other-torch") or ()}
+    return [i for i in found
+            if not (canonical_name(i["dependency"]) == "torch" and canonical_name(i["package"]) in pinned)]
 
 
-def _duplicates(derived: Derived) -> list[Item]:
+def _duplicates(derived: Derived) -> list[Item] | None:
     facts = derived.facts
+    if _metadata_unknown(facts):
+        return None  # a package list names each package once, wherever and however often it is installed
     out = []
     for dists in facts.names.values():
         if len(dists) < 2:
@@ -178,8 +199,10 @@ def _duplicates(derived: Derived) -> list[Item]:
     return sorted(out, key=lambda i: (i["name"].lower(), i["shadowed_metadata_dir"]))
 
 
-def _corrupt(derived: Derived) -> list[Item]:
+def _corrupt(derived: Derived) -> list[Item] | None:
     facts = derived.facts
+    if _metadata_unknown(facts):
+        return None  # metadata that was not read cannot be judged
     invalid = derived.walk().invalid  # only the lines the requirement walk reached are parsed, and so judged
     out = []
     for dist in facts.distributions:
@@ -201,14 +224,24 @@ def _invalid_versions(derived: Derived) -> list[Item]:
     return sorted(out, key=lambda i: (i["name"].lower(), i["metadata_dir"]))
 
 
-def _requires_python(derived: Derived) -> list[Item]:
+def _metadata_unknown(facts: Facts) -> bool:
+    """Distribution metadata was not read (a package list from a report): what it would show is unknown."""
+    return not facts.distributions_complete or any(not d.requires_known for d in facts.distributions)
+
+
+def _requires_python(derived: Derived) -> list[Item] | None:
     facts = derived.facts
     python = parse_version(facts.python.version)
     out: list[Item] = []
     if python is None:
-        return out
+        # No interpreter version (a report that does not state it): nothing can be judged.
+        return None if _metadata_unknown(facts) else out
+    unknown_metadata = False
     for dists in facts.names.values():
         dist = dists[0]
+        if not dist.requires_known:
+            unknown_metadata = True  # Requires-Python, like Requires-Dist, was not stated
+            continue
         if not dist.requires_python:
             continue
         try:
@@ -218,10 +251,14 @@ def _requires_python(derived: Derived) -> list[Item]:
         if not spec.contains(python, prereleases=True):
             out.append({"name": dist.name, "version": dist.version, "requires_python": dist.requires_python,
                         "python": facts.python.version})
+    if unknown_metadata and not out:
+        return None
     return sorted(out, key=lambda i: i["name"].lower())
 
 
-def _partial_installs(derived: Derived) -> list[Item]:
+def _partial_installs(derived: Derived) -> list[Item] | None:
+    if "partial_installs" in derived.facts.unknown:
+        return None  # a report does not show site-packages
     out = []
     for path in derived.facts.partial_installs:
         folder, _, leaf = path.replace("\\", "/").rpartition("/")
@@ -231,6 +268,8 @@ def _partial_installs(derived: Derived) -> list[Item]:
 
 def _interpreter_flag(name: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
+        if f"python.{name}" in derived.facts.unknown:
+            return None  # not stated (a snapshot read from a report)
         return getattr(derived.facts.python, name)
 
     return compute

@@ -28,7 +28,8 @@ try:  # Python >= 3.8
 except ImportError:  # pragma: no cover - only reached on Python 3.7 and older, reported below
     _metadata = None  # type: ignore[assignment]
 
-# Bumped whenever the shape of the snapshot changes (2: `distributions[].top_level` dropped; 3: `project` added);
+# Bumped whenever the shape of the snapshot changes (2: `distributions[].top_level` dropped; 3: `project` added, and
+# the markers of unknowns, `distributions_complete` and `distributions[].requires_known`, and `provenance`);
 # envcheck.facts.snapshot says which schemas this envcheck still reads.
 SCHEMA = 3
 

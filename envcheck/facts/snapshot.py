@@ -25,13 +25,20 @@ __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", 
 
 T = TypeVar("T")
 # Schemas this envcheck reads. 1 is 2 plus `distributions[].top_level`, which nothing read; it is now ignored.
-# 3 adds `project` (what the checked project declares); 1 and 2 have none.
+# 3 adds `project` (what the checked project declares; 1 and 2 have none), the markers of what a snapshot does not
+# know (`distributions_complete`, `distributions[].requires_known`) and `provenance`; a schema 1 or 2 snapshot was
+# always collected on the machine, so it knows all of that.
 READABLE_SCHEMAS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
 class PythonFacts:
-    """The checked interpreter and its platform."""
+    """The checked interpreter and its platform.
+
+    A snapshot read from a pasted report (`envcheck facts --report`) states only some of these: a text field it
+    does not state is "", and `marker_environment` holds only the marker variables it states, so that a marker
+    naming another one is unknown rather than evaluated for envcheck's own interpreter.
+    """
 
     version: str  # "3.11.7" (platform.python_version())
     implementation: str  # "cpython", "pypy"
@@ -80,6 +87,8 @@ class Distribution:
     installer: str | None  # INSTALLER: "pip", "uv", "conda"; None when absent
     editable: bool  # direct_url.json says editable
     problems: tuple[str, ...]  # unreadable or corrupt metadata, in words; empty when healthy
+    requires_known: bool = True  # False: `requires` was not stated (a package list read from a report) and is
+    # unknown, not empty; the requirement walk then skips this distribution
 
     @classmethod
     def from_reader(cls, r: Reader) -> Distribution:
@@ -89,6 +98,7 @@ class Distribution:
             location=r.text("location"), metadata_dir=r.opt_text("metadata_dir") or "",
             requires=r.texts("requires"), requires_python=r.opt_text("requires_python"),
             installer=r.opt_text("installer"), editable=r.flag("editable"), problems=r.texts("problems"),
+            requires_known=r.flag("requires_known", default=True),
         )
 
 
@@ -160,6 +170,12 @@ class Facts:
     installer: InstallerFacts | None = None  # pip / uv / conda available to change it; None: not recorded (older
     # snapshots), and commands are then written for pip
     project: ProjectFacts | None = None  # what the project declares (requirements, lock pins); None: no project
+    distributions_complete: bool = True  # False: `distributions` lists only some of what is installed (a report's
+    # partial package list), so a name absent from it is unknown rather than not installed
+    unknown: tuple[str, ...] = ()  # what this snapshot does not know beyond the fields' own unknowns: "env",
+    # "partial_installs", "probes" (those absent), "python.virtualenv", "python.conda", "python.externally_managed"
+    provenance: dict[str, str] = field(default_factory=dict)  # fact ("torch.version", "nvml.devices", ...) -> where
+    # it was read, for snapshots made from a report ("block 2 (nvidia-smi), lines 14-30"); empty otherwise
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -177,6 +193,10 @@ class Facts:
         """The install of `name` that `import` would use, or None."""
         found = self._by_name.get(canonical_name(name))
         return found[0] if found else None
+
+    def absence_known(self, name: str) -> bool:
+        """Whether "`name` is not installed" is a fact: the distribution list is complete, or it lists `name`."""
+        return self.distributions_complete or canonical_name(name) in self._by_name
 
     @property
     def names(self) -> Mapping[str, tuple[Distribution, ...]]:
@@ -206,6 +226,9 @@ class Facts:
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
             "project": None if self.project is None else asdict(self.project),
+            "distributions_complete": self.distributions_complete,
+            "unknown": list(self.unknown),
+            "provenance": dict(sorted(self.provenance.items())),
         }
         out["python"]["path"] = list(self.python.path)
         return out
@@ -231,6 +254,9 @@ class Facts:
             origin=origin,
             installer=_optional(r.opt_obj("installer"), InstallerFacts.from_reader),  # absent before the field
             project=_optional(r.opt_obj("project"), ProjectFacts.from_reader),  # absent before schema 3
+            distributions_complete=r.flag("distributions_complete", default=True),  # absent before schema 3
+            unknown=r.texts("unknown"),
+            provenance=r.text_map("provenance"),
         )
 
 

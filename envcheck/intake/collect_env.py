@@ -1,0 +1,154 @@
+"""`python -m torch.utils.collect_env`: "Key: value" lines whose set and spelling changed across torch releases.
+
+Layouts read (each with a fixture under tests/fixtures/reports/collect_env/): torch 1.0-1.6 ("Is debug build: No",
+"Python version: 3.7", a "[pip]"/"[pip3]" library list), 1.7-1.13 (adds "ROCM used to build PyTorch", "Clang
+version", "Libc version", "Python platform"), 2.x (adds "CUDA_MODULE_LOADING set to", "Is XNNPACK available", the
+CPU section, full Python version with build details). Only the keys below are read; new keys are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.intake.conda_list import package_of_row
+from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version, major_minor_text
+from envcheck.intake.text import Block
+
+__all__ = ["parse"]
+
+_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ ./()-]*?):\s*(.*)$")
+_NOT_STATED = {"", "n/a", "none", "could not collect", "no cuda", "not available"}
+_GPU_LINE = re.compile(r"^\s*GPU (\d+): (.+?)\s*$")
+_LIBRARY = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
+_FREEZE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*(\S+)$")
+_CONDA_ROW = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)(?:\s+(\S+))?(?:\s+(\S+))?$")
+_ARCHS = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+[af]?\s*)+)")
+_LINUX_WORDS = re.compile(r"ubuntu|debian|centos|linux|fedora|red hat|rhel|rocky|alma|suse|arch|mint|pop!_os|"
+                          r"amazon|oracle|gentoo|nixos|manjaro", re.IGNORECASE)
+_MACHINE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i686)\)")
+_PLATFORM_MACHINE = re.compile(r"-(x86_64|aarch64|arm64|ppc64le|s390x|AMD64)(?:-|$)")
+_LIBC = re.compile(r"(glibc|musl)-(\d+\.\d+)")
+
+
+# vLLM's `collect_env` (2025) pads keys into a column ("PyTorch version              : 2.7.1+cu128") under
+# "====" section banners; torch's own has "Key: value". Both read alike.
+_TORCH_KEY = re.compile(r"PyTorch version\s*:")
+
+
+def recognise(block: Block) -> bool:
+    """collect_env's first key, with another of its keys near it."""
+    text = "\n".join(block.lines[:400])
+    return _TORCH_KEY.search(text) is not None and ("CUDA used to build PyTorch" in text or "Is debug build" in text)
+
+
+def _stated(value: str) -> str | None:
+    value = value.strip()
+    return None if value.lower() in _NOT_STATED else value
+
+
+def _platform(os_text: str | None, platform_text: str | None) -> str | None:
+    for text in (platform_text, os_text):
+        if not text:
+            continue
+        if text.startswith("Linux") or _LINUX_WORDS.search(text):
+            return "linux"
+        if "Windows" in text:
+            return "win32"
+        if re.search(r"mac ?os|darwin|os x", text, re.IGNORECASE):
+            return "darwin"
+    return None
+
+
+def parse(block: Block) -> Found:
+    values: dict[str, str] = {}
+    gpus: list[Gpu] = []
+    packages: list[Package] = []
+    archs: tuple[str, ...] | None = None
+    start: int | None = None
+    end = 0
+    in_gpus = False
+    for index, line in enumerate(block.lines):
+        found_archs = _ARCHS.search(line)
+        if found_archs:
+            archs = tuple(found_archs.group(1).split())
+        if start is None:
+            if not _TORCH_KEY.search(line) and "Collecting environment information" not in line \
+                    and "System Info" not in line:
+                continue
+            start = index
+        library = _LIBRARY.match(line)
+        if library:
+            end = index + 1
+            packages.extend(_library(library.group(1), library.group(2)))
+            continue
+        gpu = _GPU_LINE.match(line)
+        if gpu and in_gpus:
+            end = index + 1
+            gpus.append(Gpu(name=gpu.group(2)))
+            continue
+        in_gpus = False
+        key = _KEY.match(line)
+        if key and key.group(1).strip() not in values:
+            name, value = key.group(1).strip(), key.group(2).strip()
+            values[name] = value
+            end = index + 1
+            if name == "GPU models and configuration":
+                # "GPU 0: NAME" on this line or the next ones, one per GPU.
+                in_gpus = True
+                inline = _GPU_LINE.match(value)
+                if inline:
+                    gpus.append(Gpu(name=inline.group(2)))
+    start = start or 0
+    torch_version = _stated(values.get("PyTorch version", ""))
+    cuda: str | None = None
+    hip: str | None = None
+    built = values.get("CUDA used to build PyTorch")
+    if built is not None and built.strip().lower() != "could not collect":
+        cuda = major_minor_text(built) if _stated(built) else ""  # N/A, None: a build without CUDA
+    rocm = values.get("ROCM used to build PyTorch")
+    if rocm is not None and _stated(rocm):
+        hip = major_minor_text(rocm)
+    if torch_version is not None and (cuda is None or cuda == "") and hip is None:
+        named = cuda_of_local_version(torch_version)
+        if named is not None:
+            cuda = named[0] or cuda
+            hip = named[1]
+    gpu_text = _stated(values.get("GPU models and configuration", ""))
+    if gpu_text and not gpus:
+        gpus = [Gpu(name=gpu_text)]  # torch 1.x on one GPU: the bare name
+    python = values.get("Python version", "")
+    py_match = re.match(r"(\d+\.\d+(?:\.\d+)?)", python)
+    os_text = _stated(values.get("OS", ""))
+    platform_text = _stated(values.get("Python platform", ""))
+    machine = _MACHINE.search(os_text or "") or _PLATFORM_MACHINE.search(platform_text or "")
+    libc = _LIBC.search(values.get("Libc version", "")) or _LIBC.search(platform_text or "")
+    driver = _stated(values.get("Nvidia driver version", ""))
+    vllm = re.match(r"\d[\w.+-]*", values.get("vLLM Version", ""))
+    if vllm:
+        packages.append(Package("vllm", vllm.group(0)))
+    return Found(
+        fmt="collect_env", where=block.where("collect_env", start, max(end, start + 1)),
+        packages=tuple(packages),
+        packages_complete=False,  # collect_env lists only the libraries it finds relevant
+        torch_version=torch_version, torch_cuda=cuda, torch_hip=hip,
+        python_version=py_match.group(1) if py_match else None,
+        sys_platform=_platform(os_text, platform_text),
+        machine=machine.group(1) if machine else None,
+        libc=(libc.group(1), libc.group(2)) if libc else None,
+        driver_version=driver if driver and re.match(r"\d+\.\d+", driver) else None,
+        # A ROCm build lists AMD devices ("Device 66a1"): not NVIDIA GPUs, which is what the GPU facts describe.
+        gpus=tuple(gpus) if gpus and hip is None else None,
+        arch_list=archs,
+        conda=any(p.installer == "conda" for p in packages),
+    )
+
+
+def _library(kind: str, rest: str) -> list[Package]:
+    """One "[pip3] numpy==1.26.4" or "[conda] pytorch 2.1.0 py3.10_cuda11.8_cudnn8.7.0_0 pytorch" line."""
+    rest = rest.strip()
+    if kind == "conda":
+        row = _CONDA_ROW.match(rest)
+        return [] if row is None else [package_of_row(row.group(1), row.group(2), row.group(3) or "",
+                                                      row.group(4) or "")]
+    freeze = _FREEZE.match(rest)
+    return [] if freeze is None else [Package(freeze.group(1), freeze.group(2))]

@@ -1,0 +1,76 @@
+"""What one recognised output in a report states: every field None (or empty) when that output does not say."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "major_minor_text"]
+
+# torch's local version names its build: +cu124 (CUDA 12.4), +cu92 (9.2), +rocm6.2, +cpu, +xpu.
+_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)\b")
+_LOCAL_ROCM = re.compile(r"\+rocm(\d+\.\d+)")
+_MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)")
+
+
+class Package(NamedTuple):
+    """One listed package (a tuple, not a dataclass: a report's list may hold tens of thousands)."""
+
+    name: str  # as written (a conda name is mapped to its PyPI name where they differ: pytorch -> torch)
+    version: str  # "" when the output does not say (a `name @ URL` line)
+    installer: str | None = None  # "conda" for a conda package, "pip" for conda's pypi channel; None: not said
+    build: str = ""  # conda's build string ("py3.10_cuda11.8_cudnn8.7.0_0")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str | None
+    compute_capability: str | None = None  # only when the output states it
+    memory_total_mib: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """One recognised output: its format, where it is, and what it states."""
+
+    fmt: str  # "collect_env", "pip list", "pip freeze", "conda list", "nvidia-smi", "nvidia-smi -q"
+    where: str  # "block 2 (pip list, lines 14-80)"
+    packages: tuple[Package, ...] = ()
+    packages_complete: bool = False  # the output lists everything installed (not a selection, not cut)
+    torch_version: str | None = None
+    torch_cuda: str | None = None  # "12.4"; "" when the output states a build without CUDA
+    torch_hip: str | None = None
+    python_version: str | None = None  # "3.12.9" or "3.6" as stated
+    sys_platform: str | None = None  # "linux", "win32", "darwin"
+    machine: str | None = None
+    libc: tuple[str, str] | None = None  # ("glibc", "2.35")
+    os_release: str | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None  # "12.4": the newest CUDA the driver supports, as nvidia-smi states it
+    gpus: tuple[Gpu, ...] | None = None  # None: the output does not list GPUs
+    arch_list: tuple[str, ...] | None = None  # torch's compiled architectures, from torch's own warning
+    conda: bool = False  # the output shows a conda environment
+    problems: tuple[str, ...] = ()  # what looked wrong in this output (cut short, implausible)
+
+
+def major_minor_text(text: str | None) -> str | None:
+    """"10.1.243" -> "10.1"; None when `text` has no major.minor."""
+    match = _MAJOR_MINOR.search(text or "")
+    return None if match is None else f"{int(match.group(1))}.{int(match.group(2))}"
+
+
+def cuda_of_local_version(version: str) -> tuple[str | None, str | None] | None:
+    """(cuda, hip) named by torch's local version ("2.6.0+cu124" -> ("12.4", None), "+cpu" -> (None, None));
+    None when the version names no build (a PyPI "2.6.0", whose build depends on the platform)."""
+    cuda = _LOCAL_CUDA.search(version)
+    if cuda:
+        return f"{int(cuda.group(1))}.{int(cuda.group(2))}", None
+    rocm = _LOCAL_ROCM.search(version)
+    if rocm:
+        return None, rocm.group(1)
+    if re.search(r"\+(cpu|xpu)\b", version):
+        return None, None
+    return None

@@ -1,0 +1,73 @@
+"""`transformers env` / `hf env`, `accelerate env` and `diffusers-cli env`: "- Key: value" lines.
+
+They state the platform, the Python version, torch's version with its local build ("2.0.1+cu117 (True)"), some
+library versions ("not installed" for absent ones) and, for accelerate, one "GPU type" (not how many GPUs).
+"""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.intake.collect_env import _LIBC, _PLATFORM_MACHINE, _platform
+from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
+from envcheck.intake.text import Block
+
+__all__ = ["parse", "recognise"]
+
+_LINE = re.compile(r"^\s*-?\s*(.+?):\s*(.*?)\s*$")
+_HEAD = re.compile(r"^\s*-?\s*(?:`(transformers|Accelerate)`|🤗 Diffusers|Diffusers) version:", re.IGNORECASE)
+# "- X version: 1.2.3" keys that name a distribution, as these tools spell them.
+_PACKAGES = {
+    "`transformers` version": "transformers", "transformers version": "transformers",
+    "`accelerate` version": "accelerate", "accelerate version": "accelerate", "🤗 diffusers version": "diffusers",
+    "diffusers version": "diffusers", "huggingface_hub version": "huggingface-hub",
+    "safetensors version": "safetensors", "numpy version": "numpy", "peft version": "peft",
+    "bitsandbytes version": "bitsandbytes", "xformers version": "xformers", "deepspeed version": "deepspeed",
+    "tokenizers version": "tokenizers",
+}
+_VERSION = re.compile(r"^(\d[\w.+!-]*)")
+
+
+def recognise(block: Block) -> bool:
+    return any(_HEAD.match(line) for line in block.lines[:400])
+
+
+def parse(block: Block) -> Found:
+    start = next(i for i, line in enumerate(block.lines) if _HEAD.match(line))
+    values: dict[str, str] = {}
+    end = start + 1
+    for index in range(start, len(block.lines)):
+        line = block.lines[index]
+        match = _LINE.match(line)
+        if not match or not line.lstrip().startswith(("-", "`", "🤗")):
+            if line.strip():
+                continue
+            break
+        values.setdefault(match.group(1).strip().lower(), match.group(2))
+        end = index + 1
+    packages = []
+    for key, name in _PACKAGES.items():
+        version = _VERSION.match(values.get(key, ""))
+        if version:
+            packages.append(Package(name, version.group(1)))
+    torch = _VERSION.match(values.get("pytorch version (gpu?)", ""))
+    torch_version = torch.group(1) if torch else None
+    cuda = hip = None
+    if torch_version:
+        packages.append(Package("torch", torch_version))
+        named = cuda_of_local_version(torch_version)
+        if named is not None:
+            cuda, hip = named[0] or "", named[1]
+    platform = values.get("platform", "")
+    python = _VERSION.match(values.get("python version", ""))
+    machine = _PLATFORM_MACHINE.search(platform)
+    libc = _LIBC.search(platform)
+    gpu = values.get("gpu type")
+    return Found(
+        fmt="hf env", where=block.where("hf env", start, end), packages=tuple(packages),
+        torch_version=torch_version, torch_cuda=cuda, torch_hip=hip,
+        python_version=python.group(1) if python else None, sys_platform=_platform(None, platform or None),
+        machine=machine.group(1) if machine else None, libc=(libc.group(1), libc.group(2)) if libc else None,
+        # One "GPU type" says nothing of how many: a GPU list of one would be a guess. Kept only without NVML.
+        gpus=(Gpu(name=gpu),) if gpu and hip is None else None,
+    )

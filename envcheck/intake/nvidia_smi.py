@@ -1,0 +1,101 @@
+"""`nvidia-smi` (the table) and `nvidia-smi -q` (the "NVSMI LOG" key/value listing).
+
+Table layouts read: before driver 530 ("| NVIDIA-SMI 525.125.06   Driver Version: 525.125.06   CUDA Version: 12.0 |",
+names cut to 19 characters with "..."), 530 and later (wider name column), 610 and later ("KMD Version",
+"CUDA UMD Version"). The table states no compute capability; the GPU-name table supplies it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from envcheck.intake.found import Found, Gpu
+from envcheck.intake.text import Block
+
+__all__ = ["parse_query", "parse_table", "recognise_query", "recognise_table"]
+
+_BANNER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver|KMD) Version:\s*(\S+)(?:\s+CUDA (?:UMD )?Version:\s*(\S+))?")
+# "|   0  NVIDIA GeForce RTX 4090        On  |   00000000:01:00.0  On |                  Off |"
+_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
+                      r"[0-9A-Fa-f]{2}\.\d)")
+_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+_QUERY_KEY = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ./()-]*?)\s*:\s*(.*)$")
+_QUERY_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+
+
+def recognise_table(block: Block) -> bool:
+    return any(_BANNER.search(line) for line in block.lines[:400])
+
+
+def recognise_query(block: Block) -> bool:
+    return any("NVSMI LOG" in line or line.startswith("Attached GPUs") for line in block.lines[:400])
+
+
+def _cuda(text: str | None) -> str | None:
+    return text if text and re.fullmatch(r"\d+\.\d+", text) else None
+
+
+def parse_table(block: Block) -> Found:
+    lines = block.lines
+    start = next(i for i, line in enumerate(lines) if _BANNER.search(line))
+    banner = _BANNER.search(lines[start])
+    assert banner is not None  # found above
+    gpus: list[Gpu] = []
+    end = start + 1
+    for index in range(start + 1, len(lines)):
+        row = _GPU_ROW.match(lines[index])
+        if row:
+            memory = _MEMORY.search(lines[index + 1]) if index + 1 < len(lines) else None
+            gpus.append(Gpu(name=row.group(2).strip(), pci_bus_id=row.group(3),
+                            memory_total_mib=int(memory.group(2)) if memory else None))
+            end = index + 2
+        elif "Processes:" in lines[index]:
+            break
+    return Found(fmt="nvidia-smi", where=block.where("nvidia-smi", start, end),
+                 driver_version=banner.group(2), cuda_driver_version=_cuda(banner.group(3)), gpus=tuple(gpus))
+
+
+def parse_query(block: Block) -> Found:
+    lines = block.lines
+    start = next(i for i, line in enumerate(lines) if "NVSMI LOG" in line or line.startswith("Attached GPUs"))
+    driver: str | None = None
+    cuda: str | None = None
+    gpus: list[dict[str, str]] = []
+    section = ""
+    end = start + 1
+    for index in range(start, len(lines)):
+        line = lines[index]
+        gpu = _QUERY_GPU.match(line)
+        if gpu:
+            gpus.append({"pci_bus_id": gpu.group(1)})
+            end = index + 1
+            continue
+        key = _QUERY_KEY.match(line)
+        if not key:
+            if line.strip() and not line.startswith(" "):
+                section = ""
+            elif line.strip():
+                section = line.strip()  # "FB Memory Usage": a heading whose keys follow, indented deeper
+            continue
+        indent, name, value = len(key.group(1)), key.group(2).strip(), key.group(3).strip()
+        end = index + 1
+        if indent == 0 and name == "Driver Version":
+            driver = value
+        elif indent == 0 and name == "CUDA Version":
+            cuda = value
+        elif gpus and name == "Product Name":
+            gpus[-1]["name"] = value
+        elif gpus and name == "GPU UUID":
+            gpus[-1]["uuid"] = value
+        elif gpus and name == "Total" and section == "FB Memory Usage":
+            gpus[-1]["memory"] = value
+        if not value and indent > 0:
+            section = name
+    out = []
+    for listed in gpus:
+        memory = re.match(r"(\d+)\s*MiB", listed.get("memory", ""))
+        out.append(Gpu(name=listed.get("name"), uuid=listed.get("uuid"), pci_bus_id=listed["pci_bus_id"],
+                       memory_total_mib=int(memory.group(1)) if memory else None))
+    return Found(fmt="nvidia-smi -q", where=block.where("nvidia-smi -q", start, end),
+                 driver_version=driver if driver and re.match(r"\d+\.\d+", driver) else None,
+                 cuda_driver_version=_cuda(cuda), gpus=tuple(out))
