@@ -211,7 +211,8 @@ def test_list_derivations_declare_their_item_fields() -> None:
         torch=torch_dict(), nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090")),
         probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"]}},
                 "sdpa": {"status": "ok", "cases": {"cuda:0/backend=flash,dtype=float16": {
-                    "status": "error", "error_class": "RuntimeError", "message": "No available kernel."}}}},
+                    "status": "error", "error_class": "RuntimeError", "message": "No available kernel.",
+                        "can_use": False}}}},
         env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
     raw["partial_installs"] = [f"{SITE}/~orch"]
     derived = Derived(Facts.from_dict(raw), TABLES)

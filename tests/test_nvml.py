@@ -159,6 +159,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNvml]:
     """A fake `pynvml` in sys.modules, with the NVML shared library taken to be present."""
     state = FakeNvml()
     monkeypatch.setattr(nvml, "_library_present", lambda platform: True)
+    monkeypatch.setattr(nvml, "_in_container", lambda: False)  # the container cases set it themselves
     monkeypatch.setitem(sys.modules, "pynvml", state.module())
     yield state
 

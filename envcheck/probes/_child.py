@@ -806,6 +806,10 @@ def main(argv: list[str]) -> None:
     ctx = Context()
     # Line-buffered append: every line reaches the file (and so the parent) before the next probe starts.
     with open(argv[2], "a", encoding="utf-8", buffering=1) as out:
+        if any(item.get("needs_torch", True) for item in request["probes"]):
+            # Before the first start event, under the runner's longer import bound: an import that is slow (a cold
+            # network filesystem) is not charged to the first probe of a fresh child.
+            ctx.import_torch()
         for item in request["probes"]:
             name = item["name"]
             _write(out, {"event": "start", "probe": name})
