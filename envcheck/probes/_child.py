@@ -490,18 +490,26 @@ def _sdpa_can_use(torch: Any, device: str, dtype_name: str, can_use_name: str | 
 
 def _with_fd2_captured(fn: Any) -> tuple[Any, str]:
     """(fn(), what native code wrote to file descriptor 2 meanwhile)."""
+    import faulthandler
     import tempfile
 
     sys.stderr.flush()
     saved = os.dup(2)
+    # A segfault inside fn() would write its faulthandler traceback into the sink, which dies with the process:
+    # point faulthandler at the real stderr meanwhile, so the runner's stderr tail keeps it.
+    handler = faulthandler.is_enabled()
     try:
         with tempfile.TemporaryFile() as sink:
+            if handler:
+                faulthandler.enable(file=saved)  # a file descriptor is accepted (CPython's faulthandler_get_fileno)
             os.dup2(sink.fileno(), 2)
             try:
                 value = fn()
             finally:
                 sys.stderr.flush()
                 os.dup2(saved, 2)
+                if handler:
+                    faulthandler.enable(file=sys.stderr)
             sink.seek(0)
             text = sink.read(64 * 1024).decode("utf-8", errors="replace")
     finally:
