@@ -233,7 +233,8 @@ def test_list_derivations_declare_their_item_fields() -> None:
                     "e": {"status": "crashed", "error_class": "SIGSEGV", "message": "killed"},
                     "f": {"status": "error", "error_class": "ModuleNotFoundError", "message": "No module named 'q'"}}},
                 "sdpa": {"status": "ok", "cases": {"cuda:0/backend=flash,dtype=float16": {
-                    "status": "error", "error_class": "RuntimeError", "message": "No available kernel."}}}},
+                    "status": "error", "error_class": "RuntimeError", "message": "No available kernel.",
+                        "can_use": False}}}},
         env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
     raw["partial_installs"] = [f"{SITE}/~orch"]
     # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.

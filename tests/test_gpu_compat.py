@@ -15,6 +15,7 @@ from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
 from envcheck.rules import builtin_rules_dir
 
+FLOORS = '[minor-compatibility.linux]\n"12" = "525.60.13"\n'
 NO_DRIVER = nvml_dict(status="no-driver", driver=None, cuda=None)
 TABLES = tables_mod.load([builtin_rules_dir()])
 
@@ -42,6 +43,25 @@ def _build_probe(archs: object) -> dict[str, Any]:
                      id="minor-compat-11"),
         pytest.param(torch_dict(cuda="12.4"), nvml_dict(driver="524.99", cuda="12.0"), "linux", "too-old",
                      id="same-major-below-floor"),
+        # NVIDIA's floors are full versions, per platform: the branch number alone is not enough
+        pytest.param(torch_dict(cuda="11.8"), nvml_dict(driver="450.51.06", cuda="11.0"), "linux", "too-old",
+                     id="branch-450-below-450.80.02"),
+        pytest.param(torch_dict(cuda="11.8"), nvml_dict(driver="450.80.02", cuda="11.0"), "linux", "minor-compat",
+                     id="exactly-450.80.02"),
+        pytest.param(torch_dict(cuda="11.8"), nvml_dict(driver="451.82", cuda="11.0"), "win32", "too-old",
+                     id="windows-11-below-452.39"),
+        pytest.param(torch_dict(cuda="12.4"), nvml_dict(driver="526.98", cuda="12.0"), "win32", "too-old",
+                     id="windows-12-below-527.41"),
+        pytest.param(torch_dict(cuda="12.4"), nvml_dict(driver="527.41", cuda="12.0"), "win32", "minor-compat",
+                     id="windows-12-at-527.41"),
+        pytest.param(torch_dict(cuda="13.2"), nvml_dict(driver="581.15", cuda="13.0"), "linux", "minor-compat",
+                     id="linux-13-minor-compat"),
+        pytest.param(torch_dict(cuda="13.2"), nvml_dict(driver="581.15", cuda="13.0"), "win32", "too-old",
+                     id="windows-13-has-no-minor-compat"),
+        pytest.param(torch_dict(cuda="11.7"), nvml_dict(driver="515.43.04", cuda=None), "linux", "ok",
+                     id="table-11.7-row"),
+        pytest.param(torch_dict(cuda="13.1"), nvml_dict(driver="590.44.01", cuda=None), "linux", "ok",
+                     id="table-13.1-row"),
         pytest.param(torch_dict(cuda="12.1"), nvml_dict(driver="520.61.05", cuda="11.8"), "linux", "too-old",
                      id="older-major"),
         pytest.param(torch_dict(cuda="13.0"), nvml_dict(driver="575.51.03", cuda="12.9"), "linux", "too-old",
@@ -155,6 +175,15 @@ TWO_GPUS = nvml_dict(gpu_dict(0, "9.0"), gpu_dict(1, "12.0", "NVIDIA GeForce RTX
         pytest.param(torch_dict(), None, _build_probe(CU124_ARCHS), None, id="no-nvml-facts"),
         pytest.param(torch_dict(), nvml_dict(status="driver-mismatch", driver=None, cuda=None),
                      _build_probe(CU124_ARCHS), None, id="devices-unknown"),
+        # PTX needs a driver that can JIT it: one running CUDA 12.8 through minor compatibility cannot
+        pytest.param(torch_dict("2.7.0+cu128", cuda="12.8"), nvml_dict(gpu_dict(0, "12.0"), cuda="12.4"),
+                     _build_probe("sm_90 compute_90"), [("0", "none")], id="ptx-on-minor-compat-driver"),
+        pytest.param(torch_dict("2.7.0+cu128", cuda="12.8"), nvml_dict(gpu_dict(0, "12.0"), driver="570.86.10",
+                     cuda="12.8"), _build_probe("sm_90 compute_90"), [("0", "ptx-jit")], id="ptx-on-current-driver"),
+        # a GPU this user may not open (NVML_ERROR_NO_PERMISSION) is left out, not "unknown"
+        pytest.param(torch_dict(), nvml_dict(gpu_dict(0, "9.0"), gpu_dict(1, None, name=None,
+                     error="no-permission: no permission to open the NVIDIA devices")), _build_probe(CU124_ARCHS),
+                     [("0", "native")], id="inaccessible-gpu-left-out"),
     ],
 )
 def test_arch_coverage(torch: dict[str, Any] | None, nvml: dict[str, Any] | None, probes: dict[str, Any],
@@ -194,16 +223,21 @@ def test_coverage_views(name: str, nvml: dict[str, Any], expected: list[str] | N
 
 
 def test_shipped_cuda_driver_table() -> None:
-    """rules/data/cuda-driver.toml loads: floors for CUDA 11-13 and a minimum driver per toolkit and platform."""
+    """rules/data/cuda-driver.toml loads: NVIDIA's exact floors per platform and a minimum driver per toolkit."""
     table = TABLES[tables_mod.CUDA_DRIVER]
-    assert table.minor_compat_floor == {11: 450, 12: 525, 13: 580}
+    floors = {platform: {major: str(v) for major, v in by_major.items()}
+              for platform, by_major in table.minor_compat_floor.items()}
+    assert floors == {"linux": {11: "450.80.2", 12: "525.60.13", 13: "580"}, "windows": {11: "452.39", 12: "527.41"}}
     linux = table.toolkit_minimum["linux"]
     assert str(linux[(12, 4)]) == "550.54.14" and str(linux[(13, 0)]) == "580.65.6"
-    assert (12, 8) in table.toolkit_minimum["windows"]
-    # Every toolkit's own minimum is at or above its major's floor, or the data contradicts itself.
+    assert {(11, m) for m in range(9)} <= set(linux) and {(13, 1), (13, 2)} <= set(linux)
+    assert (12, 8) in table.toolkit_minimum["windows"] and (13, 0) not in table.toolkit_minimum["windows"]
+    # Every toolkit after a major's first is at or above the major's floor (11.0 predates NVIDIA's 11.x floor).
     for platform in ("linux", "windows"):
-        for (major, _), driver in table.toolkit_minimum[platform].items():
-            assert driver.release[0] >= table.minor_compat_floor[major], (platform, major, driver)
+        for (major, minor), driver in table.toolkit_minimum[platform].items():
+            floor = table.minor_compat_floor[platform].get(major)
+            if floor is not None and minor > 0:
+                assert driver >= floor, (platform, major, minor, driver)
 
 
 def test_cuda_driver_table_is_found_where_the_rules_are() -> None:
@@ -214,16 +248,21 @@ def test_cuda_driver_table_is_found_where_the_rules_are() -> None:
 @pytest.mark.parametrize(
     ("text", "key"),
     [
-        pytest.param('[minor-compatibility]\n"12" = "525"\n', "minor-compatibility.12", id="floor-not-an-int"),
-        pytest.param("[minor-compatibility]\nx = 525\n", "minor-compatibility.x", id="major-not-a-number"),
-        pytest.param('[minor-compatibility]\n"12" = 525\n[toolkit-minimum-driver.linux]\n"12.4" = "5x"\n',
+        pytest.param('[minor-compatibility]\n"12" = "525"\n', "minor-compatibility.12", id="floor-not-per-platform"),
+        pytest.param('[minor-compatibility.linux]\n"12" = 525\n', "minor-compatibility.linux.12",
+                     id="floor-not-a-version"),
+        pytest.param('[minor-compatibility.linux]\nx = "525.60.13"\n', "minor-compatibility.linux.x",
+                     id="major-not-a-number"),
+        pytest.param('[minor-compatibility.windows]\n"12" = "527.41"\n', "minor-compatibility.linux",
+                     id="linux-floors-missing"),
+        pytest.param(f'{FLOORS}[toolkit-minimum-driver.linux]\n"12.4" = "5x"\n',
                      "toolkit-minimum-driver.linux.12.4", id="bad-driver-version"),
-        pytest.param('[minor-compatibility]\n"12" = 525\n[toolkit-minimum-driver.linux]\n"12" = "550"\n',
+        pytest.param(f'{FLOORS}[toolkit-minimum-driver.linux]\n"12" = "550"\n',
                      "toolkit-minimum-driver.linux.12", id="toolkit-not-major-minor"),
-        pytest.param('[minor-compatibility]\n"12" = 525\n[toolkit-minimum-driver.linux]\n"12.4" = "550"\n',
+        pytest.param(f'{FLOORS}[toolkit-minimum-driver.linux]\n"12.4" = "550"\n',
                      "toolkit-minimum-driver.windows", id="platform-missing"),
         pytest.param("", "minor-compatibility", id="empty"),
-        pytest.param('[minor-compatibility]\n"12" = 525\n[toolkits]\n', "toolkits", id="unknown-key"),
+        pytest.param(f'{FLOORS}[toolkits]\n', "toolkits", id="unknown-key"),
     ],
 )
 def test_malformed_cuda_driver_table(tmp_path: Path, text: str, key: str) -> None:
@@ -243,3 +282,86 @@ def test_rule_loader_skips_data_tables() -> None:
     files = rules_mod.load_files([builtin_rules_dir()])
     assert files and all(f.path.parent == builtin_rules_dir() for f in files)
     assert (builtin_rules_dir() / "data" / "cuda-driver.toml").is_file()
+
+
+def test_inaccessible_gpu_does_not_make_bf16_unknown() -> None:
+    """A GPU NVML counts but the user may not open is not judged: the accessible T4 still lacks native bf16."""
+    nvml = nvml_dict(gpu_dict(0, "7.5", "Tesla T4"), gpu_dict(1, None, name=None, error="no-permission: denied"))
+    items = _derived("gpu.devices-without-native-bf16", torch=torch_dict(), nvml=nvml)
+    assert [i["index"] for i in items] == ["0"]
+
+
+# --- attention.sdpa-flash-unavailable: only torch's refusal of the flash kernel counts (EC0606) ---------------
+
+FLASH = "cuda:0/backend=flash,dtype=float16"
+MATH = "cuda:0/backend=math,dtype=float16"
+T4_BUILD = {"status": "ok", "details": {"devices": [{"index": 0, "name": "Tesla T4", "capability": "7.5",
+                                                    "uuid": "8c7e1c5a-0000-0000-0000-000000000001"}]}}
+
+
+def _flash(cases: dict[str, dict[str, Any]], build: dict[str, Any] | None = None,
+           nvml: dict[str, Any] | None = None) -> Any:
+    probes = {"sdpa": {"status": "ok", "cases": cases}, "torch-build": build or T4_BUILD}
+    return _derived("attention.sdpa-flash-unavailable", torch=torch_dict(), nvml=nvml, probes=probes)
+
+
+def _error(message: str, **extra: Any) -> dict[str, Any]:
+    return {"status": "error", "error_class": "RuntimeError", "message": message, **extra}
+
+
+@pytest.mark.parametrize(
+    ("cases", "flagged"),
+    [
+        pytest.param({FLASH: _error("No available kernel. Aborting execution.", can_use=False,
+                                    reasons=["Flash attention only supports gpu architectures in the range [sm80, "
+                                             "sm90]. Attempting to run on a sm 7.5 gpu."])}, True, id="can-use-false"),
+        pytest.param({FLASH: _error("CUDA out of memory. Tried to allocate 2.00 MiB", can_use=True, reasons=[])},
+                     False, id="oom-while-flash-allowed"),
+        pytest.param({FLASH: _error("CUDA error: CUDA-capable device(s) is/are busy or unavailable", can_use=None),
+                      MATH: _error("CUDA error: CUDA-capable device(s) is/are busy or unavailable")}, False,
+                     id="busy-gpu-exclusive-mode"),
+        pytest.param({FLASH: _error("CUDA error: no kernel image is available for execution on the device"),
+                      MATH: _error("CUDA error: no kernel image is available for execution on the device")}, False,
+                     id="no-kernel-image"),
+        pytest.param({FLASH: _error("No available kernel. Aborting execution."),
+                      MATH: {"status": "ok", "out_dtype": "float16"}}, True, id="torch-2.0-math-ran"),
+    ],
+)
+def test_flash_unavailable_needs_torchs_refusal(cases: dict[str, dict[str, Any]], flagged: bool) -> None:
+    """An error of the flash case counts only when torch refused flash (can_use False, or the math backend ran on
+    the same device), never for OOM, a busy GPU or a missing kernel image."""
+    items = _flash(cases)
+    assert bool(items) is flagged
+
+
+def test_flash_reason_skips_other_backends_warnings() -> None:
+    """Without can_use reasons, the reason is the first flash line after torch's header, not the mem-efficient
+    warning before it, and without the (Triggered internally at ...) suffix."""
+    warnings = [
+        "UserWarning: Memory efficient kernel not used because: (Triggered internally at sdp_utils.cpp:718.)",
+        "UserWarning: Memory Efficient attention has been runtime disabled. (Triggered internally at x.cpp:1.)",
+        "UserWarning: Flash attention kernel not used because: (Triggered internally at sdp_utils.cpp:720.)",
+        "UserWarning: Flash attention only supports gpu architectures in the range [sm80, sm90]. Attempting to run "
+        "on a sm 7.5 gpu. (Triggered internally at ../aten/src/ATen/native/transformers/cuda/sdp_utils.cpp:201.)",
+    ]
+    [item] = _flash({FLASH: _error("No available kernel.", warnings=warnings),
+                     MATH: {"status": "ok", "out_dtype": "float16"}})
+    assert item["reason"] == ("Flash attention only supports gpu architectures in the range [sm80, sm90]. "
+                              "Attempting to run on a sm 7.5 gpu.")
+
+
+@pytest.mark.parametrize("nvml_uuid", ["GPU-8c7e1c5a-0000-0000-0000-000000000001", "MIG-parent"],
+                         ids=["gpu-uuid", "mig-instance"])
+def test_flash_device_matched_to_nvml_by_uuid(nvml_uuid: str) -> None:
+    """Where the torch-build probe could not name the device, NVML's GPU with the same UUID does: torch's bare
+    UUID against NVML's "GPU-..." or one of a MIG parent's "MIG-..." instances, whatever the index order."""
+    build = {"status": "ok", "details": {"devices": [{"index": 0, "name": None, "capability": None,
+                                                     "uuid": "8c7e1c5a-0000-0000-0000-000000000001"}]}}
+    other = gpu_dict(0, "9.0", "NVIDIA H100 80GB HBM3")
+    target = gpu_dict(1, "7.5", "Tesla T4", uuid=nvml_uuid)
+    if nvml_uuid == "MIG-parent":
+        target = gpu_dict(1, "7.5", "Tesla T4", uuid="GPU-ffffffff-0000-0000-0000-000000000000",
+                          mig_mode=True, mig_uuids=["MIG-8c7e1c5a-0000-0000-0000-000000000001"])
+    [item] = _flash({FLASH: _error("No available kernel.", can_use=False, reasons=["sm 7.5"])}, build,
+                    nvml_dict(other, target))
+    assert (item["name"], item["capability"]) == ("Tesla T4", "7.5")

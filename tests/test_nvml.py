@@ -11,6 +11,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -159,6 +160,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeNvml]:
     """A fake `pynvml` in sys.modules, with the NVML shared library taken to be present."""
     state = FakeNvml()
     monkeypatch.setattr(nvml, "_library_present", lambda platform: True)
+    monkeypatch.setattr(nvml, "_in_container", lambda: False)  # the container cases set it themselves
     monkeypatch.setitem(sys.modules, "pynvml", state.module())
     yield state
 
@@ -451,3 +453,121 @@ def test_saved_snapshot_keeps_its_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     saved = collect_mod.loads(json.dumps(facts_dict(nvml=nvml_dict(gpu_dict()))), "env.json").nvml
     assert saved is not None and saved.status == "ok"
     assert [(d.name, d.compute_capability) for d in saved.devices] == [("NVIDIA H100 80GB HBM3", "9.0")]
+
+
+# --- time bound, containers, platforms without NVML, GPUs the user may not open, MIG ---------------------------
+
+
+def test_hung_nvml_is_a_timeout_not_a_hang(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU that makes NVML block (nvmlInit never returns) costs the time bound, and the facts say "timeout"
+    with devices unknown, never "no GPU"."""
+    release = threading.Event()
+    module = sys.modules["pynvml"]
+    monkeypatch.setattr(module, "nvmlInit", lambda: release.wait(30))
+    try:
+        facts = nvml.collect_nvml(timeout_s=0.2)
+    finally:
+        release.set()  # lets the abandoned reader finish
+    assert (facts.status, facts.devices) == ("timeout", ())
+    assert facts.reason is not None and "0.2 s" in facts.reason
+    assert not facts.devices_known
+
+
+def test_hung_device_query_is_a_timeout(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device handle that blocks (NVML initializing a GPU in a bad state) bounds the whole reading too."""
+    release = threading.Event()
+    module = sys.modules["pynvml"]
+    monkeypatch.setattr(module, "nvmlDeviceGetHandleByIndex", lambda index: release.wait(30))
+    try:
+        facts = nvml.collect_nvml(timeout_s=0.2)
+    finally:
+        release.set()
+    assert facts.status == "timeout"
+
+
+@pytest.mark.parametrize(
+    ("error", "nodes", "status", "reason"),
+    [
+        pytest.param("NVML_ERROR_DRIVER_NOT_LOADED", False, "no-gpu-access", "--gpus", id="started-without-gpus"),
+        pytest.param("NVML_ERROR_DRIVER_NOT_LOADED", True, "driver-not-loaded", "kernel module is not loaded",
+                     id="device-nodes-present"),
+        pytest.param("NVML_ERROR_UNKNOWN", True, "no-gpu-access", "systemctl daemon-reload", id="error-999"),
+    ],
+)
+def test_container_without_gpu_access(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch, error: str, nodes: bool,
+                                      status: str, reason: str) -> None:
+    """In a container, the errors a missing GPU grant gives are "no-gpu-access" with the real cause, and the
+    devices are unknown rather than known to be none."""
+    fake.init_error = V[error]
+    monkeypatch.setattr(nvml, "_in_container", lambda: True)
+    monkeypatch.setattr(nvml, "_exists", lambda path: nodes and path == "/dev/nvidiactl")
+    facts = nvml.collect_nvml()
+    assert facts.status == status
+    assert facts.reason is not None and reason in facts.reason
+    assert facts.devices_known is (status == "driver-not-loaded")
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        pytest.param({"/etc/nv_tegra_release": b"# R35 (release)"}, "Jetson / Tegra", id="jetson"),
+        pytest.param({"/proc/device-tree/compatible": b"nvidia,p3737-0000+p3701-0000\0nvidia,tegra234\0"},
+                     "Jetson / Tegra", id="tegra-device-tree"),
+        pytest.param({"/dev/dxg": b""}, "WSL2", id="wsl2"),
+        pytest.param({"/proc/sys/kernel/osrelease": b"5.15.153.1-microsoft-standard-WSL2"}, "WSL2",
+                     id="wsl2-kernel"),
+    ],
+)
+def test_platforms_without_nvml_are_unavailable(monkeypatch: pytest.MonkeyPatch, files: dict[str, bytes],
+                                                reason: str) -> None:
+    """Jetson has no NVML and WSL2 may lack it on the loader's path: "unavailable" with why, not "no driver"."""
+    monkeypatch.setattr(nvml, "_library_present", lambda platform: False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(nvml, "_exists", lambda path: path in files)
+    monkeypatch.setattr(nvml, "_read_bytes", lambda path: files.get(path, b""))
+    facts = nvml.collect_nvml()
+    assert facts.status == "unavailable" and not facts.devices_known
+    assert facts.reason is not None and reason in facts.reason
+
+
+def test_plain_linux_without_library_is_no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without NVML and with no sign of Tegra or WSL2, the machine has no NVIDIA driver."""
+    monkeypatch.setattr(nvml, "_library_present", lambda platform: False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(nvml, "_exists", lambda path: False)
+    monkeypatch.setattr(nvml, "_read_bytes", lambda path: b"6.8.0-45-generic")
+    assert nvml.collect_nvml().status == "no-driver"
+
+
+def test_gpu_the_user_may_not_open(fake: FakeNvml) -> None:
+    """nvmlDeviceGetCount counts GPUs whose handle is NO_PERMISSION (another job's GPU under cgroups): such a GPU
+    is listed but not accessible, the overall status stays ok, and device predicates see only the other GPU."""
+    fake.gpus = [FakeGpu(**{**asdict(H100), "fail": {"nvmlDeviceGetHandleByIndex": V["NVML_ERROR_NO_PERMISSION"]}}),
+                 RTX4090]
+    facts = nvml.collect_nvml()
+    assert facts.status == "ok" and facts.devices_known
+    locked, mine = facts.devices
+    assert locked.error is not None and locked.error.startswith("no-permission: ")
+    assert (locked.accessible, mine.accessible) == (False, True)
+    assert facts.accessible_devices == (RTX4090_FACT,)
+
+
+def test_mig_instances_are_listed_by_uuid(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GPU in MIG mode lists its instances' "MIG-..." UUIDs (what CUDA and torch see); empty slots are skipped."""
+    module = sys.modules["pynvml"]
+    instances = {0: "MIG-11111111-0000-0000-0000-000000000000", 2: "MIG-22222222-0000-0000-0000-000000000000"}
+
+    def handle(parent: FakeGpu, slot: int) -> str:
+        if slot not in instances:
+            raise module.NVMLError(V["NVML_ERROR_NOT_SUPPORTED"])  # NVML: NOT_FOUND for an empty slot
+        return f"mig:{slot}"
+
+    def uuid(h: object) -> str:
+        return instances[int(h.split(":")[1])] if isinstance(h, str) else h.uuid  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(module, "nvmlDeviceGetMaxMigDeviceCount", lambda h: 7, raising=False)
+    monkeypatch.setattr(module, "nvmlDeviceGetMigDeviceHandleByIndex", handle, raising=False)
+    monkeypatch.setattr(module, "nvmlDeviceGetUUID", uuid)
+    h100, rtx = nvml.collect_nvml().devices
+    assert h100.mig_mode is True and h100.mig_uuids == (instances[0], instances[2])
+    assert rtx.mig_uuids == ()  # MIG not supported: not asked

@@ -164,7 +164,8 @@ def test_broken_torch_import(tmp_path: Path, init: str, status: str, error_class
     (tmp_path / "torch" / "__init__.py").write_text(init + "\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     start = time.monotonic()
-    results = run(["torch-build", "sdpa"], RunOptions(python=sys.executable, timeout_s=2.0, env=env))
+    results = run(["torch-build", "sdpa"], RunOptions(python=sys.executable, timeout_s=2.0, import_timeout_s=2.0,
+                                                      env=env))
     elapsed = time.monotonic() - start
     assert (results["torch-import"].status, results["torch-import"].error_class) == (status, error_class)
     assert results["torch-build"].status == "skipped"
@@ -182,3 +183,85 @@ def test_torch_not_installed_is_skipped_not_failed(tmp_path: Path) -> None:
     assert results["torch-import"].status == "skipped"
     assert results["torch-import"].message == "torch is not installed"
     assert results["torch-build"].message == "torch is not installed"
+
+
+# --- GPU-shaped limits: device order, the import bound, one timeout per hung GPU -------------------------------
+
+ENV_PROBE = '''
+def probe_cuda_env(ctx):
+    import os
+    return {"status": "ok", "details": {k: os.environ.get(k) for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")}}
+'''
+
+
+@pytest.mark.parametrize("visible", [None, "1"], ids=["unset", "user-set"])
+def test_child_keeps_the_users_device_order(visible: str | None) -> None:
+    """The child sees CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES exactly as the user set them: forcing PCI bus order
+    would make cuda:0 (and CUDA_VISIBLE_DEVICES=1) another GPU than in the user's own programs."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")}
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
+    spec = {"cuda-env": ProbeSpec("cuda-env", "reports the CUDA variables", needs_torch=False)}
+    result = run(["cuda-env"], _opts(extra_source=ENV_PROBE, extra_specs=spec, env=env))["cuda-env"]
+    assert result.details == {"CUDA_DEVICE_ORDER": None, "CUDA_VISIBLE_DEVICES": visible}
+
+
+def _slow_torch(tmp_path: Path, seconds: float) -> dict[str, str]:
+    """An environment whose `import torch` takes `seconds` (a cold import from a network filesystem)."""
+    (tmp_path / "torch.py").write_text(f"import time\ntime.sleep({seconds})\n__version__ = '0+slow'\n",
+                                       encoding="utf-8")
+    return {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+
+TORCH_PROBE = {"after-import": ProbeSpec("after-import", "needs torch", needs_torch=True)}
+AFTER_IMPORT = '''
+def probe_after_import(ctx):
+    return {"status": "ok", "details": {"torch": ctx.torch.__version__}}
+'''
+
+
+def test_slow_import_is_not_charged_to_the_first_probe(tmp_path: Path) -> None:
+    """An import slower than one probe's bound but within the import bound succeeds, and so do the probes."""
+    results = run(["after-import"], _opts(env=_slow_torch(tmp_path, 1.5), timeout_s=1.0, import_timeout_s=30.0,
+                                          extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE))
+    assert results["torch-import"].status == "ok", results["torch-import"]
+    assert results["after-import"].details == {"torch": "0+slow"}
+
+
+def test_hung_import_is_an_import_timeout(tmp_path: Path) -> None:
+    """An import that outlasts the import bound is torch-import's timeout, saying so, and the probes that need
+    torch are skipped with that reason instead of hanging again."""
+    results = run(["after-import"], _opts(env=_slow_torch(tmp_path, 3600), timeout_s=30.0, import_timeout_s=1.0,
+                                          extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE))
+    imported = results["torch-import"]
+    assert (imported.status, imported.error_class) == ("timeout", "Timeout")
+    assert imported.message is not None and "importing torch took longer than 1 s" in imported.message
+    assert results["after-import"].status == "skipped"
+    assert "importing torch timeout" in str(results["after-import"].message)
+
+
+HUNG_GPU = '''
+def probe_sdpa(ctx):
+    import time
+    time.sleep(3600)
+
+def probe_bf16(ctx):
+    return {"status": "ok"}
+
+def probe_transformer_fastpath(ctx):
+    return {"status": "ok"}
+'''
+
+
+def test_one_hung_gpu_costs_one_timeout() -> None:
+    """After a GPU probe times out, the other GPU probes are skipped with that reason (each would hang again in a
+    fresh child), while a probe that does not touch the GPU still runs."""
+    specs = {n: ProbeSpec(n, "stand-in", needs_torch=False) for n in ("sdpa", "transformer-fastpath", "bf16")}
+    specs["fine"] = SPECS["fine"]
+    results = run(["sdpa", "transformer-fastpath", "bf16", "fine"],
+                  _opts(timeout_s=1.0, extra_source=FAULTS + HUNG_GPU, extra_specs=specs))
+    assert results["sdpa"].status == "timeout"
+    for name in ("transformer-fastpath", "bf16"):
+        assert results[name].status == "skipped"
+        assert "the sdpa probe timed out" in str(results[name].message)
+    assert results["fine"].status == "ok"

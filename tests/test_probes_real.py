@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
+import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import _unavailable, build_facts, clean_env, write_tree
+from conftest import build_facts, clean_env, write_tree
 
 from envcheck.conditions import Context, Where, parse
+from envcheck.derived.attention import nvml_device_of
+from envcheck.facts.gpus import NvmlFacts
+from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.probes.catalog import PROBE_NAMES, ProbeSpec
 from envcheck.probes.runner import CHILD_SOURCE_FILE, RunOptions, run
@@ -240,6 +245,10 @@ def test_apex_skip_reasons(torch_python: str, tmp_path: Path, files: dict[str, s
 # CUDA code path of the probes (backend contexts, SDPAParams, can_use_*, is_bf16_supported) without a GPU.
 FAKE_CUDA = '''
 def _cuda(ctx):
+    import contextlib
+
+    # The CPU build cannot make a device current (torch.cuda.device raises); a no-op lets the cases run further.
+    ctx.torch.cuda.device = lambda index: contextlib.nullcontext()
     return {"available": True, "devices": ["cuda:0"], "build": "12.4", "hip": None, "error": None,
             "warnings": []}
 '''
@@ -268,7 +277,8 @@ def test_cuda_code_paths_survive_a_cuda_device_torch_cannot_use(torch_python: st
     bf16 = results["bf16"]
     assert bf16.status == "ok"
     assert bf16.cases["cuda:0"]["status"] == "error"
-    assert bf16.cases["cuda:0"]["is_bf16_supported_error"]
+    # torch's own answer was asked for cuda:0 (with it current): an answer or the error it raised
+    assert (bf16.cases["cuda:0"]["is_bf16_supported"] is not None) or bf16.cases["cuda:0"]["is_bf16_supported_error"]
 
 
 # Runs after transformer-fastpath in the same child: the wrapped torch function must be torch's own again.
@@ -297,6 +307,23 @@ def _nvidia_gpu_present() -> bool:
     return shutil.which("nvidia-smi") is not None or Path("/dev/nvidiactl").exists()
 
 
+GPU_RUNS = Path(__file__).parent / "fixtures" / "gpu-runs"
+
+
+def _record_gpu_run(nvml_facts: NvmlFacts, results: dict[str, ProbeResult]) -> Path:
+    """Writes what NVML and the probes saw on this GPU machine to ENVCHECK_GPU_RECORD_DIR (default
+    tests/fixtures/gpu-runs/), one JSON file per GPU model set, as evidence to commit."""
+    folder = Path(os.environ.get("ENVCHECK_GPU_RECORD_DIR") or GPU_RUNS)
+    folder.mkdir(parents=True, exist_ok=True)
+    models = sorted({d.name or "unknown" for d in nvml_facts.devices}) or [nvml_facts.status]
+    stem = re.sub(r"[^A-Za-z0-9.]+", "-", "+".join(models)).strip("-")
+    path = folder / f"{stem}.json"
+    record = {"nvml": dataclasses.asdict(nvml_facts),
+              "probes": {name: dataclasses.asdict(result) for name, result in sorted(results.items())}}
+    path.write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    return path
+
+
 @pytest.mark.gpu
 @pytest.mark.torch
 @pytest.mark.slow
@@ -305,14 +332,21 @@ def test_cuda_probes_on_a_real_gpu(request: pytest.FixtureRequest) -> None:
     if not _nvidia_gpu_present():
         pytest.skip("no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidiactl)")
     python = request.getfixturevalue("cuda_torch_python")
+    nvml_facts = collect_nvml()
     results = _run(python)
+    _record_gpu_run(nvml_facts, results)  # first: a run that fails below still leaves its evidence
     build = results["torch-build"]
     if not build.details.get("cuda_available"):
-        # A GPU host where torch sees no device is a broken setup, not a reason to pass: under CI=true it fails.
-        _unavailable(f"torch at {python} sees no CUDA device on this GPU host (build cuda="
-                     f"{build.details.get('cuda')}); set ENVCHECK_CUDA_TORCH_PYTHON to an interpreter with a CUDA "
-                     "torch that can use this driver")
+        # A GPU host where torch sees no device is a broken setup, not a reason to pass.
+        pytest.fail(f"torch at {python} sees no CUDA device on this GPU host (build cuda="
+                    f"{build.details.get('cuda')}, NVML: {nvml_facts.status}); set ENVCHECK_CUDA_TORCH_PYTHON to an "
+                    "interpreter with a CUDA torch that can use this driver")
     devices = [f"cuda:{d['index']}" for d in build.details["devices"]]
+    # Every device torch sees is one NVML lists (by UUID: CUDA's numbering need not be NVML's), MIG included.
+    facts = dataclasses.replace(build_facts(), nvml=nvml_facts)
+    for device in build.details["devices"]:
+        if device.get("uuid") is not None and nvml_facts.status == "ok":
+            assert nvml_device_of(facts, device["uuid"]) is not None, (device, nvml_facts.devices)
     sdpa = results["sdpa"]
     assert sdpa.status == "ok", sdpa
     assert sdpa.details["devices"] == ["cpu", *devices]
@@ -336,3 +370,115 @@ def test_cuda_probes_on_a_real_gpu(request: pytest.FixtureRequest) -> None:
         assert {f"{device}/eager", f"{device}/autocast-bfloat16", f"{device}/autocast-float16"} <= set(fastpath)
         assert fastpath[f"{device}/autocast-float16"]["fastpath"] is False  # CUDA autocast disables the fast path
     assert results["bf16"].status == "ok"
+
+
+# Three fake CUDA devices on the CPU build: cuda:0 a T4, cuda:1 and cuda:2 identical A100s. torch.cuda.device records
+# which device is current, and every CUDA tensor the sdpa and bf16 probes make raises with the device it was made
+# for and the device current at that moment, so the cases show whether each device ran with itself current.
+MIXED_GPUS = '''
+_FAKE = {"current": 0, "props": {0: ("Tesla T4", 7, 5), 1: ("NVIDIA A100-SXM4-40GB", 8, 0),
+                                 2: ("NVIDIA A100-SXM4-40GB", 8, 0)}}
+
+
+class _FakeDevice:
+    def __init__(self, index):
+        self.index, self.saved = int(str(index).rsplit(":", 1)[-1]), None
+
+    def __enter__(self):
+        self.saved, _FAKE["current"] = _FAKE["current"], self.index
+
+    def __exit__(self, *exc):
+        _FAKE["current"] = self.saved
+
+
+class _FakeProps:
+    def __init__(self, index):
+        self.name, self.major, self.minor = _FAKE["props"][index]
+        self.total_memory = 16 * 1024 ** 3
+
+
+def _cuda(ctx):
+    torch = ctx.torch
+    torch.cuda.device = _FakeDevice
+    torch.cuda.get_device_properties = lambda d: _FakeProps(int(str(d).rsplit(":", 1)[-1]))
+    return {"available": True, "devices": ["cuda:0", "cuda:1", "cuda:2"], "build": "12.4", "hip": None,
+            "error": None, "warnings": []}
+
+
+def _sdpa_tensor(torch, dtype_name, device):
+    raise RuntimeError("made for %s with cuda:%d current" % (device, _FAKE["current"]))
+
+
+def _bf16_matmul(torch, device):
+    raise RuntimeError("made for %s with cuda:%d current" % (device, _FAKE["current"]))
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_each_device_runs_with_itself_current_and_twins_once(torch_python: str) -> None:
+    """Mixed GPUs: every case of cuda:N runs with cuda:N current (torch's kernel checks read the current device),
+    and the second of two identical A100s is not probed again but gets the first one's cases, marked probed_on."""
+    results = _run(torch_python, ["sdpa", "bf16"], extra_source=MIXED_GPUS)
+    sdpa, bf16 = results["sdpa"], results["bf16"]
+    assert sdpa.status == "ok", sdpa
+    assert sdpa.details["probed_devices"] == ["cuda:0", "cuda:1"]
+    for device in ("cuda:0", "cuda:1"):
+        for case in SDPA_DTYPE_CASES + SDPA_BACKEND_CASES:
+            outcome = sdpa.cases[f"{device}/{case}"]
+            if outcome["status"] == "skipped":
+                continue  # a backend this torch lacks
+            assert outcome["message"] == f"made for {device} with {device} current", (device, case, outcome)
+            assert "probed_on" not in outcome
+        assert bf16.cases[device]["message"] == f"made for {device} with {device} current"
+    for case in SDPA_DTYPE_CASES + SDPA_BACKEND_CASES:
+        twin = sdpa.cases[f"cuda:2/{case}"]
+        assert twin["probed_on"] == "cuda:1"
+        assert twin["status"] == sdpa.cases[f"cuda:1/{case}"]["status"]
+    assert bf16.cases["cuda:2"]["probed_on"] == "cuda:1"
+    assert [bf16.cases[d]["capability"] for d in ("cuda:0", "cuda:1", "cuda:2")] == ["7.5", "8.0", "8.0"]
+
+
+# cuda:0's third backend case hits an illegal memory access, which makes the CUDA context unusable; cuda:1 is fine.
+STICKY = MIXED_GPUS.replace("2: (\"NVIDIA A100-SXM4-40GB\", 8, 0)", "2: (\"NVIDIA H100\", 9, 0)") + '''
+_CALLS = {"cuda:0": 0}
+
+
+def _sdpa_backend_case(torch, device, backend, dtype_name, apis_used):
+    if device == "cuda:0":
+        _CALLS[device] += 1
+        if _CALLS[device] == 3:
+            return {"status": "error", "error_class": "AcceleratorError", "warnings": [], "can_use": None,
+                    "reasons": [], "out_dtype": None,
+                    "message": "CUDA error: an illegal memory access was encountered"}
+    return {"status": "ok", "error_class": None, "message": None, "warnings": [], "can_use": True, "reasons": [],
+            "out_dtype": dtype_name}
+
+
+def probe_pid(ctx):
+    return {"status": "ok", "details": {"pid": os.getpid()}}
+
+
+def probe_pid_after(ctx):
+    return {"status": "ok", "details": {"pid": os.getpid()}}
+'''
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_sticky_cuda_error_skips_the_device_and_ends_the_child(torch_python: str) -> None:
+    """After a sticky CUDA error, that device's later cases are skipped (not recorded as their own errors), other
+    devices go on, and the next probe runs in a fresh process."""
+    specs = {n: ProbeSpec(n, "reports the process id") for n in ("pid", "pid-after")}
+    results = _run(torch_python, ["pid", "sdpa", "pid-after"], extra_source=STICKY, extra_specs=specs)
+    sdpa = results["sdpa"]
+    assert sdpa.status == "ok", sdpa
+    order = [f"backend={b},dtype={d}" for b in ("flash", "efficient", "cudnn", "math")
+             for d in ("float16", "bfloat16", "float32")]
+    assert sdpa.cases[f"cuda:0/{order[2]}"]["error_class"] == "AcceleratorError"
+    for case in order[3:]:
+        later = sdpa.cases[f"cuda:0/{case}"]
+        assert later["status"] == "skipped" and "sticky CUDA error" in later["message"], later
+    assert all(sdpa.cases[f"cuda:1/{case}"]["status"] == "ok" for case in order)
+    assert "illegal memory access" in sdpa.details["sticky_cuda_error"]
+    assert results["pid"].details["pid"] != results["pid-after"].details["pid"]

@@ -247,9 +247,9 @@ def test_bad_table_fails_the_pack_load(tmp_path: Path, stem: str, text: str, key
 def test_later_directory_table_replaces_the_shipped_one(tmp_path: Path) -> None:
     """A rule directory's table replaces the shipped table of the same name (newer data without a new envcheck)."""
     shipped = (rules_mod.builtin_rules_dir() / "data" / "cuda-driver.toml").read_text(encoding="utf-8")
-    path = _data_file(tmp_path, "cuda-driver", shipped.replace('"12" = 525', '"12" = 530'))
+    path = _data_file(tmp_path, "cuda-driver", shipped.replace('"12" = "525.60.13"', '"12" = "530.30.02"'))
     pack = rules_mod.load([tmp_path])
-    assert pack.tables[tables_mod.CUDA_DRIVER].minor_compat_floor[12] == 530
+    assert str(pack.tables[tables_mod.CUDA_DRIVER].minor_compat_floor["linux"][12]) == "530.30.2"
     assert pack.tables.files["cuda-driver"] == str(path)
 
 

@@ -72,7 +72,7 @@ class Gpu(_Leaf):
         if missing is not None:
             return missing
         assert ctx.facts.nvml is not None
-        devices = ctx.facts.nvml.devices
+        devices = ctx.facts.nvml.accessible_devices  # a GPU the user may not open is not theirs to run on
         if self.count is not None and not self.count.contains(Version(str(len(devices)))):
             return FALSE
         if self.capability is None and self.name is None and self.memory_gib is None:

@@ -286,9 +286,13 @@ def _driver_vs_torch_cuda(derived: Derived) -> Any:
     return gpu_compat.driver_vs_torch_cuda(derived.facts, derived.tables[CUDA_DRIVER])
 
 
+def _arch_coverage(derived: Derived) -> Any:
+    return gpu_compat.arch_coverage(derived.facts, derived.tables[CUDA_DRIVER])
+
+
 def _coverage(wanted: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
-        return gpu_compat.devices_with_coverage(derived.facts, wanted)
+        return gpu_compat.devices_with_coverage(derived.facts, wanted, derived.tables[CUDA_DRIVER])
 
     return compute
 
@@ -471,8 +475,9 @@ DERIVATIONS: dict[str, Derivation] = {
                    _interpreter_flag("externally_managed")),
         Derivation("gpu.driver-vs-torch-cuda",
                    "`\"ok\"` (the driver supports torch's CUDA runtime), `\"minor-compat\"` (it runs only through "
-                   "CUDA minor version compatibility: same major, driver branch at or above the major's floor, 450 "
-                   "/ 525 / 580 for CUDA 11 / 12 / 13; features of the newer minor and PTX JIT need a newer "
+                   "CUDA minor version compatibility: same major, driver at or above the major's floor, 450.80.02 / "
+                   "525.60.13 / 580 on Linux and 452.39 / 527.41 / none on Windows for CUDA 11 / 12 / 13; "
+                   "features of the newer minor and PTX JIT need a newer "
                    "driver), `\"too-old\"`, or `\"n/a\"` (no torch, a CPU or ROCm build, or no driver installed). "
                    "Unknown when NVML could not read the driver or `torch/version.py` is unreadable. The floors "
                    "and each toolkit's minimum driver are data: `rules/data/cuda-driver.toml`", (),
@@ -485,10 +490,12 @@ DERIVATIONS: dict[str, Derivation] = {
                    "every GPU and how torch's compiled architectures (the `torch-build` probe's arch list) cover "
                    "it: `index`, `name`, `compute_capability`, `coverage` (`native`: a cubin of the same major and "
                    "a minor at most the GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with "
-                   "X.Y at most the GPU's, compiled at first launch; `none`; `unknown` when NVML could not read the "
+                   "X.Y at most the GPU's, compiled at first launch, and a driver that can compile it (not one that "
+                   "runs torch's CUDA only through minor version compatibility: then `none`); `none`; `unknown` "
+                   "when NVML could not read the "
                    "capability), `build_archs` (space-separated). Empty for no torch or a CPU/ROCm build; unknown "
                    "without the probe's arch list or NVML's GPUs", _COVERAGE_FIELDS,
-                   _of_facts(gpu_compat.arch_coverage)),
+                   _arch_coverage),
         Derivation("gpu.devices-not-in-build",
                    "the `gpu.arch-coverage` items whose coverage is `none` (`no kernel image is available`): "
                    f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",

@@ -26,8 +26,13 @@ _ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
 class CudaDriverTable:
     """rules/data/cuda-driver.toml, parsed."""
 
-    minor_compat_floor: dict[int, int]  # CUDA major -> the oldest driver branch that runs every runtime of it
+    # "linux" | "windows" -> CUDA major -> the oldest driver that runs every runtime of that major (NVIDIA's exact
+    # floor, e.g. 525.60.13); a major absent on a platform has no minor version compatibility there (13.x, Windows).
+    minor_compat_floor: dict[str, dict[int, Version]]
     toolkit_minimum: dict[str, dict[tuple[int, int], Version]]  # "linux" | "windows" -> (major, minor) -> driver
+
+
+_PLATFORMS = ("linux", "windows")
 
 
 def parse_cuda_driver(data: dict[str, Any], file: str) -> CudaDriverTable:
@@ -47,22 +52,31 @@ def parse_cuda_driver(data: dict[str, Any], file: str) -> CudaDriverTable:
     unknown = sorted(set(data) - {"minor-compatibility", "toolkit-minimum-driver"})
     if unknown:
         raise RuleError(file, "unknown key (expected minor-compatibility, toolkit-minimum-driver)", key=unknown[0])
-    floors = {}
     table = data.get("minor-compatibility")
     if not isinstance(table, dict) or not table:
         raise RuleError(file, "expected a non-empty table", key="minor-compatibility")
-    for name, branch in table.items():
-        if not name.isdigit() or not isinstance(branch, int) or isinstance(branch, bool):
-            raise RuleError(file, f"expected a CUDA major and a driver branch such as \"12\" = 525, got "
-                            f"{name!r} = {branch!r}", key=f"minor-compatibility.{name}")
-        floors[int(name)] = branch
+    floors: dict[str, dict[int, Version]] = {}
+    for platform, by_major in table.items():
+        if platform not in _PLATFORMS or not isinstance(by_major, dict):
+            raise RuleError(file, "expected a CUDA major and a driver branch per platform, such as "
+                            f"[minor-compatibility.linux] \"12\" = \"525.60.13\", got {platform!r} = {by_major!r}",
+                            key=f"minor-compatibility.{platform}")
+        floors[platform] = {}
+        for name, version in versions(f"minor-compatibility.{platform}", by_major).items():
+            if not name.isdigit():
+                raise RuleError(file, "expected a CUDA major such as \"12\"",
+                                key=f"minor-compatibility.{platform}.{name}")
+            floors[platform][int(name)] = version
+    if "linux" not in floors:
+        raise RuleError(file, "expected a table of floors for linux", key="minor-compatibility.linux")
+    floors.setdefault("windows", {})
     minimums: dict[str, dict[tuple[int, int], Version]] = {}
     toolkits = data.get("toolkit-minimum-driver")
-    for platform in ("linux", "windows"):
+    for platform in _PLATFORMS:
         key = f"toolkit-minimum-driver.{platform}"
-        table = versions(key, toolkits.get(platform) if isinstance(toolkits, dict) else None)
+        parsed = versions(key, toolkits.get(platform) if isinstance(toolkits, dict) else None)
         minimums[platform] = {}
-        for name, version in table.items():
+        for name, version in parsed.items():
             release = major_minor(name)
             if release is None:
                 raise RuleError(file, "expected a CUDA release such as \"12.4\"", key=f"{key}.{name}")
@@ -80,6 +94,7 @@ def driver_vs_torch_cuda(facts: Facts, table: CudaDriverTable) -> str | None:
         return None
     if nvml.status in ("no-driver", "driver-not-loaded"):
         return "n/a"  # no driver at all is another finding than an old one
+    platform = "windows" if facts.python.platform == "win32" else "linux"
     driver = parse_version(nvml.driver_version)
     supported = major_minor(nvml.cuda_driver_version)
     if supported is not None:
@@ -89,19 +104,22 @@ def driver_vs_torch_cuda(facts: Facts, table: CudaDriverTable) -> str | None:
             return "too-old"  # minor version compatibility never crosses a major
     else:
         # NVML gave no CUDA version: the driver's own version against the toolkit's minimum driver.
-        minimum = table.toolkit_minimum["windows" if facts.python.platform == "win32" else "linux"].get(runtime)
+        minimum = table.toolkit_minimum[platform].get(runtime)
         if driver is None or minimum is None:
             return None
         if driver >= minimum:
             return "ok"
         # Below the toolkit's minimum; a driver at or above the major's floor supports at least major.0.
-    floor = table.minor_compat_floor.get(runtime[0])
+    floors = table.minor_compat_floor[platform]
+    floor = floors.get(runtime[0])
     if floor is None:
-        # Majors before the first floor had no minor version compatibility; a newer major is not in the table yet.
-        return "too-old" if runtime[0] < min(table.minor_compat_floor) else None
+        known = [major for by_major in table.minor_compat_floor.values() for major in by_major]
+        # Majors before the first floor had no minor version compatibility, nor has a major NVIDIA lists as N/A
+        # on this platform (13.x on Windows); a major newer than any in the table is not known yet.
+        return "too-old" if runtime[0] <= max(known) else None
     if driver is None:
         return None
-    return "minor-compat" if driver.release[0] >= floor else "too-old"
+    return "minor-compat" if driver >= floor else "too-old"
 
 
 def devices_without_native_bf16(facts: Facts) -> list[Item] | None:
@@ -112,6 +130,8 @@ def devices_without_native_bf16(facts: Facts) -> list[Item] | None:
     out: list[Item] = []
     unknown = False
     for device in nvml.devices:
+        if not device.accessible:
+            continue  # NVML_ERROR_NO_PERMISSION: not this user's GPU (a cgroup-restricted node)
         capability = major_minor(device.compute_capability)
         if capability is None:
             unknown = True
@@ -157,30 +177,41 @@ def coverage(capability: tuple[int, int], archs: list[str]) -> str:
     return "ptx-jit" if ptx else "none"
 
 
-def arch_coverage(facts: Facts) -> list[Item] | None:
-    """Each GPU and how torch's compiled archs cover it; None without NVML devices or the probe's arch list."""
+def arch_coverage(facts: Facts, table: CudaDriverTable | None = None) -> list[Item] | None:
+    """Each GPU and how torch's compiled archs cover it; None without NVML devices or the probe's arch list.
+
+    With the driver table, PTX counts only where the driver can JIT it: a driver that runs torch's CUDA only
+    through minor version compatibility cannot compile PTX from the newer toolkit (CUDA compatibility guide), so
+    such a GPU has no kernels ("none"), not "ptx-jit".
+    """
     if without_cuda_torch(facts):
         return []  # no CUDA kernels to cover any GPU with
     nvml = facts.nvml
     archs = _arch_list(facts)
     if nvml is None or not nvml.devices_known or archs is None:
         return None
+    jit_ok = table is None or driver_vs_torch_cuda(facts, table) != "minor-compat"
     out = []
     for device in nvml.devices:
+        if not device.accessible:
+            continue  # a GPU this user may not open runs none of its kernels, and judging it would be a guess
         capability = major_minor(device.compute_capability)
+        covered = "unknown" if capability is None else coverage(capability, archs)
+        if covered == "ptx-jit" and not jit_ok:
+            covered = "none"
         out.append({
             "index": str(device.index), "name": device.name or "?",
             "compute_capability": device.compute_capability or "",
-            "coverage": "unknown" if capability is None else coverage(capability, archs),
+            "coverage": covered,
             "build_archs": " ".join(archs),
         })
     return sorted(out, key=lambda i: int(i["index"]))
 
 
-def devices_with_coverage(facts: Facts, wanted: str) -> list[Item] | None:
+def devices_with_coverage(facts: Facts, wanted: str, table: CudaDriverTable | None = None) -> list[Item] | None:
     """The arch-coverage items whose coverage is `wanted`; None when some device's coverage is unknown and none
     matched (that device might)."""
-    items = arch_coverage(facts)
+    items = arch_coverage(facts, table)
     if items is None:
         return None
     out = [i for i in items if i["coverage"] == wanted]

@@ -3,6 +3,11 @@
 NVML is machine-wide, so it is read here even when `--python` checks another interpreter: that interpreter need
 not have the bindings. NVML creates no CUDA context and runs no third-party Python beyond NVIDIA's ctypes
 bindings. Every failure becomes a status and a reason (envcheck.facts.gpus.STATUSES); nothing here raises.
+
+NVML can block: a GPU in a bad state makes nvmlInit or a device query wait (the known `nvidia-smi` hang), and
+nvmlDeviceGetHandleByIndex initializes the GPU, seconds per GPU without persistence mode. So the reading runs in a
+daemon thread and envcheck waits for it at most `timeout_s`; a thread stuck in the driver is left behind (a daemon
+thread does not keep the process alive) and the facts say "timeout".
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import contextlib
 import importlib
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +26,17 @@ from typing import Any
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 
 NO_DRIVER_REASON = "NVML library not found: no NVIDIA driver is installed"
+DEFAULT_TIMEOUT_S = 30.0  # generous: initializing 8 GPUs without persistence mode takes seconds each
+TEGRA_REASON = ("Jetson / Tegra (integrated GPU): NVIDIA ships no NVML for it, so envcheck cannot list its GPU; "
+                "CUDA may still work there (see the torch-build probe)")
+WSL_REASON = ("WSL2: the NVML library the Windows driver provides (/usr/lib/wsl/lib/libnvidia-ml.so.1) is not on "
+              "the loader's path; install or update the NVIDIA driver on Windows, not inside WSL")
+CONTAINER_REASON = ("inside a container with no NVIDIA device nodes (/dev/nvidiactl): it was started without GPU "
+                    "access (`docker run --gpus all`, or the NVIDIA runtime / device plugin); the host's GPUs are not "
+                    "visible here")
+CGROUP_REASON = ("NVML error 999 (Unknown Error) inside a container: the container lost access to the GPUs, most "
+                 "often after `systemctl daemon-reload` on a cgroup v2 host reset the container's device rules "
+                 "(NVIDIA/nvidia-container-toolkit#251); restart the container")
 
 # NVML error constants (looked up on the module, so a fake or an old pynvml works) -> (status, reason).
 # Errors are told apart by value: the NVMLError_* subclasses are generated at import time, and an old pynvml
@@ -43,10 +60,31 @@ _FIELD_UNAVAILABLE = ("NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_FUNCTION_NOT_FOUND
 _MIB = 1024 * 1024
 
 
-def collect_nvml() -> NvmlFacts:
-    """The driver and every GPU NVML sees, or the status and reason why NVML could not say."""
+def collect_nvml(timeout_s: float = DEFAULT_TIMEOUT_S) -> NvmlFacts:
+    """The driver and every GPU NVML sees, or the status and reason why NVML could not say, within `timeout_s`."""
+    box: list[NvmlFacts] = []
+
+    def work() -> None:
+        try:
+            box.append(_collect_unbounded())
+        except BaseException as exc:  # noqa: BLE001 - nothing may escape the thread unreported
+            box.append(_failed("error", f"reading NVML failed: {type(exc).__name__}: {exc}"))
+
+    worker = threading.Thread(target=work, name="envcheck-nvml", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if not box:
+        return _failed("timeout", f"NVML did not answer within {timeout_s:g} s: a GPU or the driver is hung (the "
+                                  "state in which `nvidia-smi` hangs too); look for Xid errors in `dmesg`")
+    return box[0]
+
+
+def _collect_unbounded() -> NvmlFacts:
     if not _library_present(sys.platform):
         # Not importing the bindings at all keeps a machine without a driver at no measurable cost.
+        platform = _platform_without_nvml()
+        if platform is not None:
+            return _failed("unavailable", platform)
         return _failed("no-driver", NO_DRIVER_REASON)
     try:
         with warnings.catch_warnings():
@@ -80,6 +118,46 @@ def _library_present(platform: str) -> bool:
     return True
 
 
+def _platform_without_nvml() -> str | None:
+    """Why NVML is absent although a GPU may be there (Jetson / Tegra, WSL2), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    if _exists("/etc/nv_tegra_release") or b"nvidia,tegra" in _read_bytes("/proc/device-tree/compatible"):
+        return TEGRA_REASON
+    if _exists("/dev/dxg") or b"microsoft" in _read_bytes("/proc/sys/kernel/osrelease").lower():
+        return WSL_REASON
+    return None
+
+
+def _in_container() -> bool:
+    """Docker leaves /.dockerenv, podman /run/.containerenv; Kubernetes pods have their service-account mount."""
+    return any(_exists(p) for p in ("/.dockerenv", "/run/.containerenv",
+                                    "/var/run/secrets/kubernetes.io/serviceaccount"))
+
+
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        with Path(path).open("rb") as fh:
+            return fh.read(4096)
+    except OSError:
+        return b""
+
+
+def _init_failure(nv: ModuleType, exc: BaseException) -> NvmlFacts:
+    """nvmlInit's error as facts. In a container, the two errors a missing GPU grant gives get their real cause."""
+    status, reason = _describe(nv, exc)
+    if _in_container():
+        if _is(nv, exc, ("NVML_ERROR_DRIVER_NOT_LOADED",)) and not _exists("/dev/nvidiactl"):
+            return _failed("no-gpu-access", CONTAINER_REASON)
+        if _is(nv, exc, ("NVML_ERROR_UNKNOWN",)):
+            return _failed("no-gpu-access", CGROUP_REASON)
+    return _failed(status, reason)
+
+
 def _failed(status: str, reason: str) -> NvmlFacts:
     return NvmlFacts(status=status, reason=reason, driver_version=None, cuda_driver_version=None, devices=())
 
@@ -88,7 +166,7 @@ def _collect(nv: ModuleType) -> NvmlFacts:
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        return _failed(*_describe(nv, exc))
+        return _init_failure(nv, exc)
     try:
         driver = _text(_quiet(nv, nv.nvmlSystemGetDriverVersion))
         cuda = _cuda_driver_version(nv)
@@ -135,14 +213,33 @@ def _device(nv: ModuleType, index: int) -> GpuDevice:
     capability = reader.read(lambda: nv.nvmlDeviceGetCudaComputeCapability(handle))
     memory = reader.read(lambda: nv.nvmlDeviceGetMemoryInfo(handle))
     mig = reader.read(lambda: nv.nvmlDeviceGetMigMode(handle))  # [current, pending]
+    mig_enabled = None if mig is None else mig[0] == getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1)
     total = getattr(memory, "total", None)
     return GpuDevice(
         index=index, name=name, uuid=uuid, pci_bus_id=_text(getattr(pci, "busId", None)),
         compute_capability=None if capability is None else f"{capability[0]}.{capability[1]}",
         memory_total_mib=total // _MIB if isinstance(total, int) else None,
-        mig_mode=None if mig is None else mig[0] == getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1),
-        error=reader.error,
+        mig_mode=mig_enabled, error=reader.error,
+        mig_uuids=_mig_uuids(nv, reader, handle) if mig_enabled else (),
     )
+
+
+def _mig_uuids(nv: ModuleType, reader: _DeviceReader, handle: Any) -> tuple[str, ...]:
+    """The UUIDs ("MIG-...") of the MIG instances of a GPU in MIG mode: CUDA (and torch) see those instances, not
+    the parent GPU, so a probe's device is matched to NVML through them."""
+    count = reader.read(lambda: nv.nvmlDeviceGetMaxMigDeviceCount(handle))
+    out = []
+    for slot in range(int(count) if isinstance(count, int) else 0):
+        try:
+            child = nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+            uuid = _text(nv.nvmlDeviceGetUUID(child))
+        except AttributeError:
+            break  # an old pynvml without MIG queries
+        except nv.NVMLError:
+            continue  # NVML_ERROR_NOT_FOUND: an empty slot
+        if uuid:
+            out.append(uuid)
+    return tuple(out)
 
 
 class _DeviceReader:

@@ -222,7 +222,8 @@ class Facts:
             "partial_installs": list(self.partial_installs),
             "installer": None if self.installer is None else asdict(self.installer),
             "nvml": None if self.nvml is None else {**asdict(self.nvml),
-                                                    "devices": [asdict(d) for d in self.nvml.devices]},
+                                                    "devices": [{**asdict(d), "mig_uuids": list(d.mig_uuids)}
+                                                                for d in self.nvml.devices]},
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
             "project": None if self.project is None else asdict(self.project),

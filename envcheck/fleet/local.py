@@ -28,8 +28,11 @@ def local_device(facts: Facts, local_rank: int | None, environ: Mapping[str, str
         return None
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
-        # The probe children number devices in PCI bus order (CUDA_DEVICE_ORDER=PCI_BUS_ID), as NVML does.
-        choices = [d.uuid or str(d.index) for d in nvml.devices]
+        # By UUID: CUDA numbers devices fastest-first unless the user set CUDA_DEVICE_ORDER, and NVML's index is
+        # PCI bus order, so an index would name another GPU. GPUs this user may not open are no rank's to use.
+        choices = [d.uuid for d in nvml.accessible_devices if d.uuid]
+        if not choices:
+            return None
     else:
         choices = [c.strip() for c in visible.split(",") if c.strip()]
         if not choices or choices[0].startswith("-"):

@@ -33,6 +33,9 @@ class Context:
         self.torch_error: dict[str, Any] | None = None
         self._import_record: dict[str, Any] = {}
         self.cache: dict[str, Any] = {}  # what several probes ask once per child (CUDA devices)
+        # Set by a case that left a sticky CUDA error: every later CUDA call of this process would raise it again,
+        # so the child stops after the current probe and the runner starts a fresh one for the rest.
+        self.poisoned: str | None = None
 
     def import_torch(self) -> dict[str, Any]:
         """Import torch once; the record of how that went (time, warnings, exception) is the torch-import probe."""
@@ -105,19 +108,30 @@ def probe_torch_build(ctx: Context) -> dict[str, Any]:
         details["nccl_version"] = _call(lambda: ".".join(str(p) for p in torch.cuda.nccl.version())
                                         if isinstance(torch.cuda.nccl.version(), tuple)
                                         else str(torch.cuda.nccl.version()))
-        for i in range(torch.cuda.device_count()):
-            props = torch.cuda.get_device_properties(i)
-            uuid = getattr(props, "uuid", None)  # from torch 2.5; matched to NVML's "GPU-..." by the parent
-            devices.append({
-                "index": i,
-                "name": props.name,
-                "capability": f"{props.major}.{props.minor}",
-                "memory_mib": int(props.total_memory // (1024 * 1024)),
-                "uuid": f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith(("GPU-", "MIG-")) else
-                (str(uuid) if uuid is not None else None),
-            })
+        for i in range(_call(lambda: int(torch.cuda.device_count())) or 0):
+            devices.append(_describe_device(torch, i))
     details["devices"] = devices
     return {"status": "ok", "details": details}
+
+
+def _describe_device(torch: Any, index: int) -> dict[str, Any]:
+    """One CUDA device as torch numbers it; a device torch cannot describe (a MIG parent without instances, a
+    broken NVML-based check) keeps its index and the error, and the other devices and the arch list survive it."""
+    try:
+        props = torch.cuda.get_device_properties(index)
+    except Exception as exc:  # noqa: BLE001
+        return {"index": index, "name": None, "capability": None, "memory_mib": None, "uuid": None,
+                "error": "%s: %s" % (type(exc).__name__, _first_line(exc))}
+    uuid = getattr(props, "uuid", None)  # torch >= 2.5
+    return {
+        "index": index,
+        "name": str(props.name),
+        "capability": "%d.%d" % (props.major, props.minor),
+        "memory_mib": int(props.total_memory // (1024 * 1024)),
+        # torch's string as it is: the bare UUID of a GPU, or of a MIG instance, whose NVML name is "MIG-<uuid>";
+        # the parent matches it to NVML ignoring the "GPU-" / "MIG-" prefix, which only NVML writes.
+        "uuid": str(uuid) if uuid is not None else None,
+    }
 
 
 def _call(fn: Any) -> Any:
@@ -216,6 +230,80 @@ def _cuda(ctx: Context) -> dict[str, Any]:
     return dict(info)
 
 
+def _device_groups(ctx: Context) -> dict[str, str]:
+    """"cuda:N" -> the device whose cases stand for it: the first of the same name and capability. Identical GPUs
+    answer identically (8x H100: one device's cases, not eight), and each copy says which device ran it."""
+    if "groups" in ctx.cache:
+        return dict(ctx.cache["groups"])
+    torch = ctx.torch
+    groups: dict[str, str] = {}
+    first: dict[tuple[str, str], str] = {}
+    for device in _cuda(ctx)["devices"]:
+        props = _call(lambda device=device: torch.cuda.get_device_properties(device))
+        key = (str(props.name), "%d.%d" % (props.major, props.minor)) if props is not None else (device, "")
+        groups[device] = first.setdefault(key, device)
+    ctx.cache["groups"] = groups
+    return dict(groups)
+
+
+def _copy_twins(cases: dict[str, dict[str, Any]], groups: dict[str, str]) -> None:
+    """Give each device that was not probed its representative's cases, marked `probed_on`."""
+    for device, representative in groups.items():
+        if device == representative:
+            continue
+        prefix = representative + "/"
+        for name in [n for n in cases if n.startswith(prefix)]:
+            cases[device + "/" + name[len(prefix):]] = dict(cases[name], probed_on=representative)
+
+
+# The CUDA errors after which the context is unusable: every later CUDA call of the process fails the same way
+# (CUDA runtime API, "sticky" errors; torch >= 2.8 raises them as torch.AcceleratorError).
+_STICKY = ("illegal memory access", "illegal address", "unspecified launch failure", "device-side assert",
+           "misaligned address", "illegal instruction", "uncorrectable ecc error", "launch timed out",
+           "hardware stack error", "invalid program counter")
+
+
+def _sticky(outcome: dict[str, Any]) -> bool:
+    message = str(outcome.get("message") or "").lower()
+    return outcome.get("status") == "error" and any(text in message for text in _STICKY)
+
+
+def _device_context(torch: Any, device: str) -> Any:
+    """`with torch.cuda.device(N)` for a CUDA device: torch's kernel choice (sdp_utils' hardware checks, can_use_*)
+    and autocast's bf16 check read the *current* device's properties, not the tensors' device."""
+    import contextlib
+
+    if device.startswith("cuda:"):
+        return torch.cuda.device(int(device.split(":")[1]))
+    return contextlib.nullcontext()
+
+
+class _DeviceRun:
+    """Runs one device's cases with that device current; after a sticky CUDA error the rest of the device's cases
+    are skipped (they would only repeat it) and the context is marked poisoned."""
+
+    def __init__(self, ctx: Context, device: str) -> None:
+        self.ctx = ctx
+        self.device = device
+        self.sticky_case: str | None = None
+
+    def case(self, name: str, fn: Any, **skipped_extra: Any) -> dict[str, Any]:
+        if self.sticky_case is not None:
+            return _skipped_case("not run: case %s left a sticky CUDA error on %s; the next probe runs in a fresh "
+                                 "process" % (self.sticky_case, self.device), **skipped_extra)
+        try:
+            with _device_context(self.ctx.torch, self.device):
+                outcome = dict(fn())
+        except Exception as exc:  # noqa: BLE001 - making the device current can itself fail (a lost GPU)
+            outcome = error_of(exc)
+            outcome["warnings"] = []
+            outcome.update({k: v for k, v in skipped_extra.items() if k not in outcome})
+        if self.device != "cpu" and _sticky(outcome):
+            self.sticky_case = name
+            self.ctx.poisoned = "%s: %s" % (name, outcome.get("message"))
+        return outcome
+
+
 def _sync(torch: Any, device: str) -> None:
     """Wait for the device, so an asynchronous kernel failure is raised by the case that caused it."""
     if device.startswith("cuda"):
@@ -252,6 +340,12 @@ def _under_mode(torch: Any, device: str, mode: str, fn: Any) -> dict[str, Any]:
             return dict(fn() or {})
 
     outcome = _attempt(body)
+    if outcome.get("status") == "error" and "does not support bfloat16" in str(outcome.get("message")):
+        # torch 2.0-2.2 refuse bf16 autocast where the current device lacks bf16 (torch.cuda.is_bf16_supported):
+        # the device's limit, reported by the bf16 probe, not a failure of this case.
+        return _skipped_case("torch %s refuses bfloat16 autocast on this device (%s)" % (torch.__version__,
+                                                                                        outcome["message"]),
+                             warnings=outcome["warnings"])
     if outcome.pop("_autocast_off", False):
         why = "; ".join(outcome["warnings"]) or "no warning"
         return _skipped_case("torch %s disabled %s autocast on %s (%s)" % (torch.__version__, mode.split("-", 1)[1],
@@ -396,18 +490,26 @@ def _sdpa_can_use(torch: Any, device: str, dtype_name: str, can_use_name: str | 
 
 def _with_fd2_captured(fn: Any) -> tuple[Any, str]:
     """(fn(), what native code wrote to file descriptor 2 meanwhile)."""
+    import faulthandler
     import tempfile
 
     sys.stderr.flush()
     saved = os.dup(2)
+    # A segfault inside fn() would write its faulthandler traceback into the sink, which dies with the process:
+    # point faulthandler at the real stderr meanwhile, so the runner's stderr tail keeps it.
+    handler = faulthandler.is_enabled()
     try:
         with tempfile.TemporaryFile() as sink:
+            if handler:
+                faulthandler.enable(file=saved)  # a file descriptor is accepted (CPython's faulthandler_get_fileno)
             os.dup2(sink.fileno(), 2)
             try:
                 value = fn()
             finally:
                 sys.stderr.flush()
                 os.dup2(saved, 2)
+                if handler:
+                    faulthandler.enable(file=sys.stderr)
             sink.seek(0)
             text = sink.read(64 * 1024).decode("utf-8", errors="replace")
     finally:
@@ -448,17 +550,24 @@ def probe_sdpa(ctx: Context) -> dict[str, Any]:
     details["flash_attention_available"] = (_call(lambda: bool(backends_cuda.is_flash_attention_available()))
                                             if apis["is_flash_attention_available"] else None)
     cases: dict[str, dict[str, Any]] = {}
-    for device in details["devices"]:
+    groups = _device_groups(ctx)
+    details["probed_devices"] = sorted(set(groups.values()))
+    apis_used: dict[str, Any] = {"backend_api": None, "SDPAParams_args": None}
+    for device in ["cpu", *details["probed_devices"]]:
+        run = _DeviceRun(ctx, device)
         for q_dtype, kv_dtype in SDPA_DTYPE_PAIRS:
             for mode in AUTOCAST_MODES[device.split(":")[0]]:
                 name = "%s/q=%s,kv=%s/%s" % (device, q_dtype, kv_dtype, mode)
-                cases[name] = _sdpa_dtype_case(torch, device, q_dtype, kv_dtype, mode)
-    apis_used: dict[str, Any] = {"backend_api": None, "SDPAParams_args": None}
-    for device in cuda["devices"]:
+                cases[name] = run.case(name, lambda d=device, q=q_dtype, kv=kv_dtype, m=mode: _sdpa_dtype_case(
+                    torch, d, q, kv, m), out_dtype=None)
+        if device == "cpu":
+            continue
         for backend in SDPA_BACKENDS:
             for dtype_name in SDPA_BACKEND_DTYPES:
                 name = "%s/backend=%s,dtype=%s" % (device, backend[0], dtype_name)
-                cases[name] = _sdpa_backend_case(torch, device, backend, dtype_name, apis_used)
+                cases[name] = run.case(name, lambda d=device, b=backend, t=dtype_name: _sdpa_backend_case(
+                    torch, d, b, t, apis_used), out_dtype=None, can_use=None, reasons=[])
+    _copy_twins(cases, groups)
     details.update(apis_used)
     return {"status": "ok", "details": details, "cases": cases}
 
@@ -493,8 +602,10 @@ def probe_transformer_fastpath(ctx: Context) -> dict[str, Any]:
     cases: dict[str, dict[str, Any]] = {}
     if original is not None:
         torch._transformer_encoder_layer_fwd = counting
+    groups = _device_groups(ctx)
     try:
-        for device in details["devices"]:
+        for device in ["cpu", *sorted(set(groups.values()))]:
+            device_run = _DeviceRun(ctx, device)
             for mode in modes[device.split(":")[0]]:
                 def run(device: str = device) -> dict[str, Any]:
                     torch.manual_seed(0)
@@ -508,13 +619,16 @@ def probe_transformer_fastpath(ctx: Context) -> dict[str, Any]:
                     return {"out_dtype": _dtype_name(out.dtype)}
 
                 del trace[:]
-                outcome = _under_mode(torch, device, mode, run)
+                name = "%s/%s" % (device, mode)
+                outcome = device_run.case(name, lambda run=run, device=device, mode=mode: _under_mode(
+                    torch, device, mode, run), out_dtype=None)
                 outcome.setdefault("out_dtype", None)
                 # True when torch entered the fast path, even if it then raised (the 2.2-2.5 CPU failure is inside
                 # it); None when unknown: the layer was never called, or this torch has no fast-path function.
                 outcome["fastpath"] = ("fastpath" in trace if original is not None and "forward" in trace
                                        else None)
-                cases["%s/%s" % (device, mode)] = outcome
+                cases[name] = outcome
+        _copy_twins(cases, groups)
     finally:
         if original is not None:
             torch._transformer_encoder_layer_fwd = original
@@ -559,9 +673,11 @@ def probe_bf16(ctx: Context) -> dict[str, Any]:
     details: dict[str, Any] = {"torch": _torch_version(ctx), "cuda": cuda}
     cases: dict[str, dict[str, Any]] = {"cpu": _attempt(lambda: _bf16_matmul(torch, "cpu"))}
     cases["cpu"].setdefault("out_dtype", None)
-    for device in cuda["devices"]:
+    groups = _device_groups(ctx)
+    for device in sorted(set(groups.values())):
         index = int(device.split(":")[1])
-        outcome = _attempt(lambda device=device: _bf16_matmul(torch, device))
+        outcome = _DeviceRun(ctx, device).case(device, lambda device=device: _attempt(
+            lambda: _bf16_matmul(torch, device)), out_dtype=None)
         outcome.setdefault("out_dtype", None)
         props = _call(lambda index=index: torch.cuda.get_device_properties(index))
         outcome["name"] = str(props.name) if props is not None else None
@@ -569,6 +685,9 @@ def probe_bf16(ctx: Context) -> dict[str, Any]:
         outcome["native"] = props.major >= 8 if props is not None else None  # bf16 tensor cores: sm80 (Ampere)
         outcome.update(_is_bf16_supported(torch, index))
         cases[device] = outcome
+    for device, representative in groups.items():
+        if device != representative:
+            cases[device] = dict(cases[representative], probed_on=representative)
     if not cuda["devices"]:
         return {"status": "skipped", "message": "no CUDA device", "details": details, "cases": cases}
     return {"status": "ok", "details": details, "cases": cases}
@@ -932,6 +1051,10 @@ def main(argv: list[str]) -> None:
     ctx = Context()
     # Line-buffered append: every line reaches the file (and so the parent) before the next probe starts.
     with open(argv[2], "a", encoding="utf-8", buffering=1) as out:
+        if any(item.get("needs_torch", True) for item in request["probes"]):
+            # Before the first start event, under the runner's longer import bound: an import that is slow (a cold
+            # network filesystem) is not charged to the first probe of a fresh child.
+            ctx.import_torch()
         for item in request["probes"]:
             name = item["name"]
             _write(out, {"event": "start", "probe": name})
@@ -951,7 +1074,11 @@ def main(argv: list[str]) -> None:
                     result = error_of(exc)
                     result["details"] = {"traceback": traceback.format_exc()[-2000:]}
             result["wall_s"] = round(time.perf_counter() - start, 4)
+            if ctx.poisoned is not None:
+                result.setdefault("details", {})["sticky_cuda_error"] = ctx.poisoned
             _write(out, {"event": "result", "probe": name, "result": result})
+            if ctx.poisoned is not None:
+                break  # the CUDA context is unusable: the runner gives the remaining probes a fresh process
     sys.stdout.flush()
     sys.stderr.flush()
     # Skip interpreter teardown: CUDA and some extensions can hang or crash in their atexit handlers, and every

@@ -41,4 +41,6 @@ PROBES: tuple[ProbeSpec, ...] = (
     ProbeSpec("safetensors", "A safetensors save/load round trip of a tensor.", needs_torch=True),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
+# The probes that run work on CUDA devices: after one of them hangs (a wedged GPU), the runner skips the others.
+GPU_PROBES = frozenset({"sdpa", "transformer-fastpath", "bf16", "apex-fused-norm"})
 BY_NAME = {p.name: p for p in PROBES}

@@ -4,7 +4,12 @@ Each child runs in its own process group with a hard per-probe timeout; the grou
 results come back through a file, line by line, so a crash or hang costs only the probe that was running: the
 runner starts a new child for the probes after it. The child's stdout is discarded (libraries print there) and the
 tail of its stderr is kept for crashed and timed-out probes. CUDA_LAUNCH_BLOCKING=1 makes a failing kernel raise
-where it was launched, and CUDA_DEVICE_ORDER=PCI_BUS_ID numbers devices as NVML and nvidia-smi do.
+where it was launched. CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES stay as the user set them, so `cuda:0` in a probe
+is the GPU the user's own program gets; NVML's devices are matched to the probe's by UUID, not by index.
+
+Time: importing torch gets its own, longer bound (a CUDA torch maps gigabytes of libraries, which from a cold
+network filesystem takes minutes); a probe that hangs on the GPU costs one timeout, and the probes after it that
+would touch the GPU again are skipped with that reason rather than each hanging in a fresh child.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import IO, Any
 from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
-from envcheck.probes.catalog import BY_NAME, ProbeSpec
+from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
 
 CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
 _POLL_S = 0.02
@@ -38,6 +43,7 @@ Progress = Callable[[str, int, int], None]  # (probe name, index from 1, total)
 class RunOptions:
     python: str  # the checked interpreter
     timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
+    import_timeout_s: float = 600.0  # starting the child and importing torch, before the first probe starts
     env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
     memory_limit_mb: int | None = None  # RLIMIT_AS for the child (POSIX); tests use it to exhaust memory safely
     extra_source: str = ""  # more probe functions, inserted into the child (tests define crashing probes here)
@@ -56,7 +62,8 @@ def child_source(extra: str = "") -> str:
 def _child_env(base: dict[str, str] | None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["CUDA_LAUNCH_BLOCKING"] = "1"
-    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    # CUDA_DEVICE_ORDER is left alone: forcing PCI_BUS_ID would make CUDA_VISIBLE_DEVICES=0 name another GPU than
+    # in the user's programs (CUDA's default order is FASTEST_FIRST).
     env["PYTHONFAULTHANDLER"] = "1"
     env.pop("PYTHONINSPECT", None)
     return env
@@ -161,7 +168,9 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
             proc = _spawn(opts, request, out_path, err)
             lines = _Lines(out_path)
             current: str | None = None
-            deadline = time.monotonic() + opts.timeout_s  # the interpreter's own start counts against the first
+            # Before the first start event the child starts Python and imports torch: the import bound applies.
+            deadline = time.monotonic() + opts.import_timeout_s
+            started = False
             finished: set[str] = set()
             killed = False  # by us, at a timeout: the exit status then says nothing about the other probes
             try:
@@ -169,6 +178,7 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                     for event in lines.read():
                         name = str(event.get("probe"))
                         if event.get("event") == "start":
+                            started = True
                             current, deadline = name, time.monotonic() + opts.timeout_s
                             if opts.progress is not None:
                                 opts.progress(name, done + len(finished) + 1, total)
@@ -182,11 +192,17 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                         killed = True
                         _kill_group(proc)
                         proc.wait()
-                        late = current or specs[len(finished)].name
-                        results[late] = ProbeResult(
-                            status="timeout", error_class="Timeout",
-                            message=f"no result within {opts.timeout_s:g} s (the process group was killed)",
-                            wall_s=opts.timeout_s, stderr_tail=_tail(err_path) or None)
+                        late = current or next(sp.name for sp in specs if sp.name not in finished)
+                        if started or current is not None:
+                            message = f"no result within {opts.timeout_s:g} s (the process group was killed)"
+                            limit = opts.timeout_s
+                        else:
+                            message = (f"starting Python and importing torch took longer than "
+                                       f"{opts.import_timeout_s:g} s (a cold import from a network filesystem, or "
+                                       "a hung GPU during CUDA initialization); the process group was killed")
+                            limit = opts.import_timeout_s
+                        results[late] = ProbeResult(status="timeout", error_class="Timeout", message=message,
+                                                    wall_s=limit, stderr_tail=_tail(err_path) or None)
                         finished.add(late)
                         break
                     time.sleep(_POLL_S)
@@ -262,6 +278,14 @@ def run(names: Sequence[str], opts: RunOptions) -> dict[str, ProbeResult]:
                         status="skipped", message=f"importing torch {imported.status} ({imported.message})")
                 group = [s for s in group if not uses_torch(s) or s.name == "torch-import"]
                 queue = [[s for s in g if not uses_torch(s)] for g in queue]
+            hung = next((n for n in GPU_PROBES if n in results and results[n].status == "timeout"), None)
+            if hung is not None:
+                # A probe that hung on the GPU would hang again in every fresh child: one timeout, not one per probe.
+                for spec in [s for s in group if s.name in GPU_PROBES]:
+                    results[spec.name] = ProbeResult(
+                        status="skipped", message=f"not run: the {hung} probe timed out on the GPU "
+                                                  f"({results[hung].message})")
+                group = [s for s in group if s.name not in GPU_PROBES]
             if not group:
                 continue
             rest = _run_child(group, opts, len(results), total, results)
