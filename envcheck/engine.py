@@ -85,4 +85,6 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
         return [_skipped(rule, frozenset({f"fact {rule.foreach}"}))]
     if not items:
         return [_plain(rule, Status.PASS, f"not found: {rule.foreach} is empty")]
-    return [_found(rule, ctx, dict(item), when.evidence) for item in items]
+    # An item may name the facts that decided it (a probe's answer, else a table's): the rule's own `first`, if
+    # any, still comes first.
+    return [_found(rule, ctx, dict(item), when.evidence or item.get("evidence", "")) for item in items]

@@ -18,9 +18,9 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, companions, gpu_compat, system_libs
+from envcheck.derived import attention, builds, companions, gpu_compat, system_libs
 from envcheck.derived.common import Item
-from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_COMPANIONS, XFORMERS, Tables
+from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -235,9 +235,17 @@ def _driver_vs_torch_cuda(derived: Derived) -> Any:
     return gpu_compat.driver_vs_torch_cuda(derived.facts, derived.tables[CUDA_DRIVER])
 
 
+def _recommended_build(derived: Derived) -> Any:
+    return builds.recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
+
+
+def _arch_coverage(derived: Derived) -> Any:
+    return builds.arch_coverage(derived.facts, derived.tables[TORCH_BUILDS], derived.get("torch.recommended-build"))
+
+
 def _coverage(wanted: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
-        return gpu_compat.devices_with_coverage(derived.facts, wanted)
+        return builds.with_coverage(derived.get("gpu.arch-coverage"), wanted)
 
     return compute
 
@@ -306,10 +314,11 @@ def _companion_derivations() -> list[Derivation]:
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
                  "installed", "kind")
 _GPU_FIELDS = ("index", "name", "compute_capability")
-_COVERAGE_FIELDS = (*_GPU_FIELDS, "coverage", "build_archs")
+_COVERAGE_FIELDS = builds.COVERAGE_FIELDS
 _UNSAT_DOC = ("`package`, `package_version`, `requirer` (\"torchvision 0.21.0\", with the extras path when there is "
               "one), `via`, `requirement`, `dependency`, `specifier`, `installed`, `kind` (`missing` or `conflict`)")
-_COVERAGE_DOC = "`index`, `name`, `compute_capability`, `coverage`, `build_archs`"
+_COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_archs`, `evidence`, and the "
+                 "`torch.recommended-build` fields")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
@@ -357,18 +366,30 @@ DERIVATIONS: dict[str, Derivation] = {
                    "Unknown when NVML could not read the driver or `torch/version.py` is unreadable. The floors "
                    "and each toolkit's minimum driver are data: `rules/data/cuda-driver.toml`", (),
                    _driver_vs_torch_cuda),
+        Derivation("torch.recommended-build",
+                   "one item, the torch-family install that runs this machine (`envcheck plan` prints the same): "
+                   "`install` (space-separated requirements: torch pinned to release and variant, "
+                   "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
+                   "to the release made for it; empty when nothing fits), `index_url` (the variant's index URL), "
+                   "`recommended` (`torch 2.7.1+cu128`, or `no torch build`), `because` (what constrained the "
+                   "choice), `evidence` (the facts it read). The installed release is kept when one of its builds covers every GPU with this "
+                   "driver; else the newest release that does; full driver compatibility before minor-version "
+                   "compatibility. Empty without torch; unknown without NVML's GPUs and driver",
+                   builds.RECOMMENDATION_FIELDS, _recommended_build),
         Derivation("gpu.devices-without-native-bf16",
                    "GPUs of compute capability below 8.0 (no native bfloat16): `index`, `name`, "
                    "`compute_capability`. Unknown when NVML could not list the GPUs",
                    _GPU_FIELDS, _of_facts(gpu_compat.devices_without_native_bf16)),
         Derivation("gpu.arch-coverage",
-                   "every GPU and how torch's compiled architectures (the `torch-build` probe's arch list) cover "
-                   "it: `index`, `name`, `compute_capability`, `coverage` (`native`: a cubin of the same major and "
-                   "a minor at most the GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with "
-                   "X.Y at most the GPU's, compiled at first launch; `none`; `unknown` when NVML could not read the "
-                   "capability), `build_archs` (space-separated). Empty for no torch or a CPU/ROCm build; unknown "
-                   "without the probe's arch list or NVML's GPUs", _COVERAGE_FIELDS,
-                   _of_facts(gpu_compat.arch_coverage)),
+                   "every GPU and how torch's compiled architectures cover it: `index`, `name`, "
+                   "`compute_capability`, `coverage` (`native`: a cubin of the same major and a minor at most the "
+                   "GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with X.Y at most the "
+                   "GPU's, compiled at first launch; `none`; `unknown` when NVML could not read the capability), "
+                   "`build_archs` (space-separated), `evidence` (the `torch-build` probe's arch list when the probe "
+                   "ran, else the build matrix's list for the installed release and variant, "
+                   "`rules/data/torch-builds.toml`), and the `torch.recommended-build` fields. Empty for no torch "
+                   "or a CPU/ROCm build; unknown without NVML's GPUs, or without the probe when the matrix does not "
+                   "know the installed build", _COVERAGE_FIELDS, _arch_coverage),
         Derivation("gpu.devices-not-in-build",
                    "the `gpu.arch-coverage` items whose coverage is `none` (`no kernel image is available`): "
                    f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",
