@@ -174,7 +174,8 @@ def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: 
         needed = tb.minimum_driver(matrix, variant, machine.platform, minor_compat=minor)
         how = "through CUDA minor version compatibility" if minor else "fully"
         floor = f" (at least {needed})" if needed is not None else ""
-        out.append(f"Driver {machine.driver_text or machine.driver} runs CUDA {variant.cuda[0]}.{variant.cuda[1]} {how}{floor}.")
+        cuda = f"{variant.cuda[0]}.{variant.cuda[1]}"
+        out.append(f"Driver {machine.driver_text or machine.driver} runs CUDA {cuda} {how}{floor}.")
     elif not machine.gpus:
         out.append("No NVIDIA GPU is usable here, so it is the CPU build.")
     out.append(f"It has wheels for Python {machine.python} on {machine.platform}.")

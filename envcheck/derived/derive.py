@@ -372,9 +372,10 @@ DERIVATIONS: dict[str, Derivation] = {
                    "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
                    "to the release made for it; empty when nothing fits), `index_url` (the variant's index URL), "
                    "`recommended` (`torch 2.7.1+cu128`, or `no torch build`), `because` (what constrained the "
-                   "choice), `evidence` (the facts it read). The installed release is kept when one of its builds covers every GPU with this "
-                   "driver; else the newest release that does; full driver compatibility before minor-version "
-                   "compatibility. Empty without torch; unknown without NVML's GPUs and driver",
+                   "choice), `evidence` (the facts it read). The installed release is kept when one of its "
+                   "builds covers every GPU with this driver; else the newest release that does; full driver "
+                   "compatibility before minor-version compatibility. Empty without torch; unknown without NVML's "
+                   "GPUs and driver",
                    builds.RECOMMENDATION_FIELDS, _recommended_build),
         Derivation("gpu.devices-without-native-bf16",
                    "GPUs of compute capability below 8.0 (no native bfloat16): `index`, `name`, "
