@@ -46,7 +46,8 @@ def parse(data: dict[str, Any], file: str) -> GpuNames:
     for key, listed in table.items():
         match = _DOTTED.fullmatch(key)
         if match is None:
-            raise RuleError(file, f"expected a compute capability such as \"8.6\", got {key!r}", key=f"capability.{key}")
+            raise RuleError(file, f"expected a compute capability such as \"8.6\", got {key!r}",
+                            key=f"capability.{key}")
         if not isinstance(listed, list) or not listed or not all(isinstance(n, str) and _words(n) for n in listed):
             raise RuleError(file, "expected a list of GPU names", key=f"capability.{key}")
         for name in listed:

@@ -19,8 +19,8 @@ from envcheck import _resources, _toml, gpus, torch_builds
 from envcheck.derived import companions, gpu_compat
 from envcheck.errors import RuleError
 
-__all__ = ["CUDA_DRIVER", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables",
-           "load"]
+__all__ = ["CUDA_DRIVER", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table",
+           "Tables", "load"]
 
 T = TypeVar("T")
 
