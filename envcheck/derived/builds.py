@@ -167,7 +167,7 @@ def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: 
         out.append(f"It keeps torch {keep} and changes only its build.")
     elif keep is not None:
         out.append(f"No build of torch {keep} fits, so it is the newest release that does.")
-    for (name, cap), runs in zip(machine.gpus, choice.coverage, strict=True):
+    for (name, cap), runs in dict.fromkeys(zip(machine.gpus, choice.coverage, strict=True)):
         how = "native code" if runs == "native" else "PTX compiled at first use"
         out.append(f"{name} (compute capability {cap[0]}.{cap[1]}) runs it with {how}.")
     if variant.cuda is not None and machine.driver is not None:

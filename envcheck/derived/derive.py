@@ -318,7 +318,7 @@ _COVERAGE_FIELDS = builds.COVERAGE_FIELDS
 _UNSAT_DOC = ("`package`, `package_version`, `requirer` (\"torchvision 0.21.0\", with the extras path when there is "
               "one), `via`, `requirement`, `dependency`, `specifier`, `installed`, `kind` (`missing` or `conflict`)")
 _COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_archs`, `evidence`, and the "
-                 "`torch.recommended-build` fields")
+                 "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
@@ -388,7 +388,8 @@ DERIVATIONS: dict[str, Derivation] = {
                    "GPU's, compiled at first launch; `none`; `unknown` when NVML could not read the capability), "
                    "`build_archs` (space-separated), `evidence` (the `torch-build` probe's arch list when the probe "
                    "ran, else the build matrix's list for the installed release and variant, "
-                   "`rules/data/torch-builds.toml`), and the `torch.recommended-build` fields. Empty for no torch "
+                   "`rules/data/torch-builds.toml`), and the `torch.recommended-build` fields (`install`, `index_url`, "
+                   "`recommended`, `because`) for the rules' command. Empty for no torch "
                    "or a CPU/ROCm build; unknown without NVML's GPUs, or without the probe when the matrix does not "
                    "know the installed build", _COVERAGE_FIELDS, _arch_coverage),
         Derivation("gpu.devices-not-in-build",
