@@ -99,6 +99,7 @@ def test_driver_470_with_cu124_torch_gets_a_cuda_11_build_it_runs() -> None:
     [finding] = _findings(_load("driver470-torch-cu124"), "EC0403")
     [command] = finding.commands
     variant, index = _chosen(command)
+    assert index == f"https://download.pytorch.org/whl/{variant.name}"
     assert re.fullmatch(r"cu11\d", variant.name), variant.name
     assert "torch==2.5.1+" + variant.name in command
     assert tb.driver_status(MATRIX, variant, Version("470.256.02"), "linux-x86_64") in ("ok", "minor-compat")
