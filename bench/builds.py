@@ -5,8 +5,8 @@ after, in alternating runs; and the recommendation itself, in process.
 
 `--before` / `--after` are git refs (git archive; `--after` defaults to the work tree). Both run on this
 interpreter, which needs envcheck's dependencies (click, packaging); `--python` is the environment checked by
-`--static` (default: this interpreter). The snapshot is tests/fixtures/torch-builds/machines/rtx5090-torch251-cu124.json:
-an RTX 5090 beside torch 2.5.1+cu124, where the new code decides EC0401 from the matrix and computes a command.
+`--static` (default: this interpreter). The snapshot is
+tests/fixtures/torch-builds/machines/rtx5090-torch251-cu124.json: an RTX 5090 beside torch 2.5.1+cu124, where the new code decides EC0401 from the matrix and computes a command.
 Prints a table; writes JSON under bench/results/ unless --no-json. Nothing is asserted.
 """
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402 - the bench helpers live beside this script, not in a package
+from _common import (
     REPO_ROOT,
     RESULTS_DIR,
     Series,

@@ -10,10 +10,6 @@ from pathlib import Path
 
 import click
 
-from envcheck import recommend as recommend_mod
-from envcheck import rules as rules_mod
-from envcheck.api import gather
-from envcheck.target import discover
 from envcheck.torch_builds import PLATFORMS
 
 
@@ -35,6 +31,12 @@ def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | N
     snapshot (--facts), or a machine described by --gpu/--capability, --driver, --python and --platform. The
     command is written for the environment's installer (pip or uv); a machine described in full, with no
     snapshot, gets a pip command for the Python that is to have torch."""
+    # Imported here: every other command's start-up (the static tier's budget) does not pay for the planner.
+    from envcheck import recommend as recommend_mod
+    from envcheck import rules as rules_mod
+    from envcheck.api import gather
+    from envcheck.target import discover
+
     described = recommend_mod.describe_from(gpu, capability, driver, python_version, platform)
     pack = rules_mod.load(rule_dirs)
     wholly_described = bool((gpu or capability) and python_version and platform and facts_file is None)
