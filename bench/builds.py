@@ -6,7 +6,8 @@ after, in alternating runs; and the recommendation itself, in process.
 `--before` / `--after` are git refs (git archive; `--after` defaults to the work tree). Both run on this
 interpreter, which needs envcheck's dependencies (click, packaging); `--python` is the environment checked by
 `--static` (default: this interpreter). The snapshot is
-tests/fixtures/torch-builds/machines/rtx5090-torch251-cu124.json: an RTX 5090 beside torch 2.5.1+cu124, where the new code decides EC0401 from the matrix and computes a command.
+tests/fixtures/torch-builds/machines/rtx5090-torch251-cu124.json: an RTX 5090 beside torch 2.5.1+cu124, where the
+new code decides EC0401 from the matrix and computes a command.
 Prints a table; writes JSON under bench/results/ unless --no-json. Nothing is asserted.
 """
 
