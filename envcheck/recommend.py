@@ -59,7 +59,7 @@ def _gpus(described: Described, table: gpus_mod.GpuNames) -> list[tuple[str, tb.
     out: list[tuple[str, tb.Capability]] = []
     for text in described.gpus:
         direct = gpus_mod.capability_of(text)
-        found = gpus_mod.lookup(table, text) if direct is None else (f"compute capability {text}", direct)
+        found = gpus_mod.lookup(table, text) if direct is None else ("a GPU", direct)
         if found is None:
             raise DescribeError(f"--gpu {text!r}: not a GPU name envcheck knows (rules/data/gpus.toml); give its "
                                 "compute capability instead, e.g. --capability 8.6 or --gpu sm_86 (NVIDIA lists "
@@ -69,7 +69,7 @@ def _gpus(described: Described, table: gpus_mod.GpuNames) -> list[tuple[str, tb.
         direct = gpus_mod.capability_of(text)
         if direct is None:
             raise DescribeError(f"--capability {text!r}: expected a compute capability such as 8.6 or 12.0")
-        out.append((f"compute capability {direct[0]}.{direct[1]}", direct))
+        out.append(("a GPU", direct))
     return out
 
 

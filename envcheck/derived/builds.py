@@ -145,7 +145,7 @@ def recommend(matrix: tb.BuildMatrix, machine: Machine) -> Recommendation:
         if choice is not None:
             break
     if choice is None:
-        return Recommendation(None, (), "", (_nothing_fits(machine),))
+        return Recommendation(None, (), "", (_nothing_fits(matrix, machine),))
     version = str(choice.release.version)
     made_for = tb.companions(matrix, version)
     requirements = [_requirement("torch", version, choice.variant, machine.platform)]
@@ -169,11 +169,11 @@ def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: 
         out.append(f"No build of torch {keep} fits, so it is the newest release that does.")
     for (name, cap), runs in dict.fromkeys(zip(machine.gpus, choice.coverage, strict=True)):
         how = "native code" if runs == "native" else "PTX compiled at first use"
-        out.append(f"{name} (compute capability {cap[0]}.{cap[1]}) runs it with {how}.")
+        out.append(f"{name[0].upper()}{name[1:]} (compute capability {cap[0]}.{cap[1]}) runs it with {how}.")
     if variant.cuda is not None and machine.driver is not None:
         needed = tb.minimum_driver(matrix, variant, machine.platform, minor_compat=minor)
         how = "through CUDA minor version compatibility" if minor else "fully"
-        floor = f" (at least {needed})" if needed is not None else ""
+        floor = f" (at least {driver_text(needed)})" if needed is not None else ""
         cuda = f"{variant.cuda[0]}.{variant.cuda[1]}"
         out.append(f"Driver {machine.driver_text or machine.driver} runs CUDA {cuda} {how}{floor}.")
     elif not machine.gpus:
@@ -184,11 +184,30 @@ def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: 
     return tuple(out)
 
 
-def _nothing_fits(machine: Machine) -> str:
+def _nothing_fits(matrix: tb.BuildMatrix, machine: Machine) -> str:
     gpus = ", ".join(f"{name} ({cap[0]}.{cap[1]})" for name, cap in machine.gpus) or "no GPU"
     driver = f"driver {machine.driver_text or machine.driver}" if machine.driver is not None else "no driver"
-    return (f"No torch release in the build matrix has a build for Python {machine.python} on {machine.platform} "
-            f"that runs {gpus} with {driver}: upgrade the NVIDIA driver, or use another Python.")
+    head = (f"No torch release in the build matrix has a build for Python {machine.python} on {machine.platform} "
+            f"that runs {gpus} with {driver}")
+    # Would a newer driver do? The smallest upgrade that would: each toolkit's minimum driver, oldest first.
+    os_name = "windows" if machine.platform.startswith("windows") else "linux"
+    drivers = sorted({row[os_name] for row in matrix.drivers.toolkit.values() if os_name in row})
+    capabilities = [cap for _, cap in machine.gpus]
+    for candidate in drivers if capabilities else []:
+        if machine.driver is not None and candidate <= machine.driver:
+            continue
+        other = tb.best_build(matrix, platform=machine.platform, python=machine.python, capabilities=capabilities,
+                              driver=candidate)
+        if other is not None:
+            return (f"{head}: upgrade the NVIDIA driver (to {driver_text(candidate)} or later, which runs torch "
+                    f"{other.release.version}+{other.variant.name}).")
+    return f"{head}, whatever the driver: no single build covers these GPUs; try another Python."
+
+
+def driver_text(version: Version) -> str:
+    """A driver version as NVIDIA writes it: 560.28.03, not packaging's 560.28.3."""
+    first, *rest = version.release
+    return ".".join([str(first), *(f"{part:02d}" for part in rest)])
 
 
 def recommended_build(facts: Facts, matrix: tb.BuildMatrix) -> list[Item] | None:
