@@ -234,3 +234,20 @@ def test_snapshots_load_like_saved_ones() -> None:
     """The recorded machines are valid snapshots, read by the same loader as `check --facts`."""
     for path in sorted(MACHINES.glob("*.json")):
         assert collect_mod.load(str(path)).nvml is not None
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    pytest.param({"version": "3.14.0"}, "torch 2.5.1 has wheels for Python 3.9, 3.10, 3.11, 3.12, 3.13 on "
+                 "linux-x86_64, not 3.14", id="python"),
+    pytest.param({"platform": "darwin", "machine": "x86_64"}, "PyTorch published no torch 2.5.1 wheel for "
+                 "macos-x86_64", id="platform"),
+])
+def test_unpublished_build(changes: dict[str, str], reason: str) -> None:
+    """EC0410 names a torch release+variant that no index published for this Python or platform."""
+    data = _load("rtx5090-torch251-cu124").to_dict()
+    data["python"].update(changes)
+    rule = PACK.only([r for r in PACK if r.id == "EC0410"])
+    [finding] = evaluate(rule, Facts.from_dict(data, file="x")).findings
+    assert finding.status is Status.INFO
+    assert finding.summary.endswith(reason)
+    assert finding.evidence == "the build matrix's builds of torch 2.5.1"

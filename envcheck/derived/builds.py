@@ -14,6 +14,7 @@ envcheck/derived/derive.py registers them as derived facts; `envcheck plan` asks
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ MOVES_WITH_TORCH = ("torchvision", "torchaudio", "xformers", "torchcodec")
 # Companions whose PyTorch-index wheels carry the variant's local tag (torchvision-0.22.1+cu128); the others are
 # pinned by release only, which any local tag satisfies.
 _TAGGED = frozenset({"torchvision", "torchaudio"})
+_INDEX_TAG = re.compile(r"cpu|cu\d+|rocm\d+(?:\.\d+)+")  # the local tags of PyTorch's wheel indexes
 RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evidence")
 COVERAGE_FIELDS = ("index", "name", "compute_capability", "coverage", "build_archs", *RECOMMENDATION_FIELDS)
 
@@ -270,3 +272,41 @@ def with_coverage(items: list[Item] | None, wanted: str) -> list[Item] | None:
         return None
     out = [i for i in items if i["coverage"] == wanted]
     return None if not out and any(i["coverage"] == "unknown" for i in items) else out
+
+
+UNPUBLISHED_FIELDS = ("torch", "python", "platform", "reason", *RECOMMENDATION_FIELDS)
+
+
+def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None) -> list[Item]:
+    """One item when the installed torch is a release the matrix knows but no wheel PyPI or PyTorch's indexes
+    publish for this platform and Python: its variant tag was not built for the platform, or the release has no
+    wheel for this Python or platform at all. Nothing is judged for releases the matrix does not know (source
+    builds, nightlies, releases newer than the table), tags that are no index variant (`+cpu.cxx11.abi`), or a
+    torch that conda installed (conda builds its own)."""
+    torch = facts.torch.version if facts.torch is not None else None
+    platform = platform_key(facts)
+    dist = facts.active("torch")
+    if torch is None or platform is None or (dist is not None and dist.installer == "conda"):
+        return []
+    try:
+        local = Version(torch).local
+    except InvalidVersion:
+        return []
+    found = tb.release(matrix, torch)
+    if found is None or (local is not None and _INDEX_TAG.fullmatch(local) is None):
+        return []
+    python = ".".join(facts.python.version.split(".")[:2])
+    builds = found.platforms.get(platform)
+    if builds is None or (local is None and builds.pypi is None):
+        reason = f"PyTorch published no torch {found.version} wheel for {platform}"
+    elif python not in builds.python:
+        reason = (f"torch {found.version} has wheels for Python {', '.join(builds.python)} on {platform}, "
+                  f"not {python}")
+    elif local is not None and all(v.name != local for v in builds.variants):
+        reason = (f"torch {found.version} was built for {platform} as {', '.join(v.name for v in builds.variants)}, "
+                  f"not {local}")
+    else:
+        return []
+    rec = recommendation[0] if recommendation else dict.fromkeys(RECOMMENDATION_FIELDS, "")
+    return [{"torch": torch, "python": python, "platform": platform, "reason": reason, **rec,
+             "evidence": f"the build matrix's builds of torch {found.version}"}]

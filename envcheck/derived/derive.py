@@ -243,6 +243,11 @@ def _arch_coverage(derived: Derived) -> Any:
     return builds.arch_coverage(derived.facts, derived.tables[TORCH_BUILDS], derived.get("torch.recommended-build"))
 
 
+def _unpublished_build(derived: Derived) -> Any:
+    recommendation = derived.get("torch.recommended-build")
+    return builds.unpublished_build(derived.facts, derived.tables[TORCH_BUILDS], recommendation)
+
+
 def _coverage(wanted: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
         return builds.with_coverage(derived.get("gpu.arch-coverage"), wanted)
@@ -377,6 +382,13 @@ DERIVATIONS: dict[str, Derivation] = {
                    "compatibility before minor-version compatibility. Empty without torch; unknown without NVML's "
                    "GPUs and driver",
                    builds.RECOMMENDATION_FIELDS, _recommended_build),
+        Derivation("torch.unpublished-build",
+                   "one item when the installed torch is a release the build matrix knows but a build nobody "
+                   "published for this platform and Python: `torch`, `python`, `platform`, `reason` (no wheel "
+                   "for this platform, this Python, or this variant tag), `evidence`, and the "
+                   "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`. Empty for "
+                   "releases the matrix does not know (source builds, nightlies), tags that are no index variant, "
+                   "and a torch conda installed", builds.UNPUBLISHED_FIELDS, _unpublished_build),
         Derivation("gpu.devices-without-native-bf16",
                    "GPUs of compute capability below 8.0 (no native bfloat16): `index`, `name`, "
                    "`compute_capability`. Unknown when NVML could not list the GPUs",
