@@ -77,6 +77,9 @@ def machine(facts: Facts, described: Described, tables: Tables) -> builds.Machin
     """The machine to plan for: the snapshot's, with each described part in its place."""
     base = builds.machine_of(facts)
     platform = described.platform or (base.platform if base else builds.platform_key(facts))
+    if platform is None:
+        raise DescribeError(f"the build matrix has no wheels for this platform ({facts.python.platform} "
+                            f"{facts.python.machine}): give one with --platform ({', '.join(tb.PLATFORMS)})")
     if platform not in tb.PLATFORMS:
         raise DescribeError(f"--platform {platform!r}: expected one of {', '.join(tb.PLATFORMS)}")
     python = described.python or ".".join(facts.python.version.split(".")[:2])

@@ -145,7 +145,7 @@ def test_no_command_when_no_build_fits() -> None:
     [finding] = _findings(Facts.from_dict(data, file="x"), "EC0401")
     assert finding.status is Status.FAIL
     assert finding.commands == ()
-    assert "no torch build" in finding.fix and "upgrade the NVIDIA driver" in finding.fix
+    assert "no published torch build fits" in finding.fix and "upgrade the NVIDIA driver" in finding.fix
 
 
 def test_split_placeholder_becomes_arguments_or_drops_the_command() -> None:

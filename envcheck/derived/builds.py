@@ -70,8 +70,10 @@ class Recommendation:
 
     def item(self) -> Item:
         """The recommendation as the fields of a derived item (RECOMMENDATION_FIELDS)."""
+        recommended = (f"{self.described} from {self.index_url}, with the installed companions made for it"
+                       if self.choice is not None else "no published torch build fits")
         return {"install": " ".join(self.requirements), "index_url": self.index_url,
-                "recommended": self.described, "because": " ".join(self.because), "evidence": self.evidence}
+                "recommended": recommended, "because": " ".join(self.because), "evidence": self.evidence}
 
 
 def platform_key(facts: Facts) -> str | None:
