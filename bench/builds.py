@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,29 +45,32 @@ def _argv(source: Path, args: list[str]) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def _in_process(source: Path, rounds: int) -> dict[str, float]:
-    """Milliseconds per evaluation of the GPU rules (EC040x) on the snapshot, and per recommendation."""
-    sys.path.insert(0, str(source))
-    from envcheck import rules
-    from envcheck.derived import builds
-    from envcheck.derived.tables import TORCH_BUILDS
-    from envcheck.engine import evaluate
-    from envcheck.facts import collect
+_IN_PROCESS = """
+import json, sys, time
+sys.path.insert(0, SOURCE)
+from envcheck import rules
+from envcheck.engine import evaluate
+from envcheck.facts import collect
+start = time.perf_counter()
+for _ in range(10):
+    rules.load()
+load_ms = (time.perf_counter() - start) * 100
+pack = rules.load()
+facts = collect.load(SNAPSHOT)
+start = time.perf_counter()
+for _ in range(ROUNDS):
+    evaluate(pack, facts)
+print(json.dumps({"rules_load_ms": load_ms, "evaluate_snapshot_ms": (time.perf_counter() - start) * 1000 / ROUNDS}))
+"""
 
-    pack = rules.load()
-    gpu = pack.only([r for r in pack if r.id.startswith("EC040")])
-    facts = collect.load(str(SNAPSHOT))
-    start = time.perf_counter()
-    for _ in range(rounds):
-        evaluate(gpu, facts)
-    per_eval = (time.perf_counter() - start) * 1000 / rounds
-    target = builds.machine_of(facts)
-    assert target is not None
-    start = time.perf_counter()
-    for _ in range(rounds):
-        builds.recommend(pack.tables[TORCH_BUILDS], target)
-    per_rec = (time.perf_counter() - start) * 1000 / rounds
-    return {"gpu_rules_eval_ms": per_eval, "recommend_ms": per_rec}
+
+def _in_process(source: Path, rounds: int) -> dict[str, float]:
+    """In a child running `source`: ms per `rules.load()` (rule files and data tables parsed) and per evaluation
+    of the whole pack on the snapshot (which, after the change, decides EC0401 from the matrix with its command)."""
+    code = (_IN_PROCESS.replace("SOURCE", repr(str(source))).replace("SNAPSHOT", repr(str(SNAPSHOT)))
+            .replace("ROUNDS", str(rounds)))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=child_env())
+    return dict(json.loads(done.stdout))
 
 
 def main() -> None:
@@ -75,7 +80,8 @@ def main() -> None:
     parser.add_argument("--python", default=sys.executable, help="the environment `--static` checks")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=200, help="in-process evaluations to average")
+    parser.add_argument("--rounds", type=int, default=50, help="in-process evaluations to average per child")
+    parser.add_argument("--children", type=int, default=5, help="in-process children per side")
     parser.add_argument("--no-json", action="store_true")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -89,12 +95,18 @@ def main() -> None:
             Series("after check --facts", _argv(after, ["check", "--facts", str(SNAPSHOT), *common])),
         ]
         run_alternating(series, opts.runs, opts.warmup, str(REPO_ROOT), child_env())
-        in_process = _in_process(after, opts.rounds)
+        in_process = {"before": [], "after": []}  # alternating children, like the runs above
+        for _ in range(opts.children):
+            in_process["before"].append(_in_process(before, opts.rounds))
+            in_process["after"].append(_in_process(after, opts.rounds))
     rows = [[s.label, fmt(s.stats()["median_ms"]), fmt(s.stats()["p90_ms"]), fmt(s.stats()["min_ms"]),
              fmt(s.stats()["cpu_median_ms"]), str({sample.rc for sample in s.samples})] for s in series]
     print(table(["command", "median ms", "p90 ms", "min ms", "cpu median ms", "exit codes"], rows))
-    print(f"in process (after): GPU rules on the snapshot {in_process['gpu_rules_eval_ms']:.2f} ms per evaluation, "
-          f"recommend {in_process['recommend_ms']:.3f} ms")
+    for label, samples in in_process.items():
+        load = statistics.median(x["rules_load_ms"] for x in samples)
+        evaluation = statistics.median(x["evaluate_snapshot_ms"] for x in samples)
+        print(f"in process, {label}: rules.load() {load:.1f} ms, whole pack on the snapshot {evaluation:.2f} ms "
+              f"(medians of {len(samples)} children)")
     if not opts.no_json:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         out = RESULTS_DIR / f"builds-{int(time.time())}.json"
