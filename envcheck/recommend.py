@@ -8,7 +8,6 @@ linux-x86_64`. Pure: facts and tables in, a Plan out; the CLI collects the facts
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -73,6 +72,19 @@ def _gpus(described: Described, table: gpus_mod.GpuNames) -> list[tuple[str, tb.
     return out
 
 
+def _driver(text: str, needed: bool) -> Version | None:
+    """The driver version given or found; `needed` when there are GPUs to plan for."""
+    if not text:
+        if needed:
+            raise DescribeError("no NVIDIA driver version is known for these GPUs: give it with --driver, e.g. "
+                                "--driver 570.86.10")
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise DescribeError(f"--driver {text!r}: expected a driver version such as 570.86.10") from None
+
+
 def machine(facts: Facts, described: Described, tables: Tables) -> builds.Machine:
     """The machine to plan for: the snapshot's, with each described part in its place."""
     base = builds.machine_of(facts)
@@ -92,15 +104,7 @@ def machine(facts: Facts, described: Described, tables: Tables) -> builds.Machin
                                 "them with --gpu NAME or --capability X.Y (and --driver)")
         gpus = list(base.gpus)
     driver_text = described.driver or (base.driver_text if base else "")
-    driver = None
-    if driver_text:
-        try:
-            driver = Version(driver_text)
-        except InvalidVersion:
-            raise DescribeError(f"--driver {driver_text!r}: expected a driver version such as 570.86.10") from None
-    if gpus and driver is None:
-        raise DescribeError("no NVIDIA driver version is known for these GPUs: give it with --driver, e.g. "
-                            "--driver 570.86.10")
+    driver = _driver(driver_text, bool(gpus))
     torch = facts.torch.version if facts.torch is not None else None
     companions = tuple(name for name in builds.MOVES_WITH_TORCH if facts.active(name) is not None)
     return builds.Machine(platform, python, tuple(gpus), driver, driver_text, torch, companions)
@@ -111,18 +115,13 @@ def plan(facts: Facts | None, described: Described, tables: Tables) -> Plan:
     if facts is None:
         if not described.platform or not described.python:
             raise DescribeError("a described machine needs --platform and --python (or --facts FILE)")
-        chosen = builds.Machine(described.platform, described.python, (), None)
+        if described.platform not in tb.PLATFORMS:
+            raise DescribeError(f"--platform {described.platform!r}: expected one of {', '.join(tb.PLATFORMS)}")
+        if not re.fullmatch(r"3\.\d+t?", described.python):
+            raise DescribeError(f"--python {described.python!r}: expected a Python version such as 3.12")
         gpus = _gpus(described, tables[GPUS])
-        driver = described.driver
-        if gpus and not driver:
-            raise DescribeError("no NVIDIA driver version is known for these GPUs: give it with --driver")
-        try:
-            version = Version(driver) if driver else None
-        except InvalidVersion:
-            raise DescribeError(f"--driver {driver!r}: expected a driver version such as 570.86.10") from None
-        chosen = dataclasses.replace(chosen, gpus=tuple(gpus), driver=version, driver_text=driver or "")
-        if chosen.platform not in tb.PLATFORMS:
-            raise DescribeError(f"--platform {chosen.platform!r}: expected one of {', '.join(tb.PLATFORMS)}")
+        text = described.driver or ""
+        chosen = builds.Machine(described.platform, described.python, tuple(gpus), _driver(text, bool(gpus)), text)
     else:
         chosen = machine(facts, described, tables)
     rec = builds.recommend(tables[TORCH_BUILDS], chosen)

@@ -251,3 +251,18 @@ def test_unpublished_build(changes: dict[str, str], reason: str) -> None:
     assert finding.status is Status.INFO
     assert finding.summary.endswith(reason)
     assert finding.evidence == "the build matrix's builds of torch 2.5.1"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    pytest.param(["--gpu", "H100", "--python", "3.12", "--platform", "linux-x86_64"], "give it with --driver",
+                 id="no-driver"),
+    pytest.param(["--gpu", "H100", "--driver", "570", "--python", "312", "--platform", "linux-x86_64"],
+                 "--python '312'", id="bad-python"),
+    pytest.param(["--capability", "twelve", "--driver", "570", "--python", "3.12", "--platform", "linux-x86_64"],
+                 "--capability 'twelve'", id="bad-capability"),
+])
+def test_bad_description_is_one_line(args: list[str], message: str) -> None:
+    """A described machine that cannot be planned for is one line naming the option (exit 2)."""
+    result = _recommend(*args)
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1 and message in result.output
