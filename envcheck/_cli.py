@@ -492,6 +492,15 @@ def _register_fleet() -> None:
 _register_fleet()
 
 
+def _register_recommend() -> None:
+    from envcheck._recommend_cli import recommend
+
+    cli.add_command(recommend)
+
+
+_register_recommend()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """The CLI, as tests and embedders call it: exits through SystemExit, leaves the process as it found it."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="envcheck")

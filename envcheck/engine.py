@@ -51,9 +51,10 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     facts = ctx.facts
-    # torch-family installs are planned (envcheck/planner.py) before they are written for the installer.
-    planned = plan_commands((render_argv(a, facts, item) for a in rule.commands), facts, ctx.derived.companions(),
-                            item)
+    # torch-family installs are planned (envcheck/planner.py) before they are written for the installer; a command
+    # whose `{*item.KEY}` argument came out empty is left out (render_argv: nothing to run).
+    rendered = (render_argv(a, facts, item) for a in rule.commands)
+    planned = plan_commands((argv for argv in rendered if argv is not None), facts, ctx.derived.companions(), item)
     commands = for_environment(planned, facts)
     fix = render(rule.fix, facts, item)
     return Finding(
@@ -90,4 +91,6 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
         return [_skipped(rule, frozenset({f"fact {rule.foreach}"}))]
     if not items:
         return [_plain(rule, Status.PASS, f"not found: {rule.foreach} is empty")]
-    return [_found(rule, ctx, dict(item), when.evidence) for item in items]
+    # An item may name the facts that decided it (a probe's answer, else a table's): the rule's own `first`, if
+    # any, still comes first.
+    return [_found(rule, ctx, dict(item), when.evidence or item.get("evidence", "")) for item in items]

@@ -21,7 +21,7 @@ _FORMS = (
     re.compile(r"python"),  # the checked interpreter's executable
     re.compile(r"python\.version"),
     re.compile(r"torch\.(cuda|hip)"),  # torch's build, from torch/version.py
-    re.compile(r"item\.\w+"),  # a field of the current item of a `foreach` rule
+    re.compile(r"\*?item\.\w+"),  # a field of the current item of a `foreach` rule; `*` splits it into arguments
     re.compile(r"driver\.(version|cuda)"),  # the NVIDIA driver (NVML)
     re.compile(r"probe\.[a-z0-9-]+\.(status|error_class|message)"),  # a live probe's result
     re.compile(rf"{_NAME}\.version"),  # the imported version of a distribution
@@ -39,11 +39,12 @@ def invalid_placeholder(name: str, item_fields: Iterable[str] | None) -> str | N
     if not any(form.fullmatch(name) for form in _FORMS):
         return (f"unknown placeholder {{{name}}} (use {{python}}, {{NAME.version}}, {{torch.cuda}}, "
                 f"{{driver.version}}, {{probe.NAME.message}} or {{item.KEY}})")
-    if name.startswith("item."):
+    if name.startswith(("item.", "*item.")):
+        key = name.partition(".")[2]
         if item_fields is None:
             return f"{{{name}}} is only available in a rule with 'foreach'"
-        if name[5:] not in item_fields:
-            return f"{{{name}}}: items have no key {name[5:]!r} (they have: {', '.join(item_fields)})"
+        if key not in item_fields:
+            return f"{{{name}}}: items have no key {key!r} (they have: {', '.join(item_fields)})"
     return None
 
 
@@ -52,8 +53,8 @@ def _value(name: str, facts: Facts, item: dict[str, str] | None) -> str:
         return facts.python.executable
     if name == "python.version":
         return facts.python.version
-    if name.startswith("item.") and item is not None:
-        return item.get(name[5:], "")
+    if name.startswith(("item.", "*item.")) and item is not None:
+        return item.get(name.partition(".")[2], "")
     if name.startswith("driver."):
         nvml = facts.nvml
         if nvml is None:
@@ -80,14 +81,30 @@ def render(text: str, facts: Facts, item: dict[str, str] | None = None) -> str:
     return PLACEHOLDER.sub(sub, protected).replace("\0", "{").replace("\1", "}")
 
 
-def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None) -> tuple[str, ...]:
-    return tuple(render(arg, facts, item) for arg in argv)
+_SPLIT = re.compile(r"\{\*item\.\w+\}")
+
+
+def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None) -> tuple[str, ...] | None:
+    """The argv filled in. An argument that is exactly `{*item.KEY}` becomes one argument per whitespace-separated
+    word of the value (a computed list of requirements); when it has none, there is nothing to run: None."""
+    out: list[str] = []
+    for arg in argv:
+        if _SPLIT.fullmatch(arg):
+            words = render(arg, facts, item).split()
+            if not words:
+                return None
+            out.extend(words)
+        else:
+            out.append(render(arg, facts, item))
+    return tuple(out)
 
 
 def render_commands(argvs: Iterable[Iterable[str]], facts: Facts,
                     item: dict[str, str] | None = None) -> Rendered:
-    """A rule's commands, filled in and written for the checked environment's installer."""
-    return for_environment((render_argv(argv, facts, item) for argv in argvs), facts)
+    """A rule's commands, filled in and written for the checked environment's installer; a command whose
+    `{*item.KEY}` argument is empty is left out."""
+    rendered = (render_argv(argv, facts, item) for argv in argvs)
+    return for_environment((argv for argv in rendered if argv is not None), facts)
 
 
 def shell(argv: Iterable[str]) -> str:

@@ -214,14 +214,18 @@ def test_list_derivations_declare_their_item_fields() -> None:
         dist_dict("b", "0.5", location="/elsewhere"), dist_dict("x", "1.0-custom"),
         dist_dict("y", "1", problems=["no METADATA file"]),
         # torch's companions (envcheck/derived/companions.py): torchcodec declares no torch and is torch 2.9's,
-        # xformers pins another torch, torchvision and torchaudio are CPU builds next to a CUDA torch.
-        dist_dict("torch", "2.5.1+cu124"), dist_dict("torchcodec", "0.9.1"),
+        # xformers pins another torch, torchvision and torchaudio are CPU builds next to a CUDA torch; torch 2.5.1
+        # was never built for CUDA 12.8 (torch.unpublished-build).
+        dist_dict("torch", "2.5.1+cu128"), dist_dict("torchcodec", "0.9.1"),
         dist_dict("xformers", "0.0.28", "torch==2.4.1"), dist_dict("torchvision", "0.20.1+cpu", "torch==2.5.1"),
         dist_dict("torchaudio", "2.5.1+cpu", "torch==2.5.1"),
         # compiled extensions (envcheck/derived/extensions.py): a PyG wheel for torch 2.4 and CUDA 11.8, a
         # flash-attn wheel of the other C++ ABI; the extension-imports probe saw one failure of each kind.
         dist_dict("torch-scatter", "2.1.2+pt24cu118"), dist_dict("flash-attn", "2.7.0+cu12torch2.5cxx11abiTRUE")],
-        torch=torch_dict(), nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090")),
+        torch=torch_dict("2.5.1+cu128", "12.8"),
+        # Driver 570 (CUDA 12.8) runs the cu128 torch fully, so it can JIT compute_90 for the RTX 5090.
+        nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090"), driver="570.133.07",
+                       cuda="12.8"),
         probes={"torch-build": {"status": "ok", "details": {"arch_list": ["sm_75", "sm_90", "compute_90"],
                                                            "cxx11_abi": False}},
                 "extension-imports": {"status": "ok", "cases": {

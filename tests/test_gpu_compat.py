@@ -169,9 +169,13 @@ TWO_GPUS = nvml_dict(gpu_dict(0, "9.0"), gpu_dict(1, "12.0", "NVIDIA GeForce RTX
                      [("0", "unknown")], id="capability-unknown"),
         pytest.param(torch_dict(cuda=None), TWO_GPUS, {}, [], id="cpu-torch"),
         pytest.param(None, TWO_GPUS, {}, [], id="no-torch"),
-        pytest.param(torch_dict(), TWO_GPUS, {}, None, id="probe-not-run"),
-        pytest.param(torch_dict(), TWO_GPUS, _build_probe(None), None, id="probe-without-arch-list"),
-        pytest.param(torch_dict(), TWO_GPUS, _build_probe([]), None, id="empty-arch-list"),
+        # Without the probe's list, the build matrix's list for 2.5.1+cu124 decides (envcheck/derived/builds.py).
+        pytest.param(torch_dict(), TWO_GPUS, {}, [("0", "native"), ("1", "none")], id="probe-not-run"),
+        pytest.param(torch_dict(), TWO_GPUS, _build_probe(None), [("0", "native"), ("1", "none")],
+                     id="probe-without-arch-list"),
+        pytest.param(torch_dict(), TWO_GPUS, _build_probe([]), [("0", "native"), ("1", "none")],
+                     id="empty-arch-list"),
+        pytest.param(torch_dict("2.5.0a0+git1234"), TWO_GPUS, {}, None, id="probe-not-run-build-not-in-matrix"),
         pytest.param(torch_dict(), None, _build_probe(CU124_ARCHS), None, id="no-nvml-facts"),
         pytest.param(torch_dict(), nvml_dict(status="driver-mismatch", driver=None, cuda=None),
                      _build_probe(CU124_ARCHS), None, id="devices-unknown"),
@@ -188,7 +192,8 @@ TWO_GPUS = nvml_dict(gpu_dict(0, "9.0"), gpu_dict(1, "12.0", "NVIDIA GeForce RTX
 )
 def test_arch_coverage(torch: dict[str, Any] | None, nvml: dict[str, Any] | None, probes: dict[str, Any],
                        expected: list[tuple[str, str]] | None) -> None:
-    """Every NVML GPU gets its coverage by the probe's arch list; unknown without the list or the devices."""
+    """Every NVML GPU gets its coverage by the probe's arch list, else the matrix's; unknown without either list
+    or the devices."""
     items = _derived("gpu.arch-coverage", torch=torch, nvml=nvml, probes=probes)
     if expected is None:
         assert items is None
@@ -201,8 +206,9 @@ def test_arch_coverage_item() -> None:
     """An item names the GPU, its capability and the build's archs, as `foreach` templates use them."""
     [item] = _derived("gpu.arch-coverage", torch=torch_dict(), nvml=nvml_dict(gpu_dict(0, "12.0", "RTX 5090")),
                       probes=_build_probe(CU124_ARCHS))
-    assert item == {"index": "0", "name": "RTX 5090", "compute_capability": "12.0", "coverage": "none",
-                    "build_archs": "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90"}
+    assert {k: item[k] for k in ("index", "name", "compute_capability", "coverage", "build_archs", "evidence")} == {
+        "index": "0", "name": "RTX 5090", "compute_capability": "12.0", "coverage": "none",
+        "build_archs": "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90", "evidence": "the torch-build probe's arch list"}
 
 
 @pytest.mark.parametrize(

@@ -18,10 +18,10 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, companions, extensions, gpu_compat, system_libs
+from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
-from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_COMPANIONS, XFORMERS, Tables
+from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -286,13 +286,23 @@ def _driver_vs_torch_cuda(derived: Derived) -> Any:
     return gpu_compat.driver_vs_torch_cuda(derived.facts, derived.tables[CUDA_DRIVER])
 
 
+def _recommended_build(derived: Derived) -> Any:
+    return builds.recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
+
+
 def _arch_coverage(derived: Derived) -> Any:
-    return gpu_compat.arch_coverage(derived.facts, derived.tables[CUDA_DRIVER])
+    return builds.arch_coverage(derived.facts, derived.tables[TORCH_BUILDS], derived.get("torch.recommended-build"),
+                                derived.tables[CUDA_DRIVER])
+
+
+def _unpublished_build(derived: Derived) -> Any:
+    recommendation = derived.get("torch.recommended-build")
+    return builds.unpublished_build(derived.facts, derived.tables[TORCH_BUILDS], recommendation)
 
 
 def _coverage(wanted: str) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
-        return gpu_compat.devices_with_coverage(derived.facts, wanted, derived.tables[CUDA_DRIVER])
+        return builds.with_coverage(derived.get("gpu.arch-coverage"), wanted)
 
     return compute
 
@@ -415,10 +425,11 @@ def _extension_derivations() -> list[Derivation]:
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
                  "installed", "kind")
 _GPU_FIELDS = ("index", "name", "compute_capability")
-_COVERAGE_FIELDS = (*_GPU_FIELDS, "coverage", "build_archs")
+_COVERAGE_FIELDS = builds.COVERAGE_FIELDS
 _UNSAT_DOC = ("`package`, `package_version`, `requirer` (\"torchvision 0.21.0\", with the extras path when there is "
               "one), `via`, `requirement`, `dependency`, `specifier`, `installed`, `kind` (`missing` or `conflict`)")
-_COVERAGE_DOC = "`index`, `name`, `compute_capability`, `coverage`, `build_archs`"
+_COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_archs`, `evidence`, and the "
+                 "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
@@ -482,20 +493,42 @@ DERIVATIONS: dict[str, Derivation] = {
                    "Unknown when NVML could not read the driver or `torch/version.py` is unreadable. The floors "
                    "and each toolkit's minimum driver are data: `rules/data/cuda-driver.toml`", (),
                    _driver_vs_torch_cuda),
+        Derivation("torch.recommended-build",
+                   "one item, the torch-family install that runs this machine (`envcheck plan` prints the same): "
+                   "`install` (space-separated requirements: torch pinned to release and variant, "
+                   "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
+                   "to the release made for it; empty when nothing fits), `index_url` (the variant's index URL), "
+                   "`recommended` (in words: `torch 2.7.1+cu128 from INDEX, with ...`, or `no published torch "
+                   "build fits`), `because` (what constrained the "
+                   "choice), `evidence` (the facts it read). The installed release is kept when one of its "
+                   "builds covers every GPU with this driver; else the newest release that does; full driver "
+                   "compatibility before minor-version compatibility. Empty without torch; unknown without NVML's "
+                   "GPUs and driver",
+                   builds.RECOMMENDATION_FIELDS, _recommended_build),
+        Derivation("torch.unpublished-build",
+                   "one item when the installed torch is a release the build matrix knows but a build nobody "
+                   "published for this platform and Python: `torch`, `python`, `platform`, `reason` (no wheel "
+                   "for this platform, this Python, or this variant tag), `evidence`, and the "
+                   "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`. Empty for "
+                   "releases the matrix does not know (source builds, nightlies), tags that are no index variant, "
+                   "and a torch conda installed", builds.UNPUBLISHED_FIELDS, _unpublished_build),
         Derivation("gpu.devices-without-native-bf16",
                    "GPUs of compute capability below 8.0 (no native bfloat16): `index`, `name`, "
                    "`compute_capability`. Unknown when NVML could not list the GPUs",
                    _GPU_FIELDS, _of_facts(gpu_compat.devices_without_native_bf16)),
         Derivation("gpu.arch-coverage",
-                   "every GPU and how torch's compiled architectures (the `torch-build` probe's arch list) cover "
-                   "it: `index`, `name`, `compute_capability`, `coverage` (`native`: a cubin of the same major and "
-                   "a minor at most the GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with "
-                   "X.Y at most the GPU's, compiled at first launch, and a driver that can compile it (not one that "
-                   "runs torch's CUDA only through minor version compatibility: then `none`); `none`; `unknown` "
-                   "when NVML could not read the "
-                   "capability), `build_archs` (space-separated). Empty for no torch or a CPU/ROCm build; unknown "
-                   "without the probe's arch list or NVML's GPUs", _COVERAGE_FIELDS,
-                   _arch_coverage),
+                   "every GPU and how torch's compiled architectures cover it: `index`, `name`, "
+                   "`compute_capability`, `coverage` (`native`: a cubin of the same major and a minor at most the "
+                   "GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with X.Y at most the "
+                   "GPU's, compiled at first launch, and a driver that can compile it (not one that runs torch's "
+                   "CUDA only through minor version compatibility: then `none`); `none`; `unknown` when NVML could "
+                   "not read the capability), "
+                   "`build_archs` (space-separated), `evidence` (the `torch-build` probe's arch list when the probe "
+                   "ran, else the build matrix's list for the installed release and variant, "
+                   "`rules/data/torch-builds.toml`), and the `torch.recommended-build` fields (`install`, `index_url`, "
+                   "`recommended`, `because`) for the rules' command. Empty for no torch "
+                   "or a CPU/ROCm build; unknown without NVML's GPUs, or without the probe when the matrix does not "
+                   "know the installed build", _COVERAGE_FIELDS, _arch_coverage),
         Derivation("gpu.devices-not-in-build",
                    "the `gpu.arch-coverage` items whose coverage is `none` (`no kernel image is available`): "
                    f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",

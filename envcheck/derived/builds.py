@@ -1,0 +1,316 @@
+"""Static decisions from the torch build matrix (rules/data/torch-builds.toml): pure functions of Facts and the matrix.
+
+- `arch_coverage`: how torch's compiled architectures cover each GPU. The `torch-build` probe's arch list decides
+  when the probe ran (it is what the installed binary says of itself); otherwise the matrix's list for the installed
+  release and variant (`2.5.1+cu124` on linux-x86_64) decides, so `--static`, pre-commit and `check --facts` catch
+  a GPU too new or too old for the build. Each item names the evidence that decided.
+- `recommend`: the torch-family install that runs this machine (`torch_builds.best_build`): every visible GPU
+  covered, a CUDA that the driver runs, wheels for this Python and platform. It keeps the installed release and
+  changes only the variant when that suffices; the installed companions (torchvision, torchaudio, ...) move with
+  torch in the same install, each pinned to the release made for the chosen torch.
+
+envcheck/derived/derive.py registers them as derived facts; `envcheck plan` asks `recommend` for a described machine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck import torch_builds as tb
+from envcheck._packaging import major_minor, parse_version
+from envcheck.derived import gpu_compat
+from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.facts.snapshot import Facts
+
+# The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
+# to torch's own Requires-Dist pin, which pip and uv resolve from the same index.
+MOVES_WITH_TORCH = ("torchvision", "torchaudio", "xformers", "torchcodec")
+# Companions whose PyTorch-index wheels carry the variant's local tag (torchvision-0.22.1+cu128); the others are
+# pinned by release only, which any local tag satisfies.
+_TAGGED = frozenset({"torchvision", "torchaudio"})
+_INDEX_TAG = re.compile(r"cpu|cu\d+|rocm\d+(?:\.\d+)+")  # the local tags of PyTorch's wheel indexes
+RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evidence")
+COVERAGE_FIELDS = ("index", "name", "compute_capability", "coverage", "build_archs", *RECOMMENDATION_FIELDS)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the recommendation depends on: the platform, Python, GPUs and driver, and what is installed."""
+
+    platform: str  # a key of torch_builds.PLATFORMS: "linux-x86_64"
+    python: str  # "3.12"
+    gpus: tuple[tuple[str, tb.Capability], ...]  # (name, compute capability) of every visible NVIDIA GPU
+    driver: Version | None  # the NVIDIA driver; None when there is none or it is unknown
+    driver_text: str = ""  # the driver as NVML wrote it ("580.65.06"; Version drops the zero)
+    torch: str | None = None  # the installed torch version ("2.5.1+cu124"); None: not installed
+    companions: tuple[str, ...] = ()  # installed companions among MOVES_WITH_TORCH
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The install `recommend` chose, or why there is none (`choice` None)."""
+
+    choice: tb.Choice | None
+    requirements: tuple[str, ...]  # "torch==2.7.1+cu128", "torchvision==0.22.1+cu128"
+    index_url: str
+    because: tuple[str, ...]  # sentences: what constrained the choice
+    evidence: str = ""  # the facts it was computed from, in words
+
+    @property
+    def described(self) -> str:
+        """"torch 2.7.1+cu128", or "no torch build" when nothing fits."""
+        if self.choice is None:
+            return "no torch build"
+        return f"torch {self.choice.release.version}+{self.choice.variant.name}"
+
+    def item(self) -> Item:
+        """The recommendation as the fields of a derived item (RECOMMENDATION_FIELDS)."""
+        recommended = (f"{self.described} from {self.index_url}, with the installed companions made for it"
+                       if self.choice is not None else "no published torch build fits")
+        return {"install": " ".join(self.requirements), "index_url": self.index_url,
+                "recommended": recommended, "because": " ".join(self.because), "evidence": self.evidence}
+
+
+def platform_key(facts: Facts) -> str | None:
+    """The matrix's platform for the checked interpreter ("linux-x86_64", "macos-arm64"); None for others."""
+    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(facts.python.platform)
+    machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}.get(
+        facts.python.machine.lower())
+    if system is None or machine is None:
+        return None
+    if system == "linux" and machine == "arm64":
+        machine = "aarch64"
+    if system == "macos" and machine == "aarch64":
+        machine = "arm64"
+    key = f"{system}-{machine}"
+    return key if key in tb.PLATFORMS else None
+
+
+def machine_of(facts: Facts) -> Machine | None:
+    """The Machine a snapshot describes; None when NVML could not tell the GPUs or the platform is not in the
+    matrix."""
+    platform = platform_key(facts)
+    python = ".".join(facts.python.version.split(".")[:2])
+    nvml = facts.nvml
+    if platform is None or nvml is None:
+        return None
+    gpus: list[tuple[str, tb.Capability]] = []
+    if nvml.status not in ("no-driver", "driver-not-loaded"):
+        if not nvml.devices_known:
+            return None
+        for device in nvml.devices:
+            capability = major_minor(device.compute_capability)
+            if capability is None:
+                return None
+            gpus.append((device.name or f"GPU {device.index}", capability))
+    driver = parse_version(nvml.driver_version) if gpus else None
+    if gpus and driver is None:
+        return None
+    torch = facts.torch.version if facts.torch is not None else None
+    installed = tuple(name for name in MOVES_WITH_TORCH if facts.active(name) is not None)
+    return Machine(platform, python, tuple(gpus), driver, nvml.driver_version or "", torch, installed)
+
+
+def _requirement(name: str, version: str, variant: tb.Variant, platform: str) -> str:
+    # PyTorch's macOS wheels carry no local tag on any index; CUDA and ROCm wheels always do.
+    if variant.kind == "cpu" and platform.startswith("macos"):
+        return f"{name}=={version}"
+    return f"{name}=={version}+{variant.name}"
+
+
+def _installed_release(version: str | None) -> Version | None:
+    try:
+        return None if version is None else Version(Version(version).public)
+    except InvalidVersion:
+        return None
+
+
+def recommend(matrix: tb.BuildMatrix, machine: Machine) -> Recommendation:
+    """The newest build that runs every GPU of `machine` with its driver, for its Python and platform: the
+    installed release's own variant when one fits, else the newest release; full driver compatibility first, then
+    CUDA minor-version compatibility (a 470 driver runs cu118 builds that way)."""
+    capabilities = [cap for _, cap in machine.gpus]
+    keep = _installed_release(machine.torch)
+    attempts: list[tuple[SpecifierSet | None, bool]] = []
+    for minor_compat in (False, True):
+        if keep is not None:
+            attempts.append((SpecifierSet(f"=={keep}"), minor_compat))
+        attempts.append((None, minor_compat))
+    choice = None
+    minor = False
+    for releases, minor in attempts:
+        choice = tb.best_build(matrix, platform=machine.platform, python=machine.python, capabilities=capabilities,
+                               driver=machine.driver, releases=releases, minor_compat=minor)
+        if choice is not None:
+            break
+    if choice is None:
+        return Recommendation(None, (), "", (_nothing_fits(matrix, machine),))
+    version = str(choice.release.version)
+    made_for = tb.companions(matrix, version)
+    requirements = [_requirement("torch", version, choice.variant, machine.platform)]
+    for name in machine.companions:
+        if name in made_for:
+            pinned = made_for[name]
+            requirements.append(_requirement(name, pinned, choice.variant, machine.platform) if name in _TAGGED
+                                else f"{name}=={pinned}")
+    return Recommendation(choice, tuple(requirements), choice.variant.index_url,
+                          _because(matrix, machine, choice, keep, minor, [n for n in machine.companions
+                                                                          if n not in made_for]))
+
+
+def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: Version | None, minor: bool,
+             unmatched: Sequence[str]) -> tuple[str, ...]:
+    variant = choice.variant
+    out = []
+    if keep is not None and choice.release.version == keep:
+        out.append(f"It keeps torch {keep} and changes only its build.")
+    elif keep is not None:
+        out.append(f"No build of torch {keep} fits, so it is the newest release that does.")
+    for (name, cap), runs in dict.fromkeys(zip(machine.gpus, choice.coverage, strict=True)):
+        how = "native code" if runs == "native" else "PTX compiled at first use"
+        out.append(f"{name[0].upper()}{name[1:]} (compute capability {cap[0]}.{cap[1]}) runs it with {how}.")
+    if variant.cuda is not None and machine.driver is not None:
+        needed = tb.minimum_driver(matrix, variant, machine.platform, minor_compat=minor)
+        how = "through CUDA minor version compatibility" if minor else "fully"
+        floor = f" (at least {driver_text(needed)})" if needed is not None else ""
+        cuda = f"{variant.cuda[0]}.{variant.cuda[1]}"
+        out.append(f"Driver {machine.driver_text or machine.driver} runs CUDA {cuda} {how}{floor}.")
+    elif not machine.gpus:
+        out.append("No NVIDIA GPU is usable here, so it is the CPU build.")
+    out.append(f"It has wheels for Python {machine.python} on {machine.platform}.")
+    if unmatched:
+        out.append(f"The matrix names no {', '.join(unmatched)} release for it: install those by hand.")
+    return tuple(out)
+
+
+def _nothing_fits(matrix: tb.BuildMatrix, machine: Machine) -> str:
+    gpus = ", ".join(f"{name} ({cap[0]}.{cap[1]})" for name, cap in machine.gpus) or "no GPU"
+    driver = f"driver {machine.driver_text or machine.driver}" if machine.driver is not None else "no driver"
+    head = (f"No torch release in the build matrix has a build for Python {machine.python} on {machine.platform} "
+            f"that runs {gpus} with {driver}")
+    # Would a newer driver do? The smallest upgrade that would: each toolkit's minimum driver, oldest first.
+    os_name = "windows" if machine.platform.startswith("windows") else "linux"
+    drivers = sorted({row[os_name] for row in matrix.drivers.toolkit.values() if os_name in row})
+    capabilities = [cap for _, cap in machine.gpus]
+    for candidate in drivers if capabilities else []:
+        if machine.driver is not None and candidate <= machine.driver:
+            continue
+        other = tb.best_build(matrix, platform=machine.platform, python=machine.python, capabilities=capabilities,
+                              driver=candidate)
+        if other is not None:
+            return (f"{head}: upgrade the NVIDIA driver (to {driver_text(candidate)} or later, which runs torch "
+                    f"{other.release.version}+{other.variant.name}).")
+    return f"{head}, whatever the driver: no single build covers these GPUs; try another Python."
+
+
+def driver_text(version: Version) -> str:
+    """A driver version as NVIDIA writes it: 560.28.03, not packaging's 560.28.3."""
+    first, *rest = version.release
+    return ".".join([str(first), *(f"{part:02d}" for part in rest)])
+
+
+def recommended_build(facts: Facts, matrix: tb.BuildMatrix) -> list[Item] | None:
+    """One item, the recommended torch-family install for this machine (RECOMMENDATION_FIELDS); [] without torch;
+    None when the machine cannot be told (no NVML facts, a GPU of unknown capability, an unknown driver)."""
+    if facts.torch is None:
+        return []
+    machine = machine_of(facts)
+    if machine is None:
+        return None
+    gpus = len(machine.gpus)
+    evidence = (f"torch/version.py (torch {machine.torch}, CUDA {facts.torch.cuda or 'none'}) and NVML (driver "
+                f"{machine.driver_text or 'none'}, {gpus} GPU{'' if gpus == 1 else 's'})")
+    return [{**recommend(matrix, machine).item(), "evidence": evidence}]
+
+
+def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix) -> tuple[tuple[str, ...], str] | None:
+    """The installed build's architectures from the matrix, and the evidence sentence; None when unrecorded."""
+    platform = platform_key(facts)
+    version = facts.torch.version if facts.torch is not None else None
+    if platform is None or version is None:
+        return None
+    try:
+        variant = tb.installed_variant(matrix, version, platform)
+    except InvalidVersion:
+        return None
+    if variant is None or variant.archs is None:
+        return None
+    return variant.archs, (f"the build matrix's architectures for torch {version} ({variant.name}) on {platform}, "
+                           "as the torch-build probe did not run")
+
+
+def arch_coverage(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None,
+                  driver_table: gpu_compat.CudaDriverTable | None = None) -> list[Item] | None:
+    """Each GPU and how the installed torch's architectures cover it (COVERAGE_FIELDS), from the probe when it ran,
+    else from the matrix; the recommendation's fields ride along for the rule's command. None when unknown. With
+    the driver table, the probe's PTX counts only where the driver can compile it (gpu_compat.arch_coverage)."""
+    if without_cuda_torch(facts):
+        return []
+    rec = recommendation[0] if recommendation else dict.fromkeys(RECOMMENDATION_FIELDS, "")
+    probed = gpu_compat.arch_coverage(facts, driver_table)
+    if probed is not None:
+        return [{**item, **rec, "evidence": "the torch-build probe's arch list"} for item in probed]
+    nvml = facts.nvml
+    found = _matrix_archs(facts, matrix)
+    if nvml is None or not nvml.devices_known or found is None:
+        return None
+    archs, evidence = found
+    out = []
+    for device in nvml.devices:
+        capability = major_minor(device.compute_capability)
+        out.append({"index": str(device.index), "name": device.name or "?",
+                    "compute_capability": device.compute_capability or "",
+                    "coverage": "unknown" if capability is None else tb.coverage(archs, capability),
+                    "build_archs": " ".join(archs), **rec, "evidence": evidence})
+    return sorted(out, key=lambda i: int(i["index"]))
+
+
+def with_coverage(items: list[Item] | None, wanted: str) -> list[Item] | None:
+    """The coverage items whose coverage is `wanted`; None when a GPU of unknown coverage might be one."""
+    if items is None:
+        return None
+    out = [i for i in items if i["coverage"] == wanted]
+    return None if not out and any(i["coverage"] == "unknown" for i in items) else out
+
+
+UNPUBLISHED_FIELDS = ("torch", "python", "platform", "reason", *RECOMMENDATION_FIELDS)
+
+
+def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None) -> list[Item]:
+    """One item when the installed torch is a release the matrix knows but no wheel PyPI or PyTorch's indexes
+    publish for this platform and Python: its variant tag was not built for the platform, or the release has no
+    wheel for this Python or platform at all. Nothing is judged for releases the matrix does not know (source
+    builds, nightlies, releases newer than the table), tags that are no index variant (`+cpu.cxx11.abi`), or a
+    torch that conda installed (conda builds its own)."""
+    torch = facts.torch.version if facts.torch is not None else None
+    platform = platform_key(facts)
+    dist = facts.active("torch")
+    if torch is None or platform is None or (dist is not None and dist.installer == "conda"):
+        return []
+    try:
+        local = Version(torch).local
+    except InvalidVersion:
+        return []
+    found = tb.release(matrix, torch)
+    if found is None or (local is not None and _INDEX_TAG.fullmatch(local) is None):
+        return []
+    python = ".".join(facts.python.version.split(".")[:2])
+    builds = found.platforms.get(platform)
+    if builds is None or (local is None and builds.pypi is None):
+        reason = f"PyTorch published no torch {found.version} wheel for {platform}"
+    elif python not in builds.python:
+        reason = (f"torch {found.version} has wheels for Python {', '.join(builds.python)} on {platform}, "
+                  f"not {python}")
+    elif local is not None and all(v.name != local for v in builds.variants):
+        reason = (f"torch {found.version} was built for {platform} as {', '.join(v.name for v in builds.variants)}, "
+                  f"not {local}")
+    else:
+        return []
+    rec = recommendation[0] if recommendation else dict.fromkeys(RECOMMENDATION_FIELDS, "")
+    return [{"torch": torch, "python": python, "platform": platform, "reason": reason, **rec,
+             "evidence": f"the build matrix's builds of torch {found.version}"}]
