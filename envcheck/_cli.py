@@ -5,7 +5,6 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,28 +14,46 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envcheck import __version__
-from envcheck import config as config_mod
-from envcheck import rules as rules_mod
-from envcheck._output import split as _split
-from envcheck._output import use_color as _use_color
-from envcheck._output import write as _write
-from envcheck.api import ProbeOptions, RuleSet, checked, gather, rule_set
-from envcheck.derived.derive import Derived
-from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.model import FAIL_ON_LEVELS, Report, Target
-from envcheck.probes.catalog import PROBE_NAMES
-from envcheck.report import ReportFormat, render
-from envcheck.report.common import tally
-from envcheck.report.interface import DocFormat, ProbeFormat
-from envcheck.target import discover
-from envcheck.templates import shell
+from envcheck.model import FAIL_ON_LEVELS
+from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
 
+# Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
+# machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
+    from envcheck.api import ProbeOptions, RuleSet
     from envcheck.fix import Step
+    from envcheck.model import Report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
+
+
+def _fleet() -> click.Command:
+    from envcheck.fleet.cli import fleet
+
+    return fleet
+
+
+# Commands imported only when looked up (by name, or for the command list of --help): the fleet group lives with
+# the fleet code, and every other command starts without it.
+_LAZY_COMMANDS: dict[str, Callable[[], click.Command]] = {"fleet": _fleet}
+
+
+class _Commands(dict[str, click.Command]):
+    """The command table, with the lazy commands imported and added the first time one is looked up."""
+
+    def __missing__(self, name: str) -> click.Command:
+        if name not in _LAZY_COMMANDS:
+            raise KeyError(name)
+        command = self[name] = _LAZY_COMMANDS[name]()
+        return command
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in _LAZY_COMMANDS
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default  # noqa: SIM401 - dict.get would skip __missing__
 
 
 class _Group(click.Group):
@@ -46,6 +63,13 @@ class _Group(click.Group):
         if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -74,7 +98,8 @@ _probe_timeout_option = click.option(
     "--probe-timeout", type=click.FloatRange(min=0.5), default=120.0, show_default=True, metavar="SECONDS",
     help="Kill a probe that has not finished after this long (its process group goes with it).",
 )
-_no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
+_no_cache_option = click.option("--no-cache", is_flag=True, help="Use nothing cached: run the probes, load the rule "
+                                "pack and read every distribution's metadata afresh.")
 
 
 class _ProgressLine:
@@ -96,6 +121,8 @@ class _ProgressLine:
 
 
 def _probe_options(static: bool, timeout: float, no_cache: bool, progress: _ProgressLine) -> ProbeOptions:
+    from envcheck.api import ProbeOptions
+
     return ProbeOptions(run=not static, timeout_s=timeout, use_cache=not no_cache, progress=progress)
 
 
@@ -107,10 +134,7 @@ _python_option = click.option(
 )
 
 
-def _target(python: str | None, facts_file: str | None = None) -> Target | str | None:
-    """What `gather` is to collect from: the discovered interpreter, or for --facts what was given (it refuses
-    --python beside --facts)."""
-    return discover(python) if facts_file is None else python
+
 
 
 _config_option = click.option(
@@ -159,10 +183,14 @@ _checking_options = _options(_fail_on_option, _select_option, _ignore_option, _s
 
 
 def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
-              ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str]) -> RuleSet:
+              ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str], no_cache: bool) -> RuleSet:
+    from envcheck import config as config_mod
+    from envcheck._output import split as _split
+    from envcheck.api import rule_set
+
     config = config_mod.resolve(config_file, no_config=no_config)
     return rule_set(config, rule_dirs=rule_dirs, select=_split(select), ignore=_split(ignore), require=require,
-                    forbid=forbid)
+                    forbid=forbid, use_cache=not no_cache)
 
 
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
@@ -202,10 +230,19 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           facts_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool,
           require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool, color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
+    from envcheck._output import use_color as _use_color
+    from envcheck._output import write as _write
+    from envcheck.api import checked, gather
+    from envcheck.engine import evaluate
+    from envcheck.model import Target
+    from envcheck.report import render
+    from envcheck.target import discover
+
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, no_cache)
     progress = _ProgressLine()
     try:
-        target = _target(python, facts_file)
+        # --facts: `gather` refuses a --python beside it; otherwise the interpreter the user means.
+        target = discover(python) if facts_file is None else python
         facts = gather(rules.every, python=target, facts_file=facts_file,
                        probes=_probe_options(static, probe_timeout, no_cache, progress))
     finally:
@@ -231,8 +268,13 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
 def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
           rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
+    from envcheck._output import write as _write
+    from envcheck.api import gather
+    from envcheck.derived.derive import Derived
+    from envcheck.target import discover
+
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
-    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), ())
+    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), no_cache)
     progress = _ProgressLine()
     try:
         target = discover(python)
@@ -240,6 +282,8 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
                           probes=_probe_options(static, probe_timeout, no_cache, progress))
     finally:
         progress.clear()
+    import json
+
     data = snapshot.to_dict()
     # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only,
     # and so is how the interpreter was chosen (a snapshot's `check --facts` names the snapshot instead).
@@ -259,6 +303,9 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 
     Rules and checks are named as --select names them: an id, an id prefix (`EC01` is every EC01xx rule) or a name.
     """
+    import json
+
+    from envcheck import rules as rules_mod
     from envcheck.fleet import checkdoc
     from envcheck.fleet.checks import CHECKS
     from envcheck.fleet.checks import matches as fleet_matches
@@ -296,14 +343,17 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 @_python_option
 def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
-    from envcheck.probes import run_probes
+    from envcheck import rules as rules_mod
+    from envcheck.api import gather
+    from envcheck.probes import PROBE_NAMES, run_probes
     from envcheck.report.probes import render as render_probes
+    from envcheck.target import discover
 
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
         raise click.UsageError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
     target = discover(python)
-    snapshot = gather(rules_mod.load(()), python=target)
+    snapshot = gather(rules_mod.load((), use_cache=not no_cache), python=target)
     progress = _ProgressLine()
     try:
         results, cached = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout,
@@ -318,6 +368,8 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
     """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     import subprocess
+
+    from envcheck.templates import shell
 
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
@@ -345,8 +397,13 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
         forbid: tuple[str, ...]) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
     from envcheck import fix as fix_mod
+    from envcheck.api import checked, gather
+    from envcheck.engine import evaluate
+    from envcheck.report.common import tally
+    from envcheck.target import discover
+    from envcheck.templates import shell
 
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid)
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, no_cache)
     level = fail_on or rules.config.fail_on or "error"
     target = discover(python)
     click.echo(target.line())
@@ -394,14 +451,6 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     raise click.exceptions.Exit(EXIT_FINDINGS if failed is not None or after.at_or_above(level) else EXIT_CLEAN)
 
 
-def _register_fleet() -> None:
-    # The fleet command group lives with the fleet code; torch is imported only when it runs under torchrun.
-    from envcheck.fleet.cli import fleet
-
-    cli.add_command(fleet)
-
-
-_register_fleet()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -68,7 +68,7 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         return collect_mod.load(facts_file)
     if isinstance(python, Target):
         python = None if python.in_process else python.python
-    facts = collect_mod.collect(collection_request(rules), python=python)
+    facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache)
     if not probes.run:
         return facts
     from envcheck.probes import run_probes  # only when probes run: --static never loads the runner
@@ -96,6 +96,7 @@ def rule_set(
     ignore: Sequence[str] = (),
     require: Sequence[str] = (),
     forbid: Sequence[str] = (),
+    use_cache: bool = True,
 ) -> RuleSet:
     """The shipped pack, the configuration's and the given rule directories, and the project's policy rules.
 
@@ -104,7 +105,7 @@ def rule_set(
     matches no rule is an error (a typo must not silently disable a check), named by its configuration key when it
     comes from the configuration.
     """
-    pack = rules_mod.load([*config.rule_dirs, *rule_dirs])
+    pack = rules_mod.load([*config.rule_dirs, *rule_dirs], use_cache=use_cache)
     project = policy.rules(config, require=require, forbid=forbid)
     every = pack.only(policy.merge(pack.rules, project))
     unknown = rules_mod.unknown_selectors(every, [*select, *ignore])
@@ -173,7 +174,8 @@ def check(
         ignore: skip these rules; added to the configuration's `ignore`.
         static: the static tier only: no live probes (no `import torch`); a fraction of a second.
         probe_timeout: seconds before a probe (and everything it started) is killed.
-        use_cache: reuse cached probe results when the environment has not changed.
+        use_cache: reuse cached probe results when the environment has not changed, and the cached rule pack and
+            distribution metadata while their files are unchanged (False: --no-cache).
 
     Returns:
         The `envcheck.model.Report`: one `Finding` per rule (or per item), with `status`, `summary`, `fix` and
@@ -192,7 +194,7 @@ def check(
     else:
         cfg = config_mod.resolve(_path(config), no_config=no_config, start=_path(project_dir))
     rules = rule_set(cfg, rule_dirs=[Path(d) for d in rule_dirs], select=select, ignore=ignore,
-                     require=require, forbid=forbid)
+                     require=require, forbid=forbid, use_cache=use_cache)
     probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
     target = None
     if python is not None:
