@@ -13,8 +13,9 @@ Unpickling runs code named by the data, so an entry is unpickled only when all o
 The distributions' metadata is plain JSON (the collector runs inside the checked interpreter with the standard
 library only) and is validated field by field where it is read.
 
-The cache never lives inside the checked environment: `usable_dir` refuses a directory under the checked
-interpreter's prefix (an ENVCHECK_CACHE_DIR or XDG_CACHE_HOME pointing into the venv), and nothing is cached then.
+The cache never lives inside the checked environment: `usable_dir` refuses a directory in or under any Python
+environment (a folder with a pyvenv.cfg or conda-meta above it, or envcheck's own prefix), so an ENVCHECK_CACHE_DIR or
+XDG_CACHE_HOME pointing into a venv caches nothing; the collector also refuses one under the checked prefix.
 """
 
 from __future__ import annotations
@@ -58,6 +59,15 @@ def inside(path: str | os.PathLike[str], prefixes: Iterable[str]) -> bool:
     return False
 
 
+def _in_an_environment(directory: Path) -> bool:
+    """Whether `directory` or a folder above it is a Python environment (a venv's pyvenv.cfg, a conda prefix's
+    conda-meta): whichever interpreter is checked, its environment is never where the cache goes."""
+    for folder in (directory, *directory.parents):
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            return True
+    return False
+
+
 def _private(st: os.stat_result) -> bool:
     """Owned by the current user and not writable by group or others (POSIX; Windows has per-user profiles)."""
     getuid = getattr(os, "getuid", None)
@@ -71,7 +81,7 @@ def usable_dir(avoid: Iterable[str] = ()) -> Path | None:
     prefixes (the checked environment), not the current user's, writable by others, or not creatable."""
     directory = cache_dir()
     try:
-        if inside(directory, [*avoid, sys.prefix]):
+        if inside(directory, [*avoid, sys.prefix]) or _in_an_environment(Path(os.path.realpath(directory))):
             return None
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         return directory if _private(directory.stat()) else None

@@ -162,6 +162,17 @@ def test_a_cache_directory_inside_the_environment_is_not_used(monkeypatch: pytes
     assert not (tmp_path / "env").exists()
 
 
+def test_a_cache_directory_in_any_environment_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A cache directory inside some other venv (the one `--python` checks) is not used either."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(venv / "cache"))
+    assert cache.usable_dir() is None
+    rules.load()
+    assert not (venv / "cache").exists()
+
+
 def test_a_directory_others_can_write_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A cache directory that group or others may write to is not trusted (someone else could plant entries)."""
     shared = tmp_path / "shared"
