@@ -275,8 +275,8 @@ def _owned(st: os.stat_result) -> bool:
     return getuid is None or (st.st_uid == getuid() and not st.st_mode & 0o022)
 
 
-def _cache_file(cache_dir: Any, path: list[str]) -> str | None:
-    """The cache file for this interpreter and search path, or None when the directory is not to be trusted."""
+def _cache_file(cache_dir: Any) -> str | None:
+    """The cache file for this interpreter, or None when the directory is not to be trusted."""
     if not isinstance(cache_dir, str) or not cache_dir:
         return None
     try:
@@ -287,7 +287,9 @@ def _cache_file(cache_dir: Any, path: list[str]) -> str | None:
         return None
     import hashlib
 
-    key = hashlib.sha256(json.dumps([sys.executable, path]).encode("utf-8", "surrogateescape")).hexdigest()
+    # One file per interpreter, not per search path: the path starts with the working directory, and a file per
+    # directory a check ran in would grow without bound. Entries are per metadata folder either way.
+    key = hashlib.sha256(json.dumps([sys.executable, sys.prefix]).encode("utf-8", "surrogateescape")).hexdigest()
     return os.path.join(real, "dists-%s.json" % key[:32])
 
 
@@ -341,7 +343,7 @@ def _distributions(path: list[str], cache_dir: Any = None) -> tuple[list[dict[st
         found = list(_metadata.distributions(path=path))
     except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
         return [], ["listing distributions failed: %s: %s" % (type(exc).__name__, exc)]
-    cache_file = _cache_file(cache_dir, path)
+    cache_file = _cache_file(cache_dir)
     cached = _read_cache(cache_file)
     fresh: dict[str, Any] = {}
     for dist in found:
