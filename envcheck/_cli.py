@@ -5,7 +5,6 @@ Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,32 +14,59 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envcheck import __version__
-from envcheck import config as config_mod
-from envcheck import rules as rules_mod
 from envcheck._output import Seconds as _Seconds
 from envcheck._output import clip as _clip
 from envcheck._output import error_line as _error_line
 from envcheck._output import split as _split
 from envcheck._output import use_color as _use_color
 from envcheck._output import write as _write
-from envcheck.api import ProbeOptions, ProjectOptions, RuleSet, checked, gather, read_project, rule_set, with_project
-from envcheck.derived.derive import Derived
-from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.model import FAIL_ON_LEVELS, Report, Target
-from envcheck.probes.catalog import PROBE_NAMES
-from envcheck.report import ReportFormat, render
-from envcheck.report.common import tally
-from envcheck.report.interface import DocFormat, ProbeFormat
-from envcheck.target import discover
-from envcheck.templates import shell
+from envcheck.model import FAIL_ON_LEVELS
+from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
 
+# Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
+# machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
+    from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
     from envcheck.facts.snapshot import Facts
     from envcheck.fix import Step
+    from envcheck.model import Report, Target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
+
+
+def _fleet() -> click.Command:
+    from envcheck.fleet.cli import fleet
+
+    return fleet
+
+
+def _recommend() -> click.Command:
+    from envcheck._recommend_cli import recommend
+
+    return recommend
+
+
+# Commands imported only when looked up (by name, or for the command list of --help): the fleet group lives with
+# the fleet code, and every other command starts without it.
+_LAZY_COMMANDS: dict[str, Callable[[], click.Command]] = {"fleet": _fleet, "recommend": _recommend}
+
+
+class _Commands(dict[str, click.Command]):
+    """The command table, with the lazy commands imported and added the first time one is looked up."""
+
+    def __missing__(self, name: str) -> click.Command:
+        if name not in _LAZY_COMMANDS:
+            raise KeyError(name)
+        command = self[name] = _LAZY_COMMANDS[name]()
+        return command
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in _LAZY_COMMANDS
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default  # noqa: SIM401 - dict.get would skip __missing__
 
 
 class _Group(click.Group):
@@ -50,6 +76,13 @@ class _Group(click.Group):
         if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -103,6 +136,8 @@ class _ProgressLine:
 
 
 def _probe_options(static: bool, timeout: float, no_cache: bool, progress: _ProgressLine) -> ProbeOptions:
+    from envcheck.api import ProbeOptions
+
     return ProbeOptions(run=not static, timeout_s=timeout, use_cache=not no_cache, progress=progress)
 
 
@@ -118,6 +153,7 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
     """The facts a pasted report states (`-`: standard input), and the target line that names what was read."""
     from envcheck.intake import ReportError, read_report, recognised
     from envcheck.intake.text import MAX_BYTES
+    from envcheck.model import Target
 
     if python is not None or facts_file is not None:
         raise EnvcheckError("--report excludes --python and --facts: the report describes the environment")
@@ -140,6 +176,8 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
 def _target(python: str | None, facts_file: str | None = None) -> Target | str | None:
     """What `gather` is to collect from: the discovered interpreter, or for --facts what was given (it refuses
     --python beside --facts)."""
+    from envcheck.target import discover
+
     return discover(python) if facts_file is None else python
 
 
@@ -206,6 +244,8 @@ _project_options = _options(
 
 
 def _project_choice() -> ProjectOptions:
+    from envcheck.api import ProjectOptions
+
     given = click.get_current_context().meta.get("envcheck.project", {})
     return ProjectOptions(use=not given.get("no_project", False), requirements=given.get("requirements", ()),
                           extras=given.get("extras", ()), groups=given.get("groups", ()))
@@ -216,10 +256,13 @@ _checking_options = _options(_fail_on_option, _select_option, _ignore_option, _s
 
 def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
               ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str],
-              project: Any = None) -> RuleSet:
+              project: Any = None, *, no_cache: bool = False) -> RuleSet:
+    from envcheck import config as config_mod
+    from envcheck.api import rule_set
+
     config = config_mod.resolve(config_file, no_config=no_config)
     return rule_set(config, rule_dirs=rule_dirs, select=_split(select), ignore=_split(ignore), require=require,
-                    forbid=forbid, project=project)
+                    forbid=forbid, project=project, use_cache=not no_cache)
 
 
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
@@ -263,16 +306,22 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
           color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
+    from envcheck.api import checked, gather, read_project, with_project
+    from envcheck.engine import evaluate
+    from envcheck.model import Target
+    from envcheck.report import render
+
     if report_file is not None:
         # A pasted report describes another machine: the working directory's project is not what it ran.
-        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None)
+        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None,
+                          no_cache=no_cache)
         facts, found = _from_report(report_file, python, facts_file)
         report = checked(evaluate(rules.chosen, facts), found)
     else:
         project = read_project(_project_choice(), facts_file=facts_file)
         snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
         rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid,
-                          project if snapshot is None else snapshot.project)
+                          project if snapshot is None else snapshot.project, no_cache=no_cache)
         progress = _ProgressLine()
         try:
             target = _target(python, facts_file)
@@ -306,16 +355,22 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
 def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
           report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
+    import json
+
+    from envcheck.api import gather, read_project, with_project
+    from envcheck.derived.derive import Derived
+    from envcheck.target import discover
+
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
     if report_file is not None:
-        rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), None)
+        rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), None, no_cache=no_cache)
         snapshot, _ = _from_report(report_file, python, None)
         data = snapshot.to_dict()
         data["derived"] = Derived(snapshot, rules.every.tables).all()
         _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
         return
     project = read_project(_project_choice())
-    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), project)
+    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), project, no_cache=no_cache)
     progress = _ProgressLine()
     try:
         target = discover(python)
@@ -342,6 +397,9 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 
     Rules and checks are named as --select names them: an id, an id prefix (`EC01` is every EC01xx rule) or a name.
     """
+    import json
+
+    from envcheck import rules as rules_mod
     from envcheck.fleet import checkdoc
     from envcheck.fleet.checks import CHECKS
     from envcheck.fleet.checks import matches as fleet_matches
@@ -379,8 +437,12 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 @_python_option
 def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
+    from envcheck import rules as rules_mod
+    from envcheck.api import gather
     from envcheck.probes import run_probes
+    from envcheck.probes.catalog import PROBE_NAMES
     from envcheck.report.probes import render as render_probes
+    from envcheck.target import discover
 
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
@@ -401,6 +463,8 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
     """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     import subprocess
+
+    from envcheck.templates import shell
 
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
@@ -429,9 +493,14 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
         forbid: tuple[str, ...]) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
     from envcheck import fix as fix_mod
+    from envcheck.api import checked, gather, read_project, with_project
+    from envcheck.engine import evaluate
+    from envcheck.report.common import tally
+    from envcheck.target import discover
+    from envcheck.templates import shell
 
     project = read_project(_project_choice())
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, project)
+    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, project, no_cache=no_cache)
     level = fail_on or rules.config.fail_on or "error"
     target = discover(python)
     click.echo(target.line())
@@ -482,23 +551,6 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     raise click.exceptions.Exit(EXIT_FINDINGS if failed is not None or after.at_or_above(level) else EXIT_CLEAN)
 
 
-def _register_fleet() -> None:
-    # The fleet command group lives with the fleet code; torch is imported only when it runs under torchrun.
-    from envcheck.fleet.cli import fleet
-
-    cli.add_command(fleet)
-
-
-_register_fleet()
-
-
-def _register_recommend() -> None:
-    from envcheck._recommend_cli import recommend
-
-    cli.add_command(recommend)
-
-
-_register_recommend()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

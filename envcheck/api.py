@@ -71,7 +71,7 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         return collect_mod.load(facts_file)
     if isinstance(python, Target):
         python = None if python.in_process else python.python
-    facts = collect_mod.collect(collection_request(rules), python=python)
+    facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache)
     if not probes.run:
         return facts
     from envcheck.probes import run_probes  # only when probes run: --static never loads the runner
@@ -141,6 +141,7 @@ def rule_set(
     require: Sequence[str] = (),
     forbid: Sequence[str] = (),
     project: Project | ProjectFacts | None = None,
+    use_cache: bool = True,
 ) -> RuleSet:
     """The shipped pack, the configuration's and the given rule directories, the project's policy rules, and the
     rules generated from what `project` declares (EC98xx).
@@ -150,7 +151,7 @@ def rule_set(
     matches no rule is an error (a typo must not silently disable a check), named by its configuration key when it
     comes from the configuration.
     """
-    pack = rules_mod.load([*config.rule_dirs, *rule_dirs])
+    pack = rules_mod.load([*config.rule_dirs, *rule_dirs], use_cache=use_cache)
     project_set = [*policy.rules(config, require=require, forbid=forbid), *project_rules.rules(project)]
     every = pack.only(policy.merge(pack.rules, project_set))
     unknown = rules_mod.unknown_selectors(every, [*select, *ignore])
@@ -223,7 +224,8 @@ def check(
         ignore: skip these rules; added to the configuration's `ignore`.
         static: the static tier only: no live probes (no `import torch`); a fraction of a second.
         probe_timeout: seconds before a probe (and everything it started) is killed.
-        use_cache: reuse cached probe results when the environment has not changed.
+        use_cache: reuse cached probe results when the environment has not changed, and the cached rule pack and
+            distribution metadata while their files are unchanged (False: --no-cache).
         no_project: do not read the project's files (found at or above `project_dir`): its pyproject.toml
             dependencies, requirements.txt, environment.yml and lock are then not checked (EC98xx).
         requirements: requirements files (or lock files) to read instead of the project's requirements.txt.
@@ -250,7 +252,8 @@ def check(
     project = read_project(options, start=_path(project_dir), facts_file=_path(facts_file))
     snapshot = None if facts_file is None else gather((), python=_path(python), facts_file=_path(facts_file))
     rules = rule_set(cfg, rule_dirs=[Path(d) for d in rule_dirs], select=select, ignore=ignore,
-                     require=require, forbid=forbid, project=project if snapshot is None else snapshot.project)
+                     require=require, forbid=forbid, project=project if snapshot is None else snapshot.project,
+                     use_cache=use_cache)
     probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
     target = None
     if python is not None:

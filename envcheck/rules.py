@@ -12,7 +12,9 @@ mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundr
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
 _OPTIONAL = ("commands", "applies", "when", "foreach")
+_PACK_FORMAT = 1  # bumped when a cached pack's meaning changes without a change to envcheck's code
 
 
 @dataclass(frozen=True)
@@ -199,11 +202,90 @@ def load_files(dirs: Sequence[Path]) -> list[RuleFile]:
     return files
 
 
-def load(extra_dirs: Iterable[Path] = ()) -> RulePack:
-    """The shipped pack plus any extra rule directories, with the data tables of their data/ folders."""
+def load(extra_dirs: Iterable[Path] = (), *, use_cache: bool = True, avoid: Sequence[str] = ()) -> RulePack:
+    """The shipped pack plus any extra rule directories, with the data tables of their data/ folders.
+
+    The validated pack is cached (envcheck.cache: signed, in the user's cache directory, never under a prefix in
+    `avoid`, the checked environment) under a stamp of every rule and table file and of envcheck's own code, so an
+    edited, added or removed file is a miss; `use_cache=False` (--no-cache) neither reads nor writes it."""
     dirs = [builtin_rules_dir(), *extra_dirs]
+    stamp = _pack_stamp(dirs) if use_cache else None
+    if stamp is not None:
+        cached = _cached_pack(stamp, avoid)
+        if cached is not None:
+            return cached
     rules = tuple(rule for f in load_files(dirs) for rule in f.rules)
-    return RulePack(rules, tables_mod.load(dirs))
+    pack = RulePack(rules, tables_mod.load(dirs))
+    if stamp is not None:
+        _store_pack(pack, stamp, avoid)
+    return pack
+
+
+def _tree_lines(top: str, suffix: str, lines: list[str]) -> None:
+    """A line per file ending in `suffix` under `top` (recursively) and per folder, with its inode, mtime and size:
+    a file added, removed, edited or replaced changes at least one of them."""
+    st = os.stat(top)  # noqa: PTH116 - os.scandir below yields plain strings; Path objects would cost more here
+    lines.append(f"{top}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_size}")
+    with os.scandir(top) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir() and entry.name != "__pycache__":
+                _tree_lines(entry.path, suffix, lines)
+            elif entry.name.endswith(suffix) and entry.is_file():
+                st = entry.stat()
+                lines.append(f"{entry.path}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_size}")
+
+
+def _pack_stamp(dirs: Sequence[Path]) -> str | None:
+    """A digest of everything a loaded pack depends on: envcheck's version and code (an editable checkout changes
+    without a new version; the pickled classes must match), the interpreter, and every rule and table file."""
+    import hashlib
+
+    from envcheck import __version__
+
+    lines = [__version__, sys.version, str(_PACK_FORMAT)]
+    try:
+        _tree_lines(str(Path(__file__).parent), ".py", lines)
+        for directory in dirs:
+            lines.append(f"dir\0{directory.absolute()}")
+            if directory.is_dir():  # a missing one is an error on load, never cached
+                _tree_lines(str(directory.absolute()), ".toml", lines)
+    except OSError:
+        return None
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _cached_pack(stamp: str, avoid: Sequence[str]) -> RulePack | None:
+    from envcheck import cache
+
+    payload = cache.load_signed("rule-pack", stamp, avoid)
+    if payload is None:
+        return None
+    import gc
+    import pickle
+
+    # Unpickling allocates thousands of objects that all live on: collections in the middle of it find nothing.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        pack = pickle.loads(payload)  # noqa: S301 - signed with this user's key: see envcheck.cache
+    except Exception:  # noqa: BLE001 - an entry our own older code cannot read is a miss
+        return None
+    finally:
+        if was_enabled:
+            gc.enable()
+    return pack if isinstance(pack, RulePack) else None
+
+
+def _store_pack(pack: RulePack, stamp: str, avoid: Sequence[str]) -> None:
+    import pickle
+
+    from envcheck import cache
+
+    try:
+        payload = pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a table or condition that cannot be pickled: the pack is just not cached
+        return
+    cache.store_signed("rule-pack", stamp, payload, avoid)
 
 
 def matches(selector: str, rule_id: str, name: str) -> bool:

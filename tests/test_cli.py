@@ -12,8 +12,9 @@ from click.testing import CliRunner, Result
 from conftest import FIXTURES
 
 import envcheck
-from envcheck import _cli
+from envcheck import engine
 from envcheck._cli import cli
+from envcheck._output import use_color
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
 CONFLICT = str(FIXTURES / "torchvision-pin-conflict.json")
@@ -136,7 +137,7 @@ def test_internal_error_exits_three(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_cli, "evaluate", boom)
+    monkeypatch.setattr(engine, "evaluate", boom)  # the check command imports it when it runs
     monkeypatch.delenv("ENVCHECK_DEBUG", raising=False)
     result = run("check", "--facts", CLEAN)
     assert result.exit_code == 3
@@ -246,7 +247,7 @@ def test_colour_decision_on_a_terminal(monkeypatch: pytest.MonkeyPatch, choice: 
         monkeypatch.delenv("NO_COLOR", raising=False)
     else:
         monkeypatch.setenv("NO_COLOR", no_color)
-    assert _cli._use_color(choice, output) is expected
+    assert use_color(choice, output) is expected
 
 
 def test_verbose_lists_passes_and_skips(rules_dir: Path) -> None:

@@ -103,10 +103,10 @@ def test_wheel_ships_every_package_file(dists: Dists) -> None:
 
 
 def test_wheel_declares_the_console_script(dists: Dists) -> None:
-    """The wheel's entry points make `envcheck` run envcheck._cli:console (main, then gc.freeze)."""
+    """The wheel's entry points make `envcheck` run envcheck._entry:console (--version at once, else the CLI)."""
     parser = configparser.ConfigParser()
     parser.read_string(_dist_info_file(dists, "entry_points.txt"))
-    assert dict(parser["console_scripts"]) == {"envcheck": "envcheck._cli:console"}
+    assert dict(parser["console_scripts"]) == {"envcheck": "envcheck._entry:console"}
 
 
 def test_wheel_metadata_names_the_distribution(dists: Dists) -> None:

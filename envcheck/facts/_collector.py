@@ -267,19 +267,127 @@ def _distribution(dist: Any) -> dict[str, Any]:
     }
 
 
-def _distributions(path: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+# --- the metadata cache: each distribution's parsed facts, reused while its metadata files are unchanged -------
+#
+# The cache directory is chosen by envcheck (envcheck.cache) and passed in the request; this side trusts it only if
+# it is the current user's, not writable by others, and outside the checked environment (a check never writes
+# there). It is JSON: every entry is validated before use, and a file that is not exactly what this code writes
+# is ignored and replaced.
+
+_DIST_CACHE_FORMAT = 1
+_DIST_KEYS = frozenset(["name", "canonical_name", "version", "location", "metadata_dir", "requires",
+                        "requires_python", "installer", "editable", "problems"])
+_STAMPED = ("", "METADATA", "PKG-INFO", "INSTALLER", "direct_url.json")
+
+
+def _stamp(meta_dir: str) -> list[Any]:
+    """(inode, mtime in ns, size) of the metadata folder and of each file a distribution's facts are read from,
+    None for a missing one: a reinstall, an edit or a file added or removed changes it."""
+    out: list[Any] = []
+    for name in _STAMPED:
+        try:
+            st = os.stat(os.path.join(meta_dir, name) if name else meta_dir)
+            out.append([st.st_ino, st.st_mtime_ns, st.st_size])
+        except OSError:
+            out.append(None)
+    return out
+
+
+def _owned(st: os.stat_result) -> bool:
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or (st.st_uid == getuid() and not st.st_mode & 0o022)
+
+
+def _cache_file(cache_dir: Any) -> str | None:
+    """The cache file for this interpreter, or None when the directory is not to be trusted."""
+    if not isinstance(cache_dir, str) or not cache_dir:
+        return None
+    try:
+        real, prefix = os.path.realpath(cache_dir), os.path.realpath(sys.prefix)
+        if real == prefix or real.startswith(prefix.rstrip(os.sep) + os.sep) or not _owned(os.stat(real)):
+            return None
+    except OSError:
+        return None
+    import hashlib
+
+    # One file per interpreter, not per search path: the path starts with the working directory, and a file per
+    # directory a check ran in would grow without bound. Entries are per metadata folder either way.
+    key = hashlib.sha256(json.dumps([sys.executable, sys.prefix]).encode("utf-8", "surrogateescape")).hexdigest()
+    return os.path.join(real, "dists-%s.json" % key[:32])
+
+
+def _valid_fact(fact: Any) -> bool:
+    if not isinstance(fact, dict) or set(fact) != _DIST_KEYS:
+        return False
+    texts = ("name", "canonical_name", "version", "location", "metadata_dir")
+    return (all(isinstance(fact[k], str) for k in texts) and isinstance(fact["editable"], bool)
+            and all(isinstance(fact[k], (str, type(None))) for k in ("requires_python", "installer"))
+            and all(isinstance(fact[k], list) and all(isinstance(v, str) for v in fact[k])
+                    for k in ("requires", "problems")))
+
+
+def _read_cache(file: str | None) -> dict[str, Any]:
+    """meta_dir -> [stamp, fact] from the cache file; empty when it is absent, foreign, or not what we write."""
+    if file is None:
+        return {}
+    try:
+        with open(file, encoding="utf-8") as fh:
+            if not _owned(os.fstat(fh.fileno())):
+                return {}
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != _DIST_CACHE_FORMAT or data.get("python") != sys.version:
+        return {}
+    entries = data.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def _write_cache(file: str, entries: dict[str, Any]) -> None:
+    """Replace the cache file atomically; failing to write is not an error (the next run reads the files)."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(file), suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"format": _DIST_CACHE_FORMAT, "python": sys.version, "entries": entries}, fh)
+            os.replace(tmp, file)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def _distributions(path: list[str], cache_dir: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
     out: list[dict[str, Any]] = []
     try:
         found = list(_metadata.distributions(path=path))
     except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
         return [], ["listing distributions failed: %s: %s" % (type(exc).__name__, exc)]
+    cache_file = _cache_file(cache_dir)
+    cached = _read_cache(cache_file)
+    fresh: dict[str, Any] = {}
     for dist in found:
         if os.path.basename(str(getattr(dist, "_path", "") or "").rstrip("/\\")).startswith("~"):
             # pip's leftover of an interrupted run (`~orch-2.5.1.dist-info`, a partial install): pip and
             # importlib.metadata.version() ignore it, so it must not count as an install, let alone the active one.
             continue
+        meta_dir = str(getattr(dist, "_path", "") or "") if cache_file else ""
+        stamp = _stamp(meta_dir) if meta_dir and type(dist) is _metadata.PathDistribution else None
+        if stamp is not None:
+            entry = cached.get(meta_dir)
+            if (isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp and _valid_fact(entry[1])
+                    and entry[1]["metadata_dir"] == meta_dir):
+                fresh[meta_dir] = entry
+                out.append(dict(entry[1], requires=list(entry[1]["requires"]), problems=list(entry[1]["problems"])))
+                continue
         try:
-            out.append(_distribution(dist))
+            fact = _distribution(dist)
+            out.append(fact)
+            if stamp is not None and _stamp(meta_dir) == stamp:  # unchanged while it was read
+                fresh[meta_dir] = [stamp, fact]
         except Exception as exc:  # noqa: BLE001 - one corrupt folder is a fact about that folder
             meta_dir = str(getattr(dist, "_path", "") or "")
             name, version = _folder_name_guess(meta_dir)
@@ -289,6 +397,8 @@ def _distributions(path: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
                 "requires_python": None, "installer": None, "editable": False,
                 "problems": ["%s: %s" % (type(exc).__name__, exc)],
             })
+    if cache_file and fresh != cached:
+        _write_cache(cache_file, fresh)
     return out, []
 
 
@@ -644,7 +754,7 @@ def collect(request: dict[str, Any] | None = None, path: list[str] | None = None
         distributions = []  # type: ignore[unreachable]
         problems.append("Python %s has no importlib.metadata (Python >= 3.8 needed)" % platform.python_version())
     else:
-        distributions, listing_problems = _distributions(path)
+        distributions, listing_problems = _distributions(path, request.get("cache_dir"))
         problems.extend(listing_problems)
     modules = {name: _module_fact(name, path) for name in sorted(set(request.get("modules", [])))}
     sources: dict[str, Any] = {}

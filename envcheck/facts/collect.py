@@ -32,7 +32,7 @@ def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, An
     }
 
 
-def collect(request: dict[str, Any], python: str | None = None) -> Facts:
+def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bool = True) -> Facts:
     """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck).
 
     NVML facts are machine-wide and always come from envcheck's own process: the checked interpreter need not
@@ -40,6 +40,12 @@ def collect(request: dict[str, Any], python: str | None = None) -> Facts:
     initialisation can take a noticeable time on a GPU machine (the GPUs wake up without a persistence daemon).
     """
     nvml = _Background(collect_nvml)
+    if use_cache:  # each distribution's parsed metadata, reused while its files are unchanged (envcheck.cache)
+        from envcheck.cache import usable_dir
+
+        directory = usable_dir()
+        if directory is not None:
+            request = {**request, "cache_dir": str(directory)}
     if python is None:
         raw = _collector.collect(request)
         origin = "local"

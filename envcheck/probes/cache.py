@@ -10,33 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from envcheck import __version__
+from envcheck.cache import cache_dir
 from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
 
 _FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """ENVCHECK_CACHE_DIR, else the platform's user cache directory, + /envcheck."""
-    override = os.environ.get("ENVCHECK_CACHE_DIR")
-    if override:
-        return Path(override)
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "envcheck"
 
 
 def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from envcheck import fix
 from envcheck.model import Finding, Report, Severity, Status
 from envcheck.report.common import command_lines, problems
 from envcheck.templates import shell
@@ -31,6 +30,8 @@ class Problem:
 
     @classmethod
     def of(cls, findings: Sequence[Finding], python: str) -> Problem:
+        from envcheck import fix  # only a report with problems needs the fix planner's merge
+
         return cls(tuple(findings), fix.commands(findings, python))
 
     def command_lines(self, argv: tuple[str, ...], width: int) -> list[str]:

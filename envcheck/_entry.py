@@ -1,0 +1,23 @@
+"""The `envcheck` command and `python -m envcheck`.
+
+`envcheck --version` is answered here, before the CLI framework is imported (which costs several times the
+interpreter's own start): install scripts and bug reports ask for it often. The answer is byte for byte what the
+CLI prints (click's version option: "envcheck, version X"); anything else goes to the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def console() -> None:
+    """Run the CLI on sys.argv; exits through SystemExit like it."""
+    if sys.argv[1:] == ["--version"]:
+        from envcheck import __version__
+
+        sys.stdout.write(f"envcheck, version {__version__}\n")
+        sys.stdout.flush()
+        return
+    from envcheck._cli import console as cli_console
+
+    cli_console()

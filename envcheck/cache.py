@@ -1,0 +1,166 @@
+"""envcheck's cache on disk: where it lives, and entries that are verified before anything in them is trusted.
+
+Three things are cached there, each keyed so that any change misses: probe results (envcheck.probes.cache), the
+validated rule pack (envcheck.rules.load) and each distribution's parsed metadata (the collector).
+
+The rule pack is cached as a pickle, because it is a tree of compiled objects (conditions, regexes, specifier sets,
+data tables) that JSON could only hold through a second serialiser for every condition class, kept in step by hand.
+Unpickling runs code named by the data, so an entry is unpickled only when all of these hold:
+- the directory is the current user's, and neither group nor others can write to it (created 0700);
+- the entry carries an HMAC-SHA256 made with a per-user random key kept 0600 in that directory, over the entry's
+  cache key and its bytes: an entry copied from another machine or account, restored from a CI cache, or written
+  by anything but this user's envcheck fails the check and is ignored (and rewritten), never loaded.
+The distributions' metadata is plain JSON (the collector runs inside the checked interpreter with the standard
+library only) and is validated field by field where it is read.
+
+The cache never lives inside the checked environment: `usable_dir` refuses a directory in or under any Python
+environment (a folder with a pyvenv.cfg or conda-meta above it, or envcheck's own prefix), so an ENVCHECK_CACHE_DIR or
+XDG_CACHE_HOME pointing into a venv caches nothing; the collector also refuses one under the checked prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["cache_dir", "inside", "load_signed", "store_signed", "usable_dir"]
+
+_MAGIC = b"envcheck-signed-1\n"
+_KEY_FILE = "key"
+_KEY_BYTES = 32
+
+
+def cache_dir() -> Path:
+    """ENVCHECK_CACHE_DIR, else the platform's user cache directory, + /envcheck."""
+    override = os.environ.get("ENVCHECK_CACHE_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "envcheck"
+
+
+def inside(path: str | os.PathLike[str], prefixes: Iterable[str]) -> bool:
+    """Whether `path` is one of `prefixes` or below one (both resolved: a symlinked venv counts)."""
+    real = os.path.realpath(path)
+    for prefix in prefixes:
+        top = os.path.realpath(prefix)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _in_an_environment(directory: Path) -> bool:
+    """Whether `directory` or a folder above it is a Python environment (a venv's pyvenv.cfg, a conda prefix's
+    conda-meta): whichever interpreter is checked, its environment is never where the cache goes."""
+    for folder in (directory, *directory.parents):
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            return True
+    return False
+
+
+def _private(st: os.stat_result) -> bool:
+    """Owned by the current user and not writable by group or others (POSIX; Windows has per-user profiles)."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    return bool(st.st_uid == getuid() and not st.st_mode & 0o022)
+
+
+def usable_dir(avoid: Iterable[str] = ()) -> Path | None:
+    """The cache directory, created 0700 if need be, or None when it must not be used: inside one of the `avoid`
+    prefixes (the checked environment), not the current user's, writable by others, or not creatable."""
+    directory = cache_dir()
+    try:
+        if inside(directory, [*avoid, sys.prefix]) or _in_an_environment(Path(os.path.realpath(directory))):
+            return None
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return directory if _private(directory.stat()) else None
+    except OSError:
+        return None
+
+
+def _key(directory: Path) -> bytes | None:
+    """The per-user HMAC key in `directory`, made on first use; None if it cannot be trusted or made."""
+    path = directory / _KEY_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        except OSError:
+            return None  # another process made it meanwhile, or the directory is read-only: no caching this time
+        with os.fdopen(fd, "wb") as fh:
+            secret = os.urandom(_KEY_BYTES)
+            fh.write(secret)
+        return secret
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not _private(os.fstat(fh.fileno())) or os.fstat(fh.fileno()).st_mode & 0o044:
+            return None
+        secret = fh.read(_KEY_BYTES + 1)
+    return secret if len(secret) == _KEY_BYTES else None
+
+
+def _mac(secret: bytes, name: str, stamp: str, payload: bytes) -> bytes:
+    return hmac.new(secret, b"\0".join([name.encode(), stamp.encode(), payload]), hashlib.sha256).digest()
+
+
+def _entry(directory: Path, name: str) -> Path:
+    return directory / f"{name}.signed"
+
+
+def load_signed(name: str, stamp: str, avoid: Iterable[str] = ()) -> bytes | None:
+    """The payload stored as `name` for `stamp` (a digest of everything it depends on), if its HMAC verifies;
+    None when absent, stale, corrupt, foreign or unreadable."""
+    directory = usable_dir(avoid)
+    if directory is None:
+        return None
+    secret = _key(directory)
+    if secret is None:
+        return None
+    try:
+        with _entry(directory, name).open("rb") as fh:
+            if not _private(os.fstat(fh.fileno())):
+                return None
+            data = fh.read()
+    except OSError:
+        return None
+    head = len(_MAGIC)
+    stamp_end = data.find(b"\n", head)
+    if not data.startswith(_MAGIC) or stamp_end < 0 or len(data) < stamp_end + 1 + 32:
+        return None
+    if data[head:stamp_end] != stamp.encode():
+        return None
+    mac, payload = data[stamp_end + 1:stamp_end + 33], data[stamp_end + 33:]
+    if not hmac.compare_digest(mac, _mac(secret, name, stamp, payload)):
+        return None
+    return payload
+
+
+def store_signed(name: str, stamp: str, payload: bytes, avoid: Iterable[str] = ()) -> None:
+    """Store `payload` as `name` for `stamp`, signed, atomically, replacing the previous entry. Failing to write is
+    not an error: the next run recomputes."""
+    directory = usable_dir(avoid)
+    if directory is None:
+        return
+    secret = _key(directory)
+    if secret is None:
+        return
+    data = b"".join([_MAGIC, stamp.encode(), b"\n", _mac(secret, name, stamp, payload), payload])
+    try:
+        with tempfile.NamedTemporaryFile("wb", dir=directory, delete=False, suffix=".tmp") as fh:
+            fh.write(data)
+        Path(fh.name).replace(_entry(directory, name))
+    except OSError:
+        pass

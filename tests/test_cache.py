@@ -1,0 +1,301 @@
+"""The caches of the static tier: the signed rule pack and each distribution's parsed metadata are reused only while
+nothing they depend on has changed, a corrupt or foreign entry is ignored, and nothing lands in the checked
+environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES, write_dist
+
+from envcheck import cache, rules
+from envcheck._cli import cli
+from envcheck.facts import _collector
+
+RULE = """
+[[rule]]
+id = "EC8801"
+name = "cache-probe"
+severity = "warning"
+summary = "{summary}"
+why = "Because."
+fix = "Fix it."
+references = ["https://example.org"]
+when = {{ package = "numpy" }}
+"""
+
+
+def _rule_dir(tmp_path: Path, summary: str = "first text") -> Path:
+    folder = tmp_path / "extra-rules"
+    folder.mkdir(exist_ok=True)
+    (folder / "extra.toml").write_text(RULE.format(summary=summary), encoding="utf-8")
+    return folder
+
+
+def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object) -> None:
+        raise AssertionError("the rule files were parsed although the cached pack was valid")
+
+    monkeypatch.setattr(rules, "load_files", refuse)
+
+
+def _entry() -> Path:
+    return cache.cache_dir() / "rule-pack.signed"
+
+
+def test_second_load_is_served_from_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A pack loaded once is loaded again without parsing a rule file, with the same rules and tables."""
+    extra = _rule_dir(tmp_path)
+    first = rules.load([extra])
+    _no_parsing(monkeypatch)
+    second = rules.load([extra])
+    assert second == first
+    assert second.tables.parsed.keys() == first.tables.parsed.keys()
+
+
+def test_cache_directory_and_key_are_private() -> None:
+    """The cache directory is created 0700 and the signing key 0600, so nobody else can plant or read entries."""
+    rules.load()
+    assert (cache.cache_dir().stat().st_mode & 0o777) == 0o700
+    assert ((cache.cache_dir() / "key").stat().st_mode & 0o777) == 0o600
+
+
+@pytest.mark.parametrize("change", ["edit", "add", "remove"])
+def test_a_changed_rule_file_is_a_miss(tmp_path: Path, change: str) -> None:
+    """Editing, adding or removing a rule file changes the pack that is loaded the next time."""
+    extra = _rule_dir(tmp_path)
+    assert any(r.summary == "first text" for r in rules.load([extra]))
+    if change == "edit":
+        (extra / "extra.toml").write_text(RULE.format(summary="second, longer text"), encoding="utf-8")
+        assert any(r.summary == "second, longer text" for r in rules.load([extra]))
+    elif change == "add":
+        (extra / "more.toml").write_text(RULE.format(summary="x").replace("EC8801", "EC8802").replace(
+            "cache-probe", "cache-probe-two"), encoding="utf-8")
+        assert {"EC8801", "EC8802"} <= {r.id for r in rules.load([extra])}
+    else:
+        (extra / "extra.toml").unlink()
+        assert "EC8801" not in {r.id for r in rules.load([extra])}
+
+
+def test_a_changed_data_table_is_a_miss(tmp_path: Path) -> None:
+    """A rule directory's data table that changes is parsed again, so a broken one is still refused."""
+    extra = _rule_dir(tmp_path)
+    rules.load([extra])
+    (extra / "data").mkdir()
+    (extra / "data" / "xformers.toml").write_text("not = [valid", encoding="utf-8")
+    with pytest.raises(rules.RuleError, match=r"xformers\.toml"):
+        rules.load([extra])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "foreign-key", "garbage"])
+def test_a_corrupt_or_foreign_entry_is_never_unpickled(tmp_path: Path, damage: str) -> None:
+    """An entry whose signature does not verify is ignored (the pack is loaded afresh), its pickle never run."""
+    expected = rules.load()
+    marker = tmp_path / "unpickled"
+    data = _entry().read_bytes()
+    head, sep, rest = data.partition(b"\n")
+    stamp, sep2, signed = rest.partition(b"\n")
+    # A pickle that creates `marker` when it is loaded: what a planted entry would do.
+    evil = pickle.dumps(_Touch(str(marker)))
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped":
+        data = data[:-10] + bytes([data[-10] ^ 0xFF]) + data[-9:]
+    elif damage == "foreign-key":
+        data = head + sep + stamp + sep2 + signed[:32] + evil  # a valid layout around someone else's payload
+    else:
+        data = b"\x00garbage"
+    _entry().write_bytes(data)
+    assert rules.load() == expected
+    assert not marker.exists()
+
+
+class _Touch:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.mkdir, (self.path,))
+
+
+def test_an_entry_signed_with_another_users_key_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry copied from elsewhere (another key signed it) is not trusted even though it is well formed."""
+    rules.load()
+    (cache.cache_dir() / "key").write_bytes(os.urandom(32))  # this user's key is now a different one
+    _no_parsing(monkeypatch)
+    with pytest.raises(AssertionError, match="were parsed"):
+        rules.load()
+
+
+def test_no_cache_neither_reads_nor_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """use_cache=False (--no-cache) parses the rule files and leaves no entry behind."""
+    rules.load(use_cache=False)
+    assert not _entry().exists()
+    rules.load()
+    _no_parsing(monkeypatch)
+    with pytest.raises(AssertionError, match="were parsed"):
+        rules.load(use_cache=False)
+
+
+def test_cli_no_cache_leaves_no_cache(tmp_path: Path) -> None:
+    """`envcheck check --no-cache` writes no rule pack to the cache; without it, it does."""
+    runner = CliRunner()
+    snapshot = str(FIXTURES / "clean-cuda-venv.json")
+    runner.invoke(cli, ["check", "--facts", snapshot, "--no-cache", "--no-config"])
+    assert not _entry().exists()
+    runner.invoke(cli, ["check", "--facts", snapshot, "--no-config"])
+    assert _entry().exists()
+
+
+def test_a_cache_directory_inside_the_environment_is_not_used(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """A cache directory under the checked interpreter's prefix is never created or written."""
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "env"))
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "env" / "cache"))
+    rules.load()
+    assert not (tmp_path / "env").exists()
+
+
+def test_a_cache_directory_in_any_environment_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A cache directory inside some other venv (the one `--python` checks) is not used either."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(venv / "cache"))
+    assert cache.usable_dir() is None
+    rules.load()
+    assert not (venv / "cache").exists()
+
+
+def test_a_directory_others_can_write_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A cache directory that group or others may write to is not trusted (someone else could plant entries)."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(shared))
+    assert cache.usable_dir() is None
+    rules.load()
+    assert list(shared.iterdir()) == []
+
+
+# --- the distributions' metadata (the collector) -----------------------------------------------------------------
+
+
+def _collect(site: Path, cache_dir: Path | None) -> list[dict[str, object]]:
+    request = {} if cache_dir is None else {"cache_dir": str(cache_dir)}
+    return list(_collector.collect(request, path=[str(site)])["distributions"])
+
+
+def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(dist: object) -> None:
+        raise AssertionError("metadata was read although the cached entry was valid")
+
+    monkeypatch.setattr(_collector, "_distribution", refuse)
+
+
+@pytest.fixture
+def private_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    return folder
+
+
+def test_unchanged_metadata_is_not_read_again(site: Path, private_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second collection of unchanged distributions is served from the cache, with the same facts."""
+    write_dist(site, "numpy", "2.1.0", requires=["packaging"])
+    write_dist(site, "torch", "2.5.1", requires=["numpy"])
+    first = _collect(site, private_dir)
+    assert first == _collect(site, None)
+    _no_reading(monkeypatch)
+    assert _collect(site, private_dir) == first
+
+
+@pytest.mark.parametrize("change", ["metadata", "installer", "direct-url", "reinstall"])
+def test_a_changed_distribution_is_read_again(site: Path, private_dir: Path, change: str) -> None:
+    """Any change to the files a distribution's facts come from is seen on the next collection."""
+    folder = write_dist(site, "numpy", "2.1.0")
+    write_dist(site, "torch", "2.5.1")
+    _collect(site, private_dir)
+    if change == "metadata":
+        text = (folder / "METADATA").read_text(encoding="utf-8")
+        (folder / "METADATA").write_text(text.replace("Version: 2.1.0", "Version: 2.1.1"), encoding="utf-8")
+        expect: tuple[str, object] = ("version", "2.1.1")
+    elif change == "installer":
+        (folder / "INSTALLER").write_text("uv\n", encoding="utf-8")
+        expect = ("installer", "uv")
+    elif change == "direct-url":
+        (folder / "direct_url.json").write_text('{"url": "file:///src", "dir_info": {"editable": true}}',
+                                                encoding="utf-8")
+        expect = ("editable", True)
+    else:
+        for file in folder.iterdir():
+            file.unlink()
+        folder.rmdir()
+        write_dist(site, "numpy", "2.1.0", installer="conda")
+        expect = ("installer", "conda")
+    numpy = next(d for d in _collect(site, private_dir) if d["name"] == "numpy")
+    assert numpy[expect[0]] == expect[1]
+
+
+@pytest.mark.parametrize("content", [
+    "{not json",
+    json.dumps([1, 2]),
+    json.dumps({"format": 1, "python": sys.version, "entries": {"x": "y"}}),
+    "wrong-types",
+])
+def test_a_corrupt_metadata_cache_is_ignored(site: Path, private_dir: Path, content: str) -> None:
+    """A cache file that is not exactly what the collector writes is ignored, and the facts are read afresh."""
+    write_dist(site, "numpy", "2.1.0")
+    expected = _collect(site, None)
+    _collect(site, private_dir)
+    (file,) = private_dir.glob("dists-*.json")
+    if content == "wrong-types":  # the right layout, with a fact whose fields are of the wrong types
+        data = json.loads(file.read_text(encoding="utf-8"))
+        for entry in data["entries"].values():
+            entry[1]["version"] = 2
+            entry[1]["requires"] = "numpy"
+        content = json.dumps(data)
+    file.write_text(content, encoding="utf-8")
+    assert _collect(site, private_dir) == expected
+
+
+def test_a_planted_metadata_cache_is_ignored(site: Path, private_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A well-formed cache file that claims other facts, owned by another user, is not believed."""
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    write_dist(site, "numpy", "2.1.0")
+    _collect(site, private_dir)
+    (file,) = private_dir.glob("dists-*.json")
+    data = json.loads(file.read_text(encoding="utf-8"))
+    for entry in data["entries"].values():
+        entry[1]["version"] = "9.9.9"
+    file.write_text(json.dumps(data), encoding="utf-8")
+    os.chown(file, 65534, -1)
+    assert {d["version"] for d in _collect(site, private_dir)} == {"2.1.0"}
+
+
+def test_metadata_cache_inside_the_environment_is_not_used(site: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector writes no cache under the checked interpreter's prefix, whatever directory it is given."""
+    env = tmp_path / "env"
+    (env / "cache").mkdir(parents=True, mode=0o700)
+    monkeypatch.setattr(sys, "prefix", str(env))
+    write_dist(site, "numpy", "2.1.0")
+    _collect(site, env / "cache")
+    assert list((env / "cache").iterdir()) == []
+
+
+def test_metadata_cache_in_a_shared_directory_is_not_used(site: Path, tmp_path: Path) -> None:
+    """A directory others can write to is not trusted by the collector either."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    write_dist(site, "numpy", "2.1.0")
+    _collect(site, shared)
+    assert list(shared.iterdir()) == []
