@@ -305,7 +305,9 @@ ARCH_REASON = ("Flash attention only supports gpu architectures in the range [sm
 
 
 def test_sdpa_flash_unavailable_items() -> None:
-    error = {"status": "error", "error_class": "RuntimeError", "message": "No available kernel. Aborting execution."}
+    # `can_use: False`: torch's own check refused the flash kernel (envcheck/derived/attention.py counts only that).
+    error = {"status": "error", "error_class": "RuntimeError", "message": "No available kernel. Aborting execution.",
+             "can_use": False}
     facts = build_facts(probes=_sdpa({
         "cuda:10/backend=flash,dtype=float16": {**error, "reasons": [], "warnings": []},
         "cuda:0/backend=flash,dtype=float16": {**error, "reasons": ["Flash attention kernel not used because:",
@@ -335,6 +337,7 @@ def test_sdpa_flash_unknown_when_the_probe_did_not_finish(status: str) -> None:
 
 def test_sdpa_flash_without_device_names() -> None:
     facts = build_facts(probes={"sdpa": {"status": "ok", "cases": {
-        "cuda:0/backend=flash,dtype=float16": {"status": "error", "error_class": "RuntimeError", "message": "x"}}}})
+        "cuda:0/backend=flash,dtype=float16": {"status": "error", "error_class": "RuntimeError", "message": "x",
+                                               "can_use": False}}}})
     assert attention.sdpa_flash_unavailable(facts) == [
         {"device": "cuda:0", "name": "?", "capability": "?", "error": "RuntimeError: x", "reason": "x"}]
