@@ -20,10 +20,12 @@ import hashlib
 import html
 import http.server
 import os
+import shlex
 import shutil
+import subprocess
 import threading
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,3 +196,18 @@ def uv_binary() -> str | None:
         return str(find_uv_bin())
     except FileNotFoundError:
         return shutil.which("uv")
+
+
+_TIMEOUT_S = 600  # guards against a hung installer; never a timing assertion
+
+
+def run(argv: Sequence[str | Path], env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A real pip, uv or envcheck run with no standard input, its output captured."""
+    return subprocess.run([str(a) for a in argv], env=dict(env), cwd=cwd, capture_output=True, text=True,
+                          timeout=_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """`proc`, asserted to have exited 0 (the message shows the command and its output)."""
+    assert proc.returncode == 0, f"{shlex.join(proc.args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc

@@ -12,30 +12,21 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _index import TORCH, LocalIndex, local_index, uv_binary  # noqa: F401 - local_index is a fixture
+from _index import ok as _ok
+from _index import run as _run
 from conftest import BIN
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (sys.platform == "linux" and os.uname().machine == "x86_64"),
                                  reason="the tables know PyPI's torchvision builds for Linux x86_64")]
 
-_TIMEOUT_S = 600  # guards against a hung installer; never a timing assertion
 UV = uv_binary()
-
-
-def _run(argv: Sequence[str | Path], env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(a) for a in argv], env=dict(env), cwd=cwd, capture_output=True, text=True,
-                          timeout=_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
-
-
-def _ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert proc.returncode == 0, f"{shlex.join(proc.args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc
 
 
 def _python(venv: Path) -> Path:
