@@ -141,6 +141,11 @@ def _rule_dirs(value: object, cfg: Config, key: str) -> tuple[Path, ...]:
     dirs = []
     for i, text in enumerate(_strings(value, cfg, key)):
         path = (base / text).resolve()
+        # A cloned project's configuration is data: it may point envcheck at rule files of its own tree, never at
+        # folders elsewhere on the machine (`--rules DIR` on the command line is the user's own choice).
+        if not path.is_relative_to(base):
+            raise cfg.error(f"{key}[{i}]", f"{text!r} is outside the configuration's folder ({base}); rule "
+                                           "directories of a project live inside it (use --rules for others)")
         if not path.is_dir():
             raise cfg.error(f"{key}[{i}]", f"{text!r} is not a directory (looked for {path})")
         dirs.append(path)

@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import FIXTURES, build_facts, collect_facts, dist_dict, write_dist, write_torch
 
-from envcheck import _files
+from envcheck import _files, config, rules
 from envcheck._cli import cli
 from envcheck._output import printable
 from envcheck.derived.derive import Derived
-from envcheck.errors import EnvcheckError
+from envcheck.errors import ConfigError, EnvcheckError, RuleError
 
 CLEAN = FIXTURES / "clean-cuda-venv.json"
 RULE = ('[[rule]]\nid = "EC9990"\nname = "odd"\nseverity = "error"\nsummary = "s"\nwhy = "w"\nfix = "f"\n'
@@ -330,3 +330,40 @@ def test_self_requirement_with_many_extras_is_bounded() -> None:
         tracemalloc.stop()
     assert sorted(p["dependency"] for p in problems) == sorted(f"missing{i}" for i in range(0, 800, 100))
     assert peak < 64 * 1024 * 1024, f"peak {peak:,} bytes"
+
+
+# --- rule files and configurations stay data -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("file", [
+    pytest.param("../etc/passwd", id="dotdot"),
+    pytest.param("dia\\..\\..\\etc\\passwd", id="backslash-dotdot"),
+    pytest.param("C:\\Windows\\win.ini", id="drive"),
+    pytest.param("/etc/passwd", id="absolute"),
+    pytest.param("dia//layers.py", id="empty-part"),
+])
+def test_a_source_predicate_cannot_point_outside_the_packages(tmp_path: Path, file: str) -> None:
+    """A rule's `source` file is relative to a package's import root in either separator: anything that could
+    leave it is refused when the rule loads, naming the rule file and key."""
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    body = (
+        '[[rule]]\nid = "EC8001"\nname = "reads-outside"\nseverity = "error"\nsummary = "s"\nwhy = "w"\nfix = "f"\n'
+        'references = ["https://example.org/"]\n'
+        f"when = {{ source = {{ file = '{file}', contains = 'x' }} }}\n"
+    )
+    (rules_dir / "outside.toml").write_text(body, encoding="utf-8")
+    with pytest.raises(RuleError, match=r"outside\.toml.*EC8001.*when\.source\.file.*relative to the import root"):
+        rules.load([rules_dir])
+
+
+def test_a_project_configuration_cannot_name_rule_directories_outside_its_folder(tmp_path: Path) -> None:
+    """`rule-dirs` of a cloned project's configuration stays inside the project: a folder elsewhere is exit-2 material
+    naming the key, not rules read from anywhere on the machine."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.envcheck]\nrule-dirs = ["../elsewhere"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"rule-dirs\[0\].*outside the configuration's folder"):
+        config.load(project / "pyproject.toml")

@@ -297,7 +297,10 @@ def _p_source(value: object, where: Where) -> Condition:
     if ("contains" in table) == ("lacks" in table):
         raise where.error("needs exactly one of 'contains' or 'lacks'")
     file = _string(table["file"], where.at("file"))
-    if file.startswith(("/", "\\")) or ".." in file.split("/"):
+    # The collector reads `file` below the package's import root: no absolute path, drive, or `..` in either
+    # separator's spelling, so a rule file cannot make envcheck read outside the installed packages.
+    parts = file.replace("\\", "/").split("/")
+    if file.startswith(("/", "\\")) or ".." in parts or "" in parts or ":" in parts[0]:
         raise where.at("file").error("must be relative to the import root, e.g. 'dia/layers.py'")
     key = "contains" if "contains" in table else "lacks"
     return Source(file, _regex(table[key], where.at(key)), key == "contains")
