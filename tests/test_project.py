@@ -254,6 +254,13 @@ def test_clone_before_first_run_reports_what_the_project_needs(tmp_path: Path, q
     # One install command for both (the venv has no pip: it is written for what the environment has).
     assert "'torch>=2.6' safetensors" in result.output
     assert run("--static", "--no-project", "--python", str(python)).exit_code == 0
+    # Every format names the project files: the JSON report (valid against its schema) and a junit property too.
+    report = json.loads(run("--static", "--format", "json", "--python", str(python)).output)
+    assert report["project"] == f"{root.resolve()}: pyproject.toml, requirements.txt"
+    schema = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text("utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(report)
+    junit = run("--static", "--format", "junit", "--python", str(python)).output
+    assert f'<property name="project" value="{root.resolve()}: pyproject.toml, requirements.txt" />' in junit
 
 
 def test_satisfied_project_passes(tmp_path: Path, quiet: pytest.MonkeyPatch) -> None:
