@@ -9,7 +9,7 @@ import pytest
 from conftest import build_facts, gpu_dict, nvml_dict, torch_dict
 
 from envcheck import rules as rules_mod
-from envcheck.derived import gpu_compat
+from envcheck import torch_builds
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
@@ -150,8 +150,9 @@ CU124_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
     ],
 )
 def test_coverage_rule(capability: tuple[int, int], archs: list[str], expected: str) -> None:
-    """The CUDA binary compatibility rule: cubins within a major upwards, sm_XYa exactly, PTX for any newer GPU."""
-    assert gpu_compat.coverage(capability, archs) == expected
+    """The CUDA binary compatibility rule: cubins within a major upwards, sm_XYa exactly, PTX for any newer GPU (one
+    implementation, envcheck/torch_builds.py, serves the probe's arch list and the build matrix's)."""
+    assert torch_builds.coverage(archs, capability) == expected
 
 
 TWO_GPUS = nvml_dict(gpu_dict(0, "9.0"), gpu_dict(1, "12.0", "NVIDIA GeForce RTX 5090"))

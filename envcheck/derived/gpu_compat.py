@@ -6,20 +6,18 @@ rules/data/cuda-driver.toml, read and validated with the rule pack (`parse_cuda_
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck import torch_builds
 from envcheck._packaging import major_minor, parse_version
 from envcheck.derived.common import Item, without_cuda_torch
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 
 NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
-# sm_90 (cubin), sm_90a (arch-specific cubin), sm_100f (family cubin), compute_90 (PTX). The last digit is the minor.
-_ARCH = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
 
 
 @dataclass(frozen=True)
@@ -152,31 +150,6 @@ def _arch_list(facts: Facts) -> list[str] | None:
     return list(archs)
 
 
-def coverage(capability: tuple[int, int], archs: list[str]) -> str:
-    """"native", "ptx-jit" or "none": how a fat binary built for `archs` runs on a GPU of `capability`.
-
-    A cubin sm_XY runs on the same major with minor >= Y (sm_XYa only on exactly X.Y; sm_XYf like sm_XY within
-    the family); PTX compute_XY is JIT-compiled for any capability >= X.Y. torch's own _check_cubins compares
-    majors only and ignores PTX, so it misjudges both.
-    """
-    ptx = False
-    for arch in archs:
-        match = _ARCH.fullmatch(arch.strip())
-        if match is None:
-            continue  # gfx90a, lto_90: not CUDA device code
-        kind, major, minor, suffix = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
-        if suffix == "a":
-            fits = (major, minor) == capability
-        elif kind == "sm":
-            fits = major == capability[0] and minor <= capability[1]
-        else:
-            fits = (major, minor) <= capability and (suffix != "f" or major == capability[0])
-        if fits and kind == "sm":
-            return "native"
-        ptx = ptx or fits
-    return "ptx-jit" if ptx else "none"
-
-
 def arch_coverage(facts: Facts, table: CudaDriverTable | None = None) -> list[Item] | None:
     """Each GPU and how torch's compiled archs cover it; None without NVML devices or the probe's arch list.
 
@@ -196,7 +169,7 @@ def arch_coverage(facts: Facts, table: CudaDriverTable | None = None) -> list[It
         if not device.accessible:
             continue  # a GPU this user may not open runs none of its kernels, and judging it would be a guess
         capability = major_minor(device.compute_capability)
-        covered = "unknown" if capability is None else coverage(capability, archs)
+        covered = "unknown" if capability is None else torch_builds.coverage(archs, capability)
         if covered == "ptx-jit" and not jit_ok:
             covered = "none"
         out.append({
