@@ -13,7 +13,7 @@ from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
 from envcheck.planner import plan_commands
 from envcheck.rules import RulePack
-from envcheck.templates import render, render_argv
+from envcheck.templates import render, render_argvs
 
 
 def evaluate(pack: RulePack, facts: Facts) -> Report:
@@ -51,10 +51,8 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     facts = ctx.facts
-    # torch-family installs are planned (envcheck/planner.py) before they are written for the installer; a command
-    # whose `{*item.KEY}` argument came out empty is left out (render_argv: nothing to run).
-    rendered = (render_argv(a, facts, item) for a in rule.commands)
-    planned = plan_commands((argv for argv in rendered if argv is not None), facts, ctx.derived.companions(), item)
+    # torch-family installs are planned (envcheck/planner.py) before they are written for the installer.
+    planned = plan_commands(render_argvs(rule.commands, facts, item), facts, ctx.derived.companions(), item)
     commands = for_environment(planned, facts)
     fix = render(rule.fix, facts, item)
     return Finding(

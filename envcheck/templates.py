@@ -1,9 +1,10 @@
 """Placeholders in a rule's summary, why, fix and commands: `{python}`, `{item.KEY}`, `{NAME.version}`, ...
 
 Commands are argv lists: each element is filled in on its own, so a value with spaces stays one argument, and the
-shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run. `render_commands`
-then writes them for the environment's installer (`{python} -m pip ...` becomes `uv pip ...` in a uv venv; see
-envcheck/commands.py), so every report and `envcheck fix` show the same, runnable commands.
+shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run. The engine then plans
+torch-family installs (envcheck/planner.py) and writes every command for the environment's installer
+(`{python} -m pip ...` becomes `uv pip ...` in a uv venv; see envcheck/commands.py), so every report and
+`envcheck fix` show the same, runnable commands.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import re
 import shlex
 from collections.abc import Iterable
 
-from envcheck.commands import Rendered, for_environment
 from envcheck.facts.snapshot import Facts
 
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -99,12 +99,11 @@ def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None =
     return tuple(out)
 
 
-def render_commands(argvs: Iterable[Iterable[str]], facts: Facts,
-                    item: dict[str, str] | None = None) -> Rendered:
-    """A rule's commands, filled in and written for the checked environment's installer; a command whose
-    `{*item.KEY}` argument is empty is left out."""
+def render_argvs(argvs: Iterable[Iterable[str]], facts: Facts,
+                 item: dict[str, str] | None = None) -> tuple[tuple[str, ...], ...]:
+    """A rule's commands filled in; a command whose `{*item.KEY}` argument is empty is left out (nothing to run)."""
     rendered = (render_argv(argv, facts, item) for argv in argvs)
-    return for_environment((argv for argv in rendered if argv is not None), facts)
+    return tuple(argv for argv in rendered if argv is not None)
 
 
 def shell(argv: Iterable[str]) -> str:

@@ -21,7 +21,7 @@ from envcheck.errors import RuleError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Status
-from envcheck.templates import render_commands
+from envcheck.templates import render_argvs
 
 MACHINES = Path(__file__).parent / "fixtures" / "torch-builds" / "machines"
 PACK = rules_mod.load()
@@ -153,10 +153,10 @@ def test_split_placeholder_becomes_arguments_or_drops_the_command() -> None:
     """`{*item.KEY}` is one argument per word, and a command whose list is empty is left out."""
     facts = _load("driver470-torch-cu124")
     argv = [["{python}", "-m", "pip", "install", "{*item.install}", "--index-url", "{item.index_url}"]]
-    full = render_commands(argv, facts, {"install": "torch==1 torchvision==2", "index_url": "https://x/cu118"})
-    assert full.commands == (("/opt/venv/bin/python", "-m", "pip", "install", "torch==1", "torchvision==2",
+    full = render_argvs(argv, facts, {"install": "torch==1 torchvision==2", "index_url": "https://x/cu118"})
+    assert full == (("/opt/venv/bin/python", "-m", "pip", "install", "torch==1", "torchvision==2",
                               "--index-url", "https://x/cu118"),)
-    assert render_commands(argv, facts, {"install": "", "index_url": ""}).commands == ()
+    assert render_argvs(argv, facts, {"install": "", "index_url": ""}) == ()
 
 
 def _recommend(*args: str) -> Any:
