@@ -15,6 +15,7 @@ from envcheck import gpus as gpus_mod
 from envcheck import rules as rules_mod
 from envcheck import torch_builds as tb
 from envcheck._cli import cli
+from envcheck.derived import companions
 from envcheck.derived.tables import GPUS, TORCH_BUILDS
 from envcheck.engine import evaluate
 from envcheck.errors import RuleError
@@ -84,6 +85,14 @@ def test_rtx5090_with_cu124_torch_gets_a_cu128_build_with_sm_120() -> None:
     # The planner (envcheck/planner.py) orders torch first, its companions after it.
     assert sorted(a.split("==")[0] for a in command if "==" in a) == ["torch", "torchaudio", "torchvision"]
     assert all(a.endswith("+cu128") for a in command if "==" in a)
+
+
+def test_a_mirror_base_applies_to_the_gpu_rules_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENVCHECK_TORCH_INDEX_BASE moves the index of a GPU rule's command as it does every other torch-family one."""
+    monkeypatch.setenv(companions.INDEX_BASE_VARIABLE, "http://mirror.example/torch/")
+    [finding] = _findings(_load("rtx5090-torch251-cu124"), "EC0401")
+    [command] = finding.commands
+    assert command[command.index("--index-url") + 1] == "http://mirror.example/torch/cu128"
 
 
 def test_v100_with_cu130_torch_gets_an_index_that_still_ships_sm_70() -> None:

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck import torch_builds as tb
 from envcheck._packaging import major_minor, parse_version
-from envcheck.derived import gpu_compat
+from envcheck.derived import companions, gpu_compat
 from envcheck.derived.common import Item, without_cuda_torch
 from envcheck.facts.snapshot import Facts
 
@@ -158,7 +158,8 @@ def recommend(matrix: tb.BuildMatrix, machine: Machine) -> Recommendation:
             pinned = made_for[name]
             requirements.append(_requirement(name, pinned, choice.variant, machine.platform) if name in _TAGGED
                                 else f"{name}=={pinned}")
-    return Recommendation(choice, tuple(requirements), choice.variant.index_url,
+    # The same index function as every other torch-family command, so ENVCHECK_TORCH_INDEX_BASE (a mirror) applies.
+    return Recommendation(choice, tuple(requirements), companions.pytorch_index(choice.variant.name),
                           _because(matrix, machine, choice, keep, minor, [n for n in machine.companions
                                                                           if n not in made_for]))
 
