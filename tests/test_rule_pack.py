@@ -64,6 +64,7 @@ def _snapshot(case: dict[str, Any]) -> Facts:
                            for i, (name, cc, mib) in enumerate(nvml.get("devices", []))]
         data["nvml"] = nvml
     data["probes"] = case.get("probes", {})
+    data.update(case.get("facts", {}))  # any other top-level section of the snapshot, in its JSON form
     return Facts.from_dict(data, file="<rule case>")
 
 
