@@ -122,3 +122,42 @@ def test_clean_current_environment_raises_no_alarm(torch_python: str) -> None:
     # The probe-backed rules were decided by the probes, not skipped.
     assert {f["id"]: f["status"] for f in report["findings"] if f["id"] in ("EC0501", "EC0502")} == {
         "EC0501": "pass", "EC0502": "pass"}
+
+
+# A current training and fine-tuning stack on the CPU torch, as `uv pip install` resolves it today. torchvision (and
+# timm, which needs it) is left out: PyPI's Linux torchvision is a CUDA build, which EC0703 rightly reports next to
+# a `+cpu` torch; its CPU build comes only from PyPI torch's own index.
+_ML_STACK = ("numpy", "scipy", "scikit-learn", "pandas", "safetensors", "tokenizers", "huggingface_hub",
+             "transformers", "accelerate", "peft", "diffusers", "datasets", "evaluate", "trl",
+             "sentence-transformers", "lightning", "torchmetrics", "bitsandbytes", "einops")
+
+
+@pytest.mark.torch
+def test_clean_current_ml_stack_made_by_uv_raises_no_alarm(tmp_path: Path, uv: str) -> None:
+    """A uv venv with torch 2.13 CPU and a current Hugging Face / Lightning stack: every rule and probe runs and
+    nothing fails or warns (lightning's own pytorch-lightning dependency may leave EC0302's note)."""
+    index = os.environ.get("ENVCHECK_TEST_TORCH_INDEX_URL")
+    venv = tmp_path / "venv"
+    steps = [[uv, "venv", "--quiet", "--python", sys.executable, str(venv)],
+             [uv, "pip", "install", "--quiet", "--python", str(venv / BIN / "python"),
+              *(["--extra-index-url", index, "--index-strategy", "unsafe-best-match"] if index else []),
+              *([f"--find-links={links}" for links in os.environ.get("PIP_FIND_LINKS", "").split()]),
+              "torch==2.13.0+cpu", *_ML_STACK]]
+    for argv in steps:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False, env=clean_env(),
+                              stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            message = f"{' '.join(argv[:3])} failed: {(proc.stderr or proc.stdout)[-1500:]}"
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(message)
+            pytest.skip(message)
+    code, report = _check(venv / BIN / "python", "--probe-timeout", "300")
+    alarms = [f"{f['id']} {f['summary']}" for f in report["findings"] if f["status"] in ("fail", "warn", "error")]
+    assert alarms == []
+    assert code == 0
+    notes = {f["id"] for f in report["findings"] if f["status"] == "info"}
+    assert notes <= {"EC0302"}
+    # The probes really ran here, including the import of every native extension of the stack.
+    statuses = {f["id"]: f["status"] for f in report["findings"]}
+    assert statuses["EC0501"] == statuses["EC0502"] == "pass"
+    assert statuses["EC1101"] == "pass"
