@@ -96,7 +96,9 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         lines.append("")
     if report.installer and any(p.commands for p in problems):
         lines.append(style("2", f"commands use {report.installer}"))
-    where = report.python if report.origin == "local" else f"{report.python} ({report.origin})"
+    # A snapshot read from a file says which file; an interpreter checked live is named by its path alone (the
+    # header already says how it was chosen).
+    where = f"{report.python} ({report.origin})" if report.origin.startswith("file:") else report.python
     hint = " (-v says why)" if not verbose and report.count(Status.SKIPPED) else ""
     lines.append(f"envcheck {report.envcheck_version}: {tally(report)}{hint} — {where}")
     return "\n".join(lines) + "\n"
