@@ -121,3 +121,24 @@ def test_static_cxx11_abi(torch: str, installer: str, platform: str, abi: bool |
     cuda = "12.6" if torch.endswith("cu126") else "12.4"
     facts = _facts(dist_dict("torch", torch, installer=installer), torch=torch_dict(torch, cuda), platform=platform)
     assert extensions.torch_cxx11_abi(facts) is abi
+
+
+def test_a_companion_the_companion_rules_report_is_not_reported_again() -> None:
+    """A CUDA torchvision next to a CPU torch fails to import, but EC0703 already names the build to install: the
+    import fact leaves torchvision to it and keeps every other failed extension."""
+    from envcheck import rules
+    from envcheck.derived.derive import Derived
+
+    failed = {"status": "error", "error_class": "RuntimeError", "module": "x",
+              "message": "operator torchvision::nms does not exist"}
+    facts = _facts(dist_dict("torch", "2.13.0+cpu"), dist_dict("torchvision", "0.28.0", "torch==2.13.0"),
+                   dist_dict("torch-scatter", "2.1.2"), torch=torch_dict("2.13.0+cpu", None),
+                   probes={"extension-imports": {"status": "ok", "cases": {
+                       "torchvision": {**failed, "version": "0.28.0"},
+                       "torch-scatter": {**failed, "version": "2.1.2",
+                                         "message": "operator torch_scatter::scatter_max does not exist"}}}})
+    derived = Derived(facts, rules.load().tables)
+    assert [c["name"] for c in derived.get("companions.torchvision-build-mismatch")] == ["torchvision"]
+    assert [i["name"] for i in derived.get("extensions.import-missing-operator")] == ["torch-scatter"]
+    assert [i["name"] for i in extensions.import_failures(facts, "missing-operator")] == ["torch-scatter",
+                                                                                           "torchvision"]

@@ -381,6 +381,27 @@ _TAG_DOC = ("`name`, `version`, `release`, `tag` (the local version tag), `built
             "flash-attn's `+cu122torch2.3cxx11abiFALSE`")
 
 
+# The companion facts whose rules already explain a companion's failed import, with the exact release to install.
+_COMPANION_FAULTS = ("companions.torch-mismatch", "companions.pinned-to-other-torch",
+                     "companions.torchvision-build-mismatch", "companions.torchaudio-build-mismatch")
+
+
+def _import_failures(kind: str) -> Callable[[Derived], Any]:
+    """The `extension-imports` probe's failures of one kind, less the torch companions that a companion rule
+    reports: a CUDA torchvision next to a CPU torch fails to import (`operator torchvision::nms does not exist`),
+    and EC0703 already names the build to install, so a second, generic finding would only say it again."""
+    failures = extensions.of_kind(kind)
+
+    def compute(derived: Derived) -> Any:
+        items = failures(derived.facts)
+        if not items:
+            return items
+        reported = {canonical_name(str(c["name"])) for fact in _COMPANION_FAULTS for c in derived.get(fact) or ()}
+        return [item for item in items if canonical_name(str(item["name"])) not in reported]
+
+    return compute
+
+
 def _extension_derivations() -> list[Derivation]:
     """Compiled extensions against torch and NumPy (envcheck/derived/extensions.py)."""
     kinds = {
@@ -397,7 +418,8 @@ def _extension_derivations() -> list[Derivation]:
     }
     out = [Derivation(f"extensions.import-{kind}",
                       f"installed distributions with native extensions on torch or NumPy whose import {doc}: "
-                      f"{_IMPORT_DOC}", _IMPORT_FIELDS, _of_facts(extensions.of_kind(kind)))
+                      f"{_IMPORT_DOC}. A torch companion that a `companions.*` fact already reports (built for "
+                      "another torch, or of another build) is left to it", _IMPORT_FIELDS, _import_failures(kind))
            for kind, doc in kinds.items()]
     out += [
         Derivation("extensions.tag-other-torch",
