@@ -108,10 +108,27 @@ def read_text(path: str | os.PathLike[str], *, error: ErrorFactory = InputError,
     return decode(read_bytes(path, error=error, limit=limit), os.fsdecode(path), error=error)
 
 
+def _exceeds(value: object, limit: int) -> bool:
+    """Whether any value in `value` is nested deeper than `limit`: too_deep's question without its key, cheap
+    enough for a 100 MB fleet merge (only containers are visited and no key is built)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if not children:
+            continue
+        if depth >= limit:  # a member of this container sits at depth + 1, past the bound
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)) and child)
+    return False
+
+
 def too_deep(value: object, limit: int = MAX_DEPTH) -> str | None:
     """The dotted key of the first value nested deeper than `limit` in parsed JSON or TOML, else None.
 
     Iterative, so that checking a deep value cannot itself overflow the stack."""
+    if not isinstance(value, (dict, list)) or not _exceeds(value, limit):
+        return None if limit >= 0 else "(top level)"
     stack: list[tuple[object, str, int]] = [(value, "", 0)]
     while stack:
         item, key, depth = stack.pop()

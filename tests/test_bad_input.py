@@ -143,6 +143,31 @@ def test_deep_but_parseable_json_names_the_key(tmp_path: Path) -> None:
     one_error_line(run("check", "--facts", str(deep)), str(deep), "key 'env.k.k.k")
 
 
+def _deepest(value: object, depth: int = 0) -> int:
+    children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    return max([depth, *(_deepest(c, depth + 1) for c in children)])
+
+
+def test_depth_bound_is_exact_at_its_edge() -> None:
+    """A value exactly at the bound passes and one a level deeper is named, whatever containers lie around it
+    (empty ones included): the fast test and the keyed search agree with a plain recursive depth."""
+    import random
+
+    rng = random.Random(7)
+
+    def build(depth: int) -> object:
+        if depth == 0 or rng.random() < 0.2:
+            return rng.choice(["x", 1, None, [], {}])
+        if rng.random() < 0.5:
+            return {f"k{i}": build(depth - 1) for i in range(rng.randint(0, 3))}
+        return [build(depth - 1) for _ in range(rng.randint(0, 3))]
+
+    for _ in range(400):
+        value = build(rng.randint(0, 8))
+        for limit in range(-1, 8):
+            assert (_files.too_deep(value, limit) is not None) == (_deepest(value) > limit), (value, limit)
+
+
 def test_deep_toml_is_refused(tmp_path: Path) -> None:
     """A configuration with arrays nested thousands deep is exit 2 naming the file."""
     config = tmp_path / "envcheck.toml"

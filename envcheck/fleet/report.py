@@ -184,5 +184,24 @@ def as_dict(report: FleetReport) -> dict[str, Any]:
     }
 
 
+# Levels of the fleet JSON laid out one member per line; anything deeper is written on one line. json.dumps with
+# an indent runs the pure-Python encoder, ten times slower than the C one, and a 1,000-node report repeats each
+# environment's problems under every node: laid out fully it took seconds to write and ran to a million lines.
+_LAID_OUT_LEVELS = 3
+
+
+def _dumps(value: Any, level: int = 0) -> str:
+    """`value` as JSON: the first _LAID_OUT_LEVELS levels indented two spaces per level, deeper values compact."""
+    if level >= _LAID_OUT_LEVELS or not isinstance(value, (dict, list)) or not value:
+        return json.dumps(value, ensure_ascii=False)
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, dict):
+        body = ",\n".join(f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {_dumps(v, level + 1)}"
+                          for k, v in value.items())
+        return f"{{\n{body}\n{pad}}}"
+    body = ",\n".join(f"{inner}{_dumps(v, level + 1)}" for v in value)
+    return f"[\n{body}\n{pad}]"
+
+
 def render_json(report: FleetReport) -> str:
-    return json.dumps(as_dict(report), indent=2, ensure_ascii=False) + "\n"
+    return _dumps(as_dict(report)) + "\n"
