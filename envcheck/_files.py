@@ -111,7 +111,9 @@ def read_text(path: str | os.PathLike[str], *, error: ErrorFactory = InputError,
 def _exceeds(value: object, limit: int) -> bool:
     """Whether any value in `value` is nested deeper than `limit`: too_deep's question without its key, cheap
     enough for a 100 MB fleet merge (only containers are visited and no key is built)."""
-    stack: list[tuple[object, int]] = [(value, 0)]
+    stack: list[tuple[dict[Any, object] | list[object], int]] = []
+    if isinstance(value, (dict, list)):
+        stack.append((value, 0))
     while stack:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item
