@@ -456,7 +456,8 @@ def _rocm_derivations() -> list[Derivation]:
                    "one item, the ROCm build of torch whose wheels carry kernels for every AMD GPU's target, for "
                    "this Python (the installed release first, then the newest; one that needs "
                    "`HSA_OVERRIDE_GFX_VERSION` only when none has native kernels): `install`, `index_url`, "
-                   "`recommended`, `because` (`install` empty when nothing fits). Empty without torch; unknown "
+                   "`recommended`, `because`, `evidence` (`install` empty when nothing fits or the installed build is "
+                   "already the one). Empty without torch; unknown "
                    "without the KFD topology", rocm.RECOMMENDATION_FIELDS, tables(rocm.recommended_build)),
         Derivation("rocm.gpus-not-in-build",
                    "with a ROCm torch and `HSA_OVERRIDE_GFX_VERSION` unset, the AMD GPUs whose target its wheels "

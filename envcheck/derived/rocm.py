@@ -33,9 +33,8 @@ _GFX = re.compile(r"gfx\d{2,3}[0-9a-f]")
 _VARIANT = re.compile(r"rocm\d+(?:\.\d+)+")
 _SERIES = re.compile(r"\d+\.\d+")
 _TAGGED = frozenset({"torchvision", "torchaudio"})  # companions whose index wheels carry the variant tag
-RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because")
-GPU_FIELDS = ("index", "gfx_target", "pci_bus_id", "build_archs", "runs_as", "override", *RECOMMENDATION_FIELDS,
-              "evidence")
+RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evidence")
+GPU_FIELDS = ("index", "gfx_target", "pci_bus_id", "build_archs", "runs_as", "override", *RECOMMENDATION_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -177,7 +176,7 @@ def recommend(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix) -> Ite
     gpus = ", ".join(targets) or "no AMD GPU"
     return {"install": "", "index_url": "", "recommended": "no published ROCm build of torch fits",
             "because": f"No torch release in rules/data/rocm-archs.toml has ROCm wheels for Python {python} with "
-                       f"kernels for {gpus}."}
+                       f"kernels for {gpus}.", "evidence": f"the KFD topology ({gpus}) and rules/data/rocm-archs.toml"}
 
 
 def _release_of(facts: Facts) -> Version | None:
@@ -202,14 +201,19 @@ def _item(facts: Facts, matrix: tb.BuildMatrix, release: tb.Release, variant: tb
             install.append(f"{name}=={made_for[name]}{tag}")
     index = companions.pytorch_index(variant.name)
     because = [f"Its wheels carry kernels for {', '.join(targets)}." if not needs_override else
-               "No published build carries kernels for every GPU's own target; this one runs them as "
-               + ", ".join(f"{t} with {OVERRIDE}={table.overrides[t][1]}" for t in targets if t not in archs)
-               + "."]
+               "No published build carries kernels for every GPU's own target; this one runs "
+               + ", ".join(f"{t} as {table.overrides[t][0]} with {OVERRIDE}={table.overrides[t][1]}"
+                           for t in targets if t not in archs) + "."]
+    evidence = f"the KFD topology ({', '.join(targets)}) and rules/data/rocm-archs.toml"
+    if facts.torch is not None and facts.torch.version == f"{version}+{variant.name}":
+        # Nothing to install: the installed build is already the best there is.
+        return {"install": "", "index_url": "", "recommended": f"the installed torch {version}+{variant.name}, as "
+                "no published build does better", "because": " ".join(because), "evidence": evidence}
     if _release_of(facts) == release.version:
         because.insert(0, f"It keeps torch {version} and changes only its build.")
     return {"install": " ".join(install), "index_url": index,
             "recommended": f"torch {version}+{variant.name} from {index}, with the installed companions made for it",
-            "because": " ".join(because)}
+            "because": " ".join(because), "evidence": evidence}
 
 
 # ------------------------------------------------------------------------------------------ derivations
@@ -252,7 +256,7 @@ def _gpu_item(gpu: AmdGpu, build: Build, runs_as: str, setting: str, rec: Item) 
             **{k: rec.get(k, "") for k in RECOMMENDATION_FIELDS}, "evidence": build.evidence}
 
 
-OVERRIDE_FIELDS = ("value", "target", "build_archs", "gpus", *RECOMMENDATION_FIELDS, "evidence")
+OVERRIDE_FIELDS = ("value", "target", "build_archs", "gpus", *RECOMMENDATION_FIELDS)
 
 
 def override_not_in_build(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix) -> list[Item] | None:
@@ -296,7 +300,8 @@ def override_on_supported(facts: Facts, table: RocmArchTable) -> list[Item] | No
             for gpu in found if gpu.gfx_target in build.archs and gpu.gfx_target != target]
 
 
-ACCESS_FIELDS = ("device", "access", "group", "gpus")
+ACCESS_FIELDS = ("device", "access", "problem", "group", "gpus")
+_PROBLEM = {"no-permission": "not readable and writable by this user", "missing": "missing"}
 
 
 def inaccessible(facts: Facts) -> list[Item] | None:
@@ -315,11 +320,13 @@ def inaccessible(facts: Facts) -> list[Item] | None:
     if rocm.kfd_access is None:
         return None
     if rocm.kfd_access != "ok":
-        out.append({"device": "/dev/kfd", "access": rocm.kfd_access, "group": group, "gpus": gpus})
+        out.append({"device": "/dev/kfd", "access": rocm.kfd_access, "problem": _PROBLEM[rocm.kfd_access],
+                    "group": group, "gpus": gpus})
     for gpu in rocm.devices:
         if gpu.render_access not in (None, "ok"):
             out.append({"device": f"the render node of GPU {gpu.index} ({gpu.gfx_target})",
-                        "access": gpu.render_access, "group": group, "gpus": gpus})
+                        "access": gpu.render_access, "problem": _PROBLEM[gpu.render_access], "group": group,
+                        "gpus": gpus})
     return out
 
 
