@@ -446,7 +446,7 @@ def _rocm_derivations() -> list[Derivation]:
                "space-separated), `runs_as` and `override` (the target an override makes it run as and the "
                "`HSA_OVERRIDE_GFX_VERSION` value; empty when none is safe), `evidence` (the `torch-build` probe's "
                "arch list when it ran, else `rules/data/rocm-archs.toml` for the installed release and variant), and "
-               "the `rocm.recommended-build` fields")
+               "the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
     return [
         Derivation("rocm.devices",
                    "the AMD GPUs of the KFD topology (`rocm` facts): `index`, `gfx_target`, `pci_bus_id`. Unknown "
@@ -471,7 +471,7 @@ def _rocm_derivations() -> list[Derivation]:
         Derivation("rocm.override-not-in-build",
                    "one item when `HSA_OVERRIDE_GFX_VERSION` is set for a ROCm torch to a target its wheels lack, "
                    "or to no target: `value`, `target`, `build_archs`, `gpus` (the GPUs' own targets), `evidence`, "
-                   "and the `rocm.recommended-build` fields", rocm.OVERRIDE_FIELDS,
+                   "and the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`", rocm.OVERRIDE_FIELDS,
                    tables(rocm.override_not_in_build)),
         Derivation("rocm.override-on-supported-gpus",
                    "AMD GPUs whose own target the installed ROCm torch carries but which `HSA_OVERRIDE_GFX_VERSION` "
@@ -479,7 +479,8 @@ def _rocm_derivations() -> list[Derivation]:
                    tables(rocm.override_on_supported, matrix=False)),
         Derivation("rocm.devices-inaccessible",
                    "with a ROCm torch and AMD GPUs, `/dev/kfd` and the GPUs' render nodes this user cannot open for "
-                   "reading and writing: `device`, `access` (`no-permission` or `missing`), `group` (the group "
+                   "reading and writing: `device`, `access` (`no-permission` or `missing`), `problem` (the same in "
+                   "words), `group` (the group "
                    "owning `/dev/kfd`), `gpus`", rocm.ACCESS_FIELDS, _of_facts(rocm.inaccessible)),
         Derivation("rocm.visible-devices-out-of-range",
                    "with a ROCm torch, entries of `ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES` or "
