@@ -68,6 +68,14 @@ def test_no_topology_means_no_amd_gpu(tmp_path: Path) -> None:
     assert (facts.status, facts.devices, facts.devices_known, facts.kfd_access) == ("no-kfd", (), True, "missing")
 
 
+def test_wsl_without_kfd_leaves_the_gpus_unknown(tmp_path: Path) -> None:
+    """Under WSL2 (/dev/dxg, no KFD) the GPUs are unknown, not absent: AMD's WSL stack may still reach one."""
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "dxg").write_bytes(b"")
+    facts = rocm.collect_rocm(tmp_path, platform="linux")
+    assert (facts.status, facts.devices_known) == ("unavailable", False)
+
+
 def test_other_platforms_are_unavailable(tmp_path: Path) -> None:
     """Off Linux nothing is read and the GPUs are unknown."""
     facts = rocm.collect_rocm(_machine(tmp_path, "mi300x"), platform="darwin")

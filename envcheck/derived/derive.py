@@ -471,8 +471,8 @@ def _rocm_derivations() -> list[Derivation]:
         Derivation("rocm.override-not-in-build",
                    "one item when `HSA_OVERRIDE_GFX_VERSION` is set for a ROCm torch to a target its wheels lack, "
                    "or to no target: `value`, `target`, `build_archs`, `gpus` (the GPUs' own targets), `evidence`, "
-                   "and the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`", rocm.OVERRIDE_FIELDS,
-                   tables(rocm.override_not_in_build)),
+                   "and the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`",
+                   rocm.OVERRIDE_FIELDS, tables(rocm.override_not_in_build)),
         Derivation("rocm.override-on-supported-gpus",
                    "AMD GPUs whose own target the installed ROCm torch carries but which `HSA_OVERRIDE_GFX_VERSION` "
                    f"makes run another target's kernels: {gpu_doc}", rocm.GPU_FIELDS,

@@ -30,6 +30,9 @@ STATUSES = KNOWN_DEVICE_STATUSES | {
 ACCESS = frozenset({"ok", "no-permission", "missing"})
 NO_KFD_REASON = ("no KFD topology (/sys/class/kfd): the amdgpu kernel driver is not loaded, so no AMD GPU can run "
                  "compute here")
+# WSL2 reaches the Windows driver's GPUs through /dev/dxg: there is no KFD topology, yet AMD's WSL builds of ROCm
+# may see a GPU, so the GPUs are unknown rather than absent.
+WSL_REASON = "WSL2 (/dev/dxg): GPUs are reached through the Windows driver, which has no KFD topology to read"
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 _NODE = re.compile(r"\d{1,4}")
 _AMD_VENDOR = 0x1002
@@ -153,6 +156,8 @@ def collect_rocm(root: Path = Path("/"), *, platform: str = sys.platform) -> Roc
     try:
         names = [p.name for p in topology.iterdir() if _NODE.fullmatch(p.name)]
     except FileNotFoundError:
+        if (root / "dev/dxg").exists():
+            return RocmFacts("unavailable", WSL_REASON, (), None)
         return RocmFacts("no-kfd", NO_KFD_REASON, (), _access(root / "dev/kfd"), _group(root / "dev/kfd"),
                          _first_line(root / "sys/module/amdgpu/version"), _first_line(root / "opt/rocm/.info/version"))
     except OSError as exc:
