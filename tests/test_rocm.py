@@ -237,19 +237,30 @@ def _facts(torch: str | None, *targets: str, env: dict[str, str] | None = None,
                           "location": "/x/torch", "version": torch, "cuda": None,
                           "hip": "6.2.41133" if "rocm" in torch else None, "git_version": None, "debug": False,
                           "fields": {}, "problem": None})
-    versions = {"gfx1030": 100300, "gfx1031": 100301, "gfx1100": 110000, "gfx1201": 120001, "gfx942": 90402}
+    versions = {"gfx906": 90006, "gfx1030": 100300, "gfx1031": 100301, "gfx1100": 110000, "gfx1201": 120001,
+                "gfx942": 90402}
     data["rocm"] = {"status": "ok", "kfd_access": "ok", "devices": [
         {"index": i, "node": i + 1, "gfx_target": t, "gfx_target_version": versions[t]} for i, t in enumerate(targets)]}
     return Facts.from_dict(data)
 
 
-def test_probe_arch_list_wins_over_the_table() -> None:
-    """The torch-build probe's list (with feature flags stripped) decides when it ran."""
-    facts = _facts("2.5.1+rocm6.2", "gfx1201",
-                   probes={"torch-build": {"status": "ok", "details": {"arch_list": ["gfx90a:xnack-", "gfx1201"]}}})
+def test_probe_arch_list_decides_for_a_build_the_table_does_not_know() -> None:
+    """For AMD's own wheels the torch-build probe's list (feature flags stripped) decides."""
+    probes = {"torch-build": {"status": "ok", "details": {"arch_list": ["gfx90a:xnack-", "gfx1201"]}}}
+    facts = _facts("2.4.0+rocm6.3.4.git7cecbf6d", "gfx1201", probes=probes)
     build = rocm_derived.installed_build(facts, TABLE)
     assert build is not None and build.archs == ("gfx90a", "gfx1201") and "probe" in build.evidence
     assert rocm_derived.uncovered(facts, TABLE, MATRIX, overridable=False) == []
+
+
+def test_table_wins_where_the_bundled_rocblas_lacks_a_listed_target() -> None:
+    """A Radeon VII (gfx906) on 2.9.0+rocm6.4 is not covered although torch's own arch list names gfx906, and the
+    fix is the same release's rocm6.3 build, the last whose rocBLAS has gfx906 kernels."""
+    probes = {"torch-build": {"status": "ok", "details": {"arch_list": ["gfx900", "gfx906", "gfx1100"]}}}
+    facts = _facts("2.9.0+rocm6.4", "gfx906", probes=probes)
+    [item] = rocm_derived.uncovered(facts, TABLE, MATRIX, overridable=False) or [{}]
+    assert item["gfx_target"] == "gfx906" and "rocm-archs.toml" in item["evidence"]
+    assert item["install"] == "torch==2.9.0+rocm6.3"
 
 
 def test_unknown_build_is_unknown_not_uncovered() -> None:

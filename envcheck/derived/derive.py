@@ -444,8 +444,9 @@ def _rocm_derivations() -> list[Derivation]:
 
     gpu_doc = ("`index` (the HIP device index), `gfx_target`, `pci_bus_id`, `build_archs` (the build's targets, "
                "space-separated), `runs_as` and `override` (the target an override makes it run as and the "
-               "`HSA_OVERRIDE_GFX_VERSION` value; empty when none is safe), `evidence` (the `torch-build` probe's "
-               "arch list when it ran, else `rules/data/rocm-archs.toml` for the installed release and variant), and "
+               "`HSA_OVERRIDE_GFX_VERSION` value; empty when none is safe), `evidence` "
+               "(`rules/data/rocm-archs.toml` for the installed release and variant, which knows what the bundled "
+               "rocBLAS lacks, else the `torch-build` probe's arch list), and "
                "the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
     return [
         Derivation("rocm.devices",

@@ -2,10 +2,11 @@
 HSA_OVERRIDE_GFX_VERSION makes the runtime report, which device nodes this user may open, and the ROCm build that
 runs this machine.
 
-The table (rules/data/rocm-archs.toml) gives each torch release's ROCm variants their PYTORCH_ROCM_ARCH list; the
-`torch-build` probe's arch list, when it ran, is what the installed binary says of itself and wins. A GPU runs a
-HIP kernel only if the binary has code for exactly its target (no forward compatibility as with CUDA PTX), so a
-target absent from the list fails the first kernel with `HIP error: invalid device function`.
+The table (rules/data/rocm-archs.toml) gives each torch release's ROCm variants the targets their wheels can run
+(PYTORCH_ROCM_ARCH, less what the bundled rocBLAS lacks); for a build it does not know, the `torch-build` probe's
+arch list stands in. A GPU runs a HIP kernel only if the binary has code for exactly its target (no forward
+compatibility as with CUDA PTX), so a target absent from the list fails the first kernel with `HIP error: invalid
+device function`, or the first matrix multiply with rocBLAS's `Cannot read TensileLibrary.dat`.
 
 Pure: Facts and the parsed tables in, items out. Registered in envcheck/derived/derive.py.
 """
@@ -117,28 +118,29 @@ def rocm_torch(facts: Facts) -> bool:
 
 
 def installed_build(facts: Facts, table: RocmArchTable) -> Build | None:
-    """The targets of the installed ROCm torch: the torch-build probe's arch list, else the table's row for its
-    release and variant tag; None when neither tells (a source build, a nightly, AMD's own wheels)."""
+    """The targets the installed ROCm torch can run: the table's row for its release and variant tag, else the
+    torch-build probe's arch list; None when neither tells (a source build, AMD's own wheels, no probe).
+
+    The table comes first because it also knows what the bundled libraries lack: from ROCm 6.4 the wheels' rocBLAS
+    has no gfx900 / gfx906 kernels although torch's own arch list, which the probe reads, still names them."""
+    version = facts.torch.version if facts.torch is not None else None
+    try:
+        parsed = Version(version) if version else None
+    except InvalidVersion:
+        parsed = None
+    if parsed is not None and parsed.local is not None and len(parsed.release) >= 2:
+        recorded = table.archs(f"{parsed.release[0]}.{parsed.release[1]}", parsed.local)
+        if recorded is not None:
+            return Build(recorded, f"rules/data/rocm-archs.toml for torch {version} (the targets its wheels and "
+                                   "their bundled rocBLAS carry)")
     probe = facts.probes.get("torch-build")
     listed: Any = None if probe is None else probe.details.get("arch_list")
     if isinstance(listed, list) and listed and all(isinstance(a, str) for a in listed):
         # ROCm reports targets with their feature flags: "gfx90a:xnack-".
         archs = tuple(dict.fromkeys(a.split(":")[0] for a in listed))
         if all(_GFX.fullmatch(a) for a in archs):
-            return Build(archs, "the torch-build probe's arch list")
-    version = facts.torch.version if facts.torch is not None else None
-    try:
-        parsed = Version(version) if version else None
-    except InvalidVersion:
-        return None
-    if parsed is None or parsed.local is None or len(parsed.release) < 2:
-        return None
-    series = f"{parsed.release[0]}.{parsed.release[1]}"
-    recorded = table.archs(series, parsed.local)
-    if recorded is None:
-        return None
-    return Build(recorded, f"rules/data/rocm-archs.toml for torch {version} (PYTORCH_ROCM_ARCH of its wheels), as the "
-                        "torch-build probe did not run")
+            return Build(archs, "the torch-build probe's arch list (a build rules/data/rocm-archs.toml does not know)")
+    return None
 
 
 def _devices(facts: Facts) -> tuple[AmdGpu, ...] | None:
