@@ -14,8 +14,10 @@ from conftest import facts_dict, python_dict
 
 import envcheck
 from envcheck import _toml
+from envcheck import rules as rules_mod
 from envcheck import torch_builds as tb
 from envcheck.derived import rocm as rocm_derived
+from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import FactsError, RuleError
 from envcheck.facts import rocm
 from envcheck.facts.collect import collect, request_for
@@ -237,8 +239,8 @@ def _facts(torch: str | None, *targets: str, env: dict[str, str] | None = None,
                           "location": "/x/torch", "version": torch, "cuda": None,
                           "hip": "6.2.41133" if "rocm" in torch else None, "git_version": None, "debug": False,
                           "fields": {}, "problem": None})
-    versions = {"gfx906": 90006, "gfx1030": 100300, "gfx1031": 100301, "gfx1100": 110000, "gfx1201": 120001,
-                "gfx942": 90402}
+    versions = {"gfx906": 90006, "gfx1030": 100300, "gfx1031": 100301, "gfx1100": 110000, "gfx1102": 110002,
+                "gfx1201": 120001, "gfx942": 90402}
     data["rocm"] = {"status": "ok", "kfd_access": "ok", "devices": [
         {"index": i, "node": i + 1, "gfx_target": t, "gfx_target_version": versions[t]} for i, t in enumerate(targets)]}
     return Facts.from_dict(data)
@@ -300,3 +302,56 @@ def test_override_on_a_mixed_machine_flags_only_the_supported_gpu() -> None:
     facts = _facts("2.5.1+rocm6.2", "gfx1031", "gfx1100", env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"})
     found = rocm_derived.override_on_supported(facts, TABLE)
     assert [(i["index"], i["gfx_target"], i["runs_as"]) for i in found or []] == [("1", "gfx1100", "gfx1030")]
+
+
+def test_system_rocm_is_not_recommended_when_it_would_lose_a_gpu() -> None:
+    """A Radeon VII on 2.8.0+rocm6.3 with a system ROCm 6.4 is told the versions differ, but not to move torch to
+    rocm6.4, whose bundled rocBLAS has no gfx906 kernels."""
+    data = _facts("2.8.0+rocm6.3", "gfx906").to_dict()
+    data["rocm"]["rocm_version"] = "6.4.1-83"
+    [item] = rocm_derived.system_rocm_other_version(Facts.from_dict(data), TABLE, MATRIX) or [{}]
+    assert (item["system"], item["install"]) == ("6.4", "")
+    assert "gfx906" in item["recommended"]
+
+
+def test_same_rocm_major_minor_is_quiet() -> None:
+    """A system ROCm 6.3.3 beside a torch built with HIP 6.3 is the same ROCm."""
+    data = _facts("2.7.1+rocm6.3", "gfx1100").to_dict()
+    data["rocm"]["rocm_version"] = "6.3.3-74"
+    data["torch"]["hip"] = "6.3.42131-fa1d09cbd"
+    assert rocm_derived.system_rocm_other_version(Facts.from_dict(data), TABLE, MATRIX) == []
+
+
+def _with(facts: Facts, **rocm_changes: Any) -> Facts:
+    data = facts.to_dict()
+    data["rocm"].update(rocm_changes)
+    return Facts.from_dict(data)
+
+
+# A snapshot in which each list-valued ROCm derivation has items.
+NONEMPTY = {
+    "rocm.devices": _facts("2.5.1+rocm6.2", "gfx1100"),
+    "rocm.recommended-build": _facts("2.5.1+rocm6.2", "gfx1201"),
+    "rocm.gpus-not-in-build": _facts("2.5.1+rocm6.2", "gfx1201"),
+    "rocm.gpus-needing-override": _facts("2.5.1+rocm6.2", "gfx1031"),
+    "rocm.override-not-in-build": _facts("2.5.1+rocm6.2", "gfx1102", env={"HSA_OVERRIDE_GFX_VERSION": "11.0.2"}),
+    "rocm.override-on-supported-gpus": _facts("2.5.1+rocm6.2", "gfx1100", env={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}),
+    "rocm.devices-inaccessible": _with(_facts("2.5.1+rocm6.2", "gfx1100"), kfd_access="no-permission"),
+    "rocm.system-rocm-other-version": _with(_facts("2.8.0+rocm6.3", "gfx1100"), rocm_version="6.4.1-83"),
+    "rocm.visible-devices-out-of-range": _facts("2.5.1+rocm6.2", "gfx1100", env={"ROCR_VISIBLE_DEVICES": "3"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONEMPTY))
+def test_rocm_derivations_declare_their_item_fields(name: str) -> None:
+    """Every item of a ROCm derivation has exactly the fields it declares, all strings (rules validate against them)."""
+    items = Derived(NONEMPTY[name], rules_mod.load().tables).get(name)
+    assert items, f"{name} is empty here"
+    for item in items:
+        assert tuple(item) == DERIVATIONS[name].fields
+        assert all(isinstance(v, str) for v in item.values())
+
+
+def test_every_rocm_derivation_has_a_fields_case() -> None:
+    """The table above covers every list-valued rocm.* derivation (tests/test_derive.py leaves them to this file)."""
+    assert set(NONEMPTY) == {n for n, d in DERIVATIONS.items() if n.startswith("rocm.") and d.fields}

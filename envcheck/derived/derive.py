@@ -483,6 +483,12 @@ def _rocm_derivations() -> list[Derivation]:
                    "reading and writing: `device`, `access` (`no-permission` or `missing`), `problem` (the same in "
                    "words), `group` (the group "
                    "owning `/dev/kfd`), `gpus`", rocm.ACCESS_FIELDS, _of_facts(rocm.inaccessible)),
+        Derivation("rocm.system-rocm-other-version",
+                   "one item when `/opt/rocm` holds a ROCm of another major.minor than the one the ROCm torch was "
+                   "built with (`torch.version.hip`): `system`, `torch_rocm` (\"6.4\", \"6.3\"), and the "
+                   "`rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`, `evidence` for "
+                   "the same torch release built for the system's ROCm (`install` empty when PyTorch published none, "
+                   "or it lacks a GPU's target)", rocm.SYSTEM_FIELDS, tables(rocm.system_rocm_other_version)),
         Derivation("rocm.visible-devices-out-of-range",
                    "with a ROCm torch, entries of `ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES` or "
                    "`CUDA_VISIBLE_DEVICES` that name a GPU index beyond the AMD GPUs left visible: `variable`, "

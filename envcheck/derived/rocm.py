@@ -365,6 +365,46 @@ def _judge(facts: Facts, name: str, count: int, out: list[Item]) -> int:
     return len([e for e in entries if not e.isdigit() or int(e) < count])
 
 
+SYSTEM_FIELDS = ("system", "torch_rocm", *RECOMMENDATION_FIELDS)
+
+
+def _major_minor(text: str | None) -> str | None:
+    found = re.match(r"(\d+)\.(\d+)", text or "")
+    return f"{found.group(1)}.{found.group(2)}" if found else None
+
+
+def system_rocm_other_version(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix) -> list[Item] | None:
+    """One item when a system ROCm (/opt/rocm) of another major.minor than the ROCm torch was built with is
+    installed, with the same release's build for the system's ROCm when PyTorch published one; [] otherwise; None
+    when unknown."""
+    if not rocm_torch(facts) or facts.torch is None:
+        return []
+    if facts.rocm is None or facts.rocm.status == "error":
+        return None
+    system, built = _major_minor(facts.rocm.rocm_version), _major_minor(facts.torch.hip)
+    if system is None or built is None or system == built:
+        return []
+    release = _release_of(facts)
+    python = ".".join(facts.python.version.split(".")[:2])
+    match = next((v for v in (tb.variants(matrix, release, PLATFORM, python) if release else ())
+                  if v.kind == "rocm" and _major_minor(v.name[len("rocm"):]) == system), None)
+    empty = {"install": "", "index_url": "", "recommended": f"no torch {release} build for ROCm {system} exists",
+             "because": "", "evidence": f"{facts.rocm.rocm_version} in /opt/rocm/.info/version"}
+    if match is None or release is None:
+        return [{"system": system, "torch_rocm": built, **empty}]
+    found = tb.release(matrix, release)
+    archs = table.archs(found.series, match.name) if found else None
+    targets = tuple(d.gfx_target for d in _devices(facts) or ())
+    if found is None or archs is None or not all(t in archs for t in targets):
+        # Moving torch to the system's ROCm would lose a GPU (or cannot be judged): say so, install nothing.
+        return [{"system": system, "torch_rocm": built, **empty, "recommended": f"no torch {release} build for "
+                 f"ROCm {system} carries kernels for {', '.join(targets) or 'these GPUs'}"}]
+    item = _item(facts, matrix, found, match, targets, archs, table, False)
+    return [{"system": system, "torch_rocm": built, **item,
+             "because": f"It is torch {release} built for ROCm {system}, the system's.",
+             "evidence": f"{facts.rocm.rocm_version} in /opt/rocm/.info/version and torch's HIP {facts.torch.hip}"}]
+
+
 def recommended_build(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix) -> list[Item] | None:
     """One item, the ROCm build of torch for this machine's AMD GPUs; [] without torch; None when unknown."""
     if facts.torch is None:
