@@ -355,3 +355,28 @@ def test_rocm_derivations_declare_their_item_fields(name: str) -> None:
 def test_every_rocm_derivation_has_a_fields_case() -> None:
     """The table above covers every list-valued rocm.* derivation (tests/test_derive.py leaves them to this file)."""
     assert set(NONEMPTY) == {n for n, d in DERIVATIONS.items() if n.startswith("rocm.") and d.fields}
+
+
+# ----------------------------------------------------------------------------------------------- pasted reports
+
+
+def test_collect_env_of_a_rocm_build_gives_its_gpu_targets() -> None:
+    """A ROCm collect_env that names its GPU's target (pytorch/pytorch#152941, an MI100) yields the `rocm` GPUs
+    with device access unknown, and the MI100 is covered by 2.7.0+rocm6.3."""
+    from envcheck.intake import read_report
+
+    path = Path(__file__).parent / "fixtures" / "reports" / "torch-2.7-rocm-mi100-cut.txt"
+    facts = read_report(path.read_bytes(), str(path))
+    assert facts.rocm is not None and facts.rocm.kfd_access is None
+    assert [(d.gfx_target, d.gfx_target_version, d.node) for d in facts.rocm.devices] == [("gfx908", 90008, None)]
+    assert facts.nvml is None  # no NVIDIA GPU facts from an AMD listing
+    assert rocm_derived.uncovered(facts, TABLE, MATRIX, overridable=False) == []
+    assert rocm_derived.uncovered(facts, TABLE, MATRIX, overridable=True) is None  # the environment is not stated
+
+
+@pytest.mark.parametrize(("target", "version"), [("gfx1100", 110000), ("gfx90a", 90010), ("gfx942", 90402),
+                                                 ("gfx1151", 110501), ("sm_90", None)])
+def test_gfx_version_inverts_gfx_name(target: str, version: int | None) -> None:
+    """A target name maps back to KFD's number, which maps back to the name."""
+    assert rocm.gfx_version(target) == version
+    assert version is None or rocm.gfx_name(version) == target

@@ -236,10 +236,13 @@ def uncovered(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix, *, ove
         return []
     found = _devices(facts)
     build = installed_build(facts, table)
-    if found is None or build is None or not _env_known(facts):
+    if found is None or build is None:
         return None
-    if _env(facts, OVERRIDE) is not None:
+    if _env_known(facts) and _env(facts, OVERRIDE) is not None:
         return []  # the runtime reports the override's target for every GPU: EC1403 / EC1404 judge that
+    if not _env_known(facts) and overridable:
+        return None  # a pasted report: whether the override that rescues these GPUs is set is not known
+    # A GPU no override can rescue has no kernels whatever the environment says, so a report decides it too.
     rec = recommend(facts, table, matrix) or dict.fromkeys(RECOMMENDATION_FIELDS, "")
     out = []
     for gpu in found:

@@ -35,6 +35,7 @@ NO_KFD_REASON = ("no KFD topology (/sys/class/kfd): the amdgpu kernel driver is 
 WSL_REASON = "WSL2 (/dev/dxg): GPUs are reached through the Windows driver, which has no KFD topology to read"
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 _NODE = re.compile(r"\d{1,4}")
+_TARGET = re.compile(r"gfx(\d{1,2}\d[0-9a-f])")
 _AMD_VENDOR = 0x1002
 _MAX_PROPERTIES_BYTES = 64 * 1024  # a real properties file is about 1 KB
 
@@ -44,7 +45,7 @@ class AmdGpu:
     """One AMD GPU as the KFD topology lists it."""
 
     index: int  # its place among the GPU nodes in node order: the HIP device index without *_VISIBLE_DEVICES
-    node: int  # the KFD topology node number (node 0 and other CPU nodes are not GPUs)
+    node: int | None  # the KFD topology node number (CPU nodes are not GPUs); None when read from a report
     gfx_target: str  # "gfx1100": the ISA its kernels must be compiled for
     gfx_target_version: int  # 110000, as the kernel states it
     device_id: int | None  # PCI device id (0x744c for a Radeon RX 7900 XTX); None when not stated
@@ -54,7 +55,7 @@ class AmdGpu:
 
     @classmethod
     def from_reader(cls, r: Reader) -> AmdGpu:
-        return cls(index=r.integer("index", minimum=0), node=r.integer("node", minimum=0),
+        return cls(index=r.integer("index", minimum=0), node=r.opt_integer("node", minimum=0),
                    gfx_target=r.text("gfx_target"), gfx_target_version=r.integer("gfx_target_version", minimum=0),
                    device_id=r.opt_integer("device_id", minimum=0), simd_count=r.opt_integer("simd_count", minimum=0),
                    pci_bus_id=r.opt_text("pci_bus_id"), render_access=_opt_access(r, "render_access"))
@@ -110,6 +111,15 @@ def gfx_name(version: int) -> str | None:
     if minor > 9 or stepping > 15:
         return None  # no such ISA: the stepping is one hex digit and the minor one decimal digit
     return f"gfx{major}{minor}{stepping:x}"
+
+
+def gfx_version(target: str) -> int | None:
+    """The inverse of gfx_name: "gfx1100" -> 110000, "gfx90a" -> 90010; None for a name that is no gfx target."""
+    found = _TARGET.fullmatch(target)
+    if found is None:
+        return None
+    digits = found.group(1)
+    return int(digits[:-2]) * 10000 + int(digits[-2]) * 100 + int(digits[-1], 16)
 
 
 def override_target(value: str) -> str | None:
@@ -179,7 +189,7 @@ def collect_rocm(root: Path = Path("/"), *, platform: str = sys.platform) -> Roc
 def _paired(gpus: tuple[AmdGpu, ...], nodes: list[tuple[int, dict[str, int]]]
             ) -> list[tuple[AmdGpu, dict[str, int]]]:
     by_node = dict(nodes)
-    return [(gpu, by_node[gpu.node]) for gpu in gpus]
+    return [(gpu, by_node.get(gpu.node, {}) if gpu.node is not None else {}) for gpu in gpus]
 
 
 def _with_render_access(root: Path, gpu: AmdGpu, props: dict[str, int]) -> AmdGpu:
