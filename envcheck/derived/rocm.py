@@ -178,7 +178,8 @@ def recommend(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix) -> Ite
     gpus = ", ".join(targets) or "no AMD GPU"
     return {"install": "", "index_url": "", "recommended": "no published ROCm build of torch fits",
             "because": f"No torch release in rules/data/rocm-archs.toml has ROCm wheels for Python {python} with "
-                       f"kernels for {gpus}.", "evidence": f"the KFD topology ({gpus}) and rules/data/rocm-archs.toml"}
+                       f"kernels for {gpus}.",
+            "evidence": f"the AMD GPUs' gfx targets ({gpus}) and rules/data/rocm-archs.toml"}
 
 
 def _release_of(facts: Facts) -> Version | None:
@@ -206,7 +207,7 @@ def _item(facts: Facts, matrix: tb.BuildMatrix, release: tb.Release, variant: tb
                "No published build carries kernels for every GPU's own target; this one runs "
                + ", ".join(f"{t} as {table.overrides[t][0]} with {OVERRIDE}={table.overrides[t][1]}"
                            for t in targets if t not in archs) + "."]
-    evidence = f"the KFD topology ({', '.join(targets)}) and rules/data/rocm-archs.toml"
+    evidence = f"the AMD GPUs' gfx targets ({', '.join(targets)}) and rules/data/rocm-archs.toml"
     if facts.torch is not None and facts.torch.version == f"{version}+{variant.name}":
         # Nothing to install: the installed build is already the best there is.
         return {"install": "", "index_url": "", "recommended": f"the installed torch {version}+{variant.name}, as "
