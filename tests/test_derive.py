@@ -249,7 +249,7 @@ def test_list_derivations_declare_their_item_fields() -> None:
                                  "pins": [{"name": "torch", "version": "2.6.0+cu124"}]}]}
     derived = Derived(Facts.from_dict(raw), TABLES)
     for name, derivation in DERIVATIONS.items():
-        if not derivation.fields:
+        if not derivation.fields or name.startswith("rocm."):  # a ROCm torch's: tests/test_rocm.py checks them
             continue
         items = derived.get(name)
         assert items, f"{name} is empty in this fixture"

@@ -18,10 +18,10 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs
+from envcheck.derived import attention, builds, companions, extensions, gpu_compat, rocm, system_libs
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
-from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
+from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, ROCM_ARCHS, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -453,6 +453,71 @@ _UNSAT_DOC = ("`package`, `package_version`, `requirer` (\"torchvision 0.21.0\",
 _COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_archs`, `evidence`, and the "
                  "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
 
+
+def _rocm_derivations() -> list[Derivation]:
+    """AMD GPUs against a ROCm build of torch (envcheck/derived/rocm.py, rules/data/rocm-archs.toml)."""
+
+    def tables(fn: Callable[..., Any], *, matrix: bool = True, **kw: Any) -> Callable[[Derived], Any]:
+        def compute(derived: Derived) -> Any:
+            extra = (derived.tables[TORCH_BUILDS],) if matrix else ()
+            return fn(derived.facts, derived.tables[ROCM_ARCHS], *extra, **kw)
+
+        return compute
+
+    gpu_doc = ("`index` (the HIP device index), `gfx_target`, `pci_bus_id`, `build_archs` (the build's targets, "
+               "space-separated), `runs_as` and `override` (the target an override makes it run as and the "
+               "`HSA_OVERRIDE_GFX_VERSION` value; empty when none is safe), `evidence` "
+               "(`rules/data/rocm-archs.toml` for the installed release and variant, which knows what the bundled "
+               "rocBLAS lacks, else the `torch-build` probe's arch list), and "
+               "the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
+    return [
+        Derivation("rocm.devices",
+                   "the AMD GPUs of the KFD topology (`rocm` facts): `index`, `gfx_target`, `pci_bus_id`. Unknown "
+                   "when the topology could not be read", ("index", "gfx_target", "pci_bus_id"),
+                   _of_facts(rocm.devices)),
+        Derivation("rocm.recommended-build",
+                   "one item, the ROCm build of torch whose wheels carry kernels for every AMD GPU's target, for "
+                   "this Python (the installed release first, then the newest; one that needs "
+                   "`HSA_OVERRIDE_GFX_VERSION` only when none has native kernels): `install`, `index_url`, "
+                   "`recommended`, `because`, `evidence` (`install` empty when nothing fits or the installed build is "
+                   "already the one). Empty without torch; unknown "
+                   "without the KFD topology", rocm.RECOMMENDATION_FIELDS, tables(rocm.recommended_build)),
+        Derivation("rocm.gpus-not-in-build",
+                   "with a ROCm torch and `HSA_OVERRIDE_GFX_VERSION` unset, the AMD GPUs whose target its wheels "
+                   f"lack and no override can stand in for (`HIP error: invalid device function`): {gpu_doc}. "
+                   "Unknown when the build's targets or the GPUs are", rocm.GPU_FIELDS,
+                   tables(rocm.uncovered, overridable=False)),
+        Derivation("rocm.gpus-needing-override",
+                   "the same, for GPUs whose target the wheels lack but whose ISA family's target they carry "
+                   f"(`rules/data/rocm-archs.toml` `[override]`): {gpu_doc}", rocm.GPU_FIELDS,
+                   tables(rocm.uncovered, overridable=True)),
+        Derivation("rocm.override-not-in-build",
+                   "one item when `HSA_OVERRIDE_GFX_VERSION` is set for a ROCm torch to a target its wheels lack, "
+                   "or to no target: `value`, `target`, `build_archs`, `gpus` (the GPUs' own targets), `evidence`, "
+                   "and the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`",
+                   rocm.OVERRIDE_FIELDS, tables(rocm.override_not_in_build)),
+        Derivation("rocm.override-on-supported-gpus",
+                   "AMD GPUs whose own target the installed ROCm torch carries but which `HSA_OVERRIDE_GFX_VERSION` "
+                   f"makes run another target's kernels: {gpu_doc}", rocm.GPU_FIELDS,
+                   tables(rocm.override_on_supported, matrix=False)),
+        Derivation("rocm.devices-inaccessible",
+                   "with a ROCm torch and AMD GPUs, `/dev/kfd` and the GPUs' render nodes this user cannot open for "
+                   "reading and writing: `device`, `access` (`no-permission` or `missing`), `problem` (the same in "
+                   "words), `group` (the group "
+                   "owning `/dev/kfd`), `gpus`", rocm.ACCESS_FIELDS, _of_facts(rocm.inaccessible)),
+        Derivation("rocm.system-rocm-other-version",
+                   "one item when `/opt/rocm` holds a ROCm of another major.minor than the one the ROCm torch was "
+                   "built with (`torch.version.hip`): `system`, `torch_rocm` (\"6.4\", \"6.3\"), and the "
+                   "`rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`, `evidence` for "
+                   "the same torch release built for the system's ROCm (`install` empty when PyTorch published none, "
+                   "or it lacks a GPU's target)", rocm.SYSTEM_FIELDS, tables(rocm.system_rocm_other_version)),
+        Derivation("rocm.visible-devices-out-of-range",
+                   "with a ROCm torch, entries of `ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES` or "
+                   "`CUDA_VISIBLE_DEVICES` that name a GPU index beyond the AMD GPUs left visible: `variable`, "
+                   "`value`, `entry`, `count`", rocm.VISIBLE_FIELDS, _of_facts(rocm.visible_out_of_range)),
+    ]
+
+
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
     for d in [
@@ -581,6 +646,7 @@ DERIVATIONS: dict[str, Derivation] = {
                    "another CUDA major than torch's: one item `variable`, `path`, `toolkit`, `torch_cuda`, or none. "
                    "A path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are not judged",
                    ("variable", "path", "toolkit", "torch_cuda"), _of_facts(system_libs.cuda_home_other_major)),
+        *_rocm_derivations(),
     ]
 }
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from envcheck import _files, _resources, gpus, torch_builds
-from envcheck.derived import companions, gpu_compat
+from envcheck.derived import companions, gpu_compat, rocm
 from envcheck.errors import RuleError
 
-__all__ = ["CUDA_DRIVER", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table",
-           "Tables", "load"]
+__all__ = ["CUDA_DRIVER", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS",
+           "Table", "Tables", "load"]
 
 T = TypeVar("T")
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
@@ -39,8 +39,10 @@ TORCH_COMPANIONS = Table("torch-companions", companions.parse_companions)
 XFORMERS = Table("xformers", companions.parse_companions)
 TORCH_BUILDS = Table("torch-builds", torch_builds.parse)
 GPUS = Table("gpus", gpus.parse)
+ROCM_ARCHS = Table("rocm-archs", rocm.parse)
 
-REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS)}
+REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
+                                                          ROCM_ARCHS)}
 
 
 @dataclass(frozen=True)

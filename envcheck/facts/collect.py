@@ -18,6 +18,7 @@ from envcheck.errors import CollectError, FactsError
 from envcheck.facts import _collector
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.nvml import collect_nvml
+from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
 
 # Running the collector in another interpreter costs one interpreter start (~20-50 ms); a minute means it is stuck.
@@ -56,7 +57,8 @@ def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bo
     raw["envcheck_version"] = __version__
     raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
     facts = Facts.from_dict(raw, file=origin, origin=origin)
-    return dataclasses.replace(facts, nvml=nvml.result())
+    # The KFD topology is a few small sysfs files (milliseconds): read in line, unlike NVML.
+    return dataclasses.replace(facts, nvml=nvml.result(), rocm=collect_rocm())
 
 
 def _installer_beside_envcheck(raw: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.project import ProjectFacts
+from envcheck.facts.rocm import RocmFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "check_schema"]
@@ -176,6 +177,7 @@ class Facts:
     # "partial_installs", "probes" (those absent), "python.virtualenv", "python.conda", "python.externally_managed"
     provenance: dict[str, str] = field(default_factory=dict)  # fact ("torch.version", "nvml.devices", ...) -> where
     # it was read, for snapshots made from a report ("block 2 (nvidia-smi), lines 14-30"); empty otherwise
+    rocm: RocmFacts | None = None  # AMD GPUs from the KFD topology; None: not collected (AMD rules are then unknown)
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -230,6 +232,8 @@ class Facts:
             "distributions_complete": self.distributions_complete,
             "unknown": list(self.unknown),
             "provenance": dict(sorted(self.provenance.items())),
+            "rocm": None if self.rocm is None else {**asdict(self.rocm),
+                                                    "devices": [asdict(d) for d in self.rocm.devices]},
         }
         out["python"]["path"] = list(self.python.path)
         return out
@@ -258,6 +262,7 @@ class Facts:
             distributions_complete=r.flag("distributions_complete", default=True),  # absent before schema 3
             unknown=r.texts("unknown"),
             provenance=r.text_map("provenance"),
+            rocm=_optional(r.opt_obj("rocm"), RocmFacts.from_reader),  # absent before the field
         )
 
 

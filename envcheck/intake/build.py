@@ -16,6 +16,7 @@ from envcheck import __version__
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
 from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
 from envcheck.intake.found import Found, Gpu, cuda_of_local_version
 from envcheck.intake.gpu_names import capability_of
@@ -60,6 +61,7 @@ def facts_of(founds: list[Found], file: str) -> Facts:
     conda_stated = any(f.conda for f in founds)
     return Facts(python=python, distributions=distributions, torch=torch, modules={}, sources={}, env={},
                  problems=tuple(problems), nvml=nvml, probes=probes, envcheck_version=__version__,
+                 rocm=_rocm(founds, prov),
                  origin=f"report:{file}", distributions_complete=complete, provenance=prov,
                  unknown=_NOT_STATED if conda_stated else (*_NOT_STATED, "python.conda"))
 
@@ -175,3 +177,14 @@ def _device(index: int, gpu: Gpu, where: str, prov: dict[str, str]) -> GpuDevice
             prov[f"nvml.devices.{index}.compute_capability"] = f"GPU-name table, for {gpu.name!r} named in {where}"
     return GpuDevice(index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=gpu.pci_bus_id,
                      compute_capability=capability, memory_total_mib=gpu.memory_total_mib, mig_mode=None)
+
+
+def _rocm(founds: list[Found], prov: dict[str, str]) -> RocmFacts | None:
+    """The AMD GPUs a ROCm torch's collect_env lists, by gfx target; None when no output lists them. What the
+    report cannot say (device access, a system ROCm) stays unknown."""
+    targets: tuple[str, ...] | None = _first(founds, "amd_gpus", prov, "rocm.devices")
+    if targets is None or len(targets) > MAX_GPUS:
+        return None
+    devices = tuple(AmdGpu(index=i, node=None, gfx_target=t, gfx_target_version=gfx_version(t) or 0, device_id=None,
+                           simd_count=None, pci_bus_id=None) for i, t in enumerate(targets))
+    return RocmFacts(status="ok", reason=None, devices=devices, kfd_access=None)

@@ -19,6 +19,7 @@ __all__ = ["parse"]
 _KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ ./()-]*?):\s*(.*)$")
 _NOT_STATED = {"", "n/a", "none", "could not collect", "no cuda", "not available"}
 _GPU_LINE = re.compile(r"^\s*GPU (\d+): (.+?)\s*$")
+_GFX_TARGET = re.compile(r"\((gfx[0-9a-f]{3,4})\b")
 _LIBRARY = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
 _FREEZE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*(\S+)$")
 _CONDA_ROW = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)(?:\s+(\S+))?(?:\s+(\S+))?$")
@@ -138,9 +139,17 @@ def parse(block: Block) -> Found:
         driver_version=driver if driver and re.match(r"\d+\.\d+", driver) else None,
         # A ROCm build lists AMD devices ("Device 66a1"): not NVIDIA GPUs, which is what the GPU facts describe.
         gpus=tuple(gpus) if gpus and hip is None else None,
+        amd_gpus=_amd_targets(gpus) if hip is not None else None,
         arch_list=archs,
         conda=any(p.installer == "conda" for p in packages),
     )
+
+
+def _amd_targets(gpus: list[Gpu]) -> tuple[str, ...] | None:
+    """The gfx target of each GPU a ROCm build lists ("AMD Radeon RX 7900 XTX (gfx1100)", torch 2.1 and later, or
+    "AMD Instinct MI100 (gfx908:sramecc+:xnack-)"); None unless every listed GPU names one."""
+    targets = [_GFX_TARGET.search(gpu.name or "") for gpu in gpus]
+    return tuple(t.group(1) for t in targets if t) if targets and all(targets) else None
 
 
 def _library(kind: str, rest: str) -> list[Package]:

@@ -52,6 +52,7 @@ class Found:
     cuda_driver_version: str | None = None  # "12.4": the newest CUDA the driver supports, as nvidia-smi states it
     gpus: tuple[Gpu, ...] | None = None  # None: the output does not list GPUs
     arch_list: tuple[str, ...] | None = None  # torch's compiled architectures, from torch's own warning
+    amd_gpus: tuple[str, ...] | None = None  # a ROCm torch's GPUs as gfx targets ("gfx1100"); None: not listed
     conda: bool = False  # the output shows a conda environment
     problems: tuple[str, ...] = ()  # what looked wrong in this output (cut short, implausible)
 
