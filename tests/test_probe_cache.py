@@ -127,3 +127,17 @@ def test_reinstalling_the_same_version_is_a_new_fingerprint(tmp_path: Path) -> N
     write_dist(site, "flash-attn", "2.5.8")
     os.utime(folder, ns=(1, 1))  # a filesystem with coarse timestamps could otherwise give the same mtime
     assert cache.fingerprint(facts, ["extension-imports"], "code") != before
+
+
+def test_an_amd_gpu_is_part_of_the_fingerprint() -> None:
+    """A ROCm machine's GPUs count like NVIDIA's: another gfx target, or /dev/kfd becoming accessible, is a new key."""
+    from envcheck.facts.rocm import AmdGpu, RocmFacts
+
+    gpu = AmdGpu(index=0, node=1, gfx_target="gfx1100", gfx_target_version=110000, device_id=0x744C, simd_count=96,
+                 pci_bus_id="0000:03:00.0", render_access="ok")
+    rocm = RocmFacts(status="ok", reason=None, devices=(gpu,), kfd_access="ok")
+    keys = {cache.fingerprint(_facts(rocm=r), ["torch-import"], "code") for r in (
+        None, rocm, dataclasses.replace(rocm, kfd_access="no-permission"),
+        dataclasses.replace(rocm, devices=(dataclasses.replace(gpu, gfx_target="gfx1030",
+                                                               gfx_target_version=100300),)))}
+    assert len(keys) == 4

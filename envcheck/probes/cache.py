@@ -1,9 +1,10 @@
 """Probe results cached by an environment fingerprint, so an unchanged environment re-checks at static speed.
 
 The fingerprint covers everything that can change a probe's outcome: the interpreter, every installed
-distribution (name, version, location), the driver and GPU UUIDs, the relevant environment variables, envcheck's
-version and the probe code itself. Any change means a fresh run. A cache file that cannot be read or parsed is
-ignored and rewritten; timeouts are never cached (a slow first CUDA start may not repeat).
+distribution (name, version, location), the driver and GPU UUIDs, AMD GPUs (PCI address, gfx target, access), the
+relevant environment variables, envcheck's version and the probe code itself. Any change means a fresh run. A
+cache file that cannot be read or parsed is ignored and rewritten; timeouts are never cached (a slow first CUDA
+start may not repeat).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:
         "torch": None if facts.torch is None else [facts.torch.location, facts.torch.version, facts.torch.git_version],
         "driver": None if nvml is None else [nvml.status, nvml.driver_version, nvml.cuda_driver_version,
                                              sorted(d.uuid or str(d.index) for d in nvml.devices)],
+        # AMD GPUs: a ROCm torch's probes run on them, and swapping one (or gaining access to /dev/kfd) changes
+        # what the probes see.
+        "amd": None if facts.rocm is None else [
+            facts.rocm.status, facts.rocm.kfd_access, facts.rocm.driver_version, facts.rocm.rocm_version,
+            sorted((g.pci_bus_id or str(g.index), g.gfx_target, g.render_access or "") for g in facts.rocm.devices)],
         "env": sorted((k, v) for k, v in facts.env.items() if k != "PATH"),
         "probes": sorted(names),
         "code": hashlib.sha256(probe_source.encode("utf-8")).hexdigest(),
