@@ -473,8 +473,9 @@ def _wheel_and_multigpu_derivations() -> list[Derivation]:
                    "the entries of `CUDA_VISIBLE_DEVICES` that name no GPU CUDA can use here: an index at or beyond "
                    "the number of GPUs, a `GPU-` UUID (or prefix) no GPU has, a `MIG-` instance where no GPU is in "
                    "MIG mode or NVML lists other instances, other text: `entry`, `position` (1-based), `reason`, "
-                   "`visible` (the number of GPUs), `indices` (\"0 to 3\", \"0\", or \"none\"). A value that hides every GPU (empty, or a leading negative index: "
-                   "see `cuda-visible-devices-hides-every-gpu`) and indices on a machine with MIG enabled are not "
+                   "`visible` (the number of GPUs), `indices` (\"0 to 3\", \"0\", or \"none\"). A value that hides "
+                   "every GPU (empty, or a leading negative index: see `cuda-visible-devices-hides-every-gpu`) and "
+                   "indices on a machine with MIG enabled are not "
                    "judged; unknown without NVML's GPUs",
                    multigpu.VISIBLE_FIELDS, _of_facts(multigpu.visible_devices_missing)),
         Derivation("bitsandbytes.cuda-override",
