@@ -478,6 +478,15 @@ def _wheel_and_multigpu_derivations() -> list[Derivation]:
                    "indices on a machine with MIG enabled are not "
                    "judged; unknown without NVML's GPUs",
                    multigpu.VISIBLE_FIELDS, _of_facts(multigpu.visible_devices_missing)),
+        Derivation("network.nccl-socket-ifname-missing",
+                   "one item when `NCCL_SOCKET_IFNAME` (interface-name prefixes, `=name` for an exact name) matches "
+                   "no network interface of this machine: `variable`, `value`, `missing` (the prefixes), "
+                   "`interfaces` (the machine's). An exclusion list (`^docker,lo`) is not judged; unknown without "
+                   "the `network` facts", multigpu.IFNAME_FIELDS, _of_facts(multigpu.nccl_ifname_missing)),
+        Derivation("network.gloo-socket-ifname-missing",
+                   "one item when `GLOO_SOCKET_IFNAME` (exact interface names) names an interface this machine "
+                   "lacks: `variable`, `value`, `missing` (the names not found), `interfaces`. Unknown without the "
+                   "`network` facts", multigpu.IFNAME_FIELDS, _of_facts(multigpu.gloo_ifname_missing)),
         Derivation("bitsandbytes.cuda-override",
                    "one item when `BNB_CUDA_VERSION` makes bitsandbytes load the native library of another CUDA "
                    "than torch's: `value`, `library` (`libbitsandbytes_cuda118`), `torch_cuda` (\"12.4\", or "

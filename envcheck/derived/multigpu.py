@@ -170,3 +170,40 @@ def bitsandbytes_cuda_override(facts: Facts) -> list[Item] | None:
     if cuda and value == "".join(cuda.split(".")[:2]):
         return []
     return [{"value": value, "library": f"libbitsandbytes_cuda{value}", "torch_cuda": cuda or "none (CPU build)"}]
+
+
+IFNAME_FIELDS = ("variable", "value", "missing", "interfaces")
+
+
+def nccl_ifname_missing(facts: Facts) -> list[Item] | None:
+    """One item when NCCL_SOCKET_IFNAME, a list of interface-name prefixes (`=name` an exact name), matches no
+    interface of this machine, so that NCCL finds none to bootstrap on. An exclusion list (`^docker,lo`) is not
+    judged. None when the environment or the interfaces are unknown."""
+    if _env_unknown(facts) or facts.network is None:
+        return None
+    value = facts.env.get("NCCL_SOCKET_IFNAME", "").strip()
+    if len(value) < 2 or value.startswith("^"):  # NCCL ignores a one-character value
+        return []
+    interfaces = facts.network.interfaces
+    prefixes = [p.strip() for p in value.split(",") if p.strip()]
+    for prefix in prefixes:
+        exact = prefix.startswith("=")
+        name = prefix[1:] if exact else prefix
+        if any(i == name if exact else i.startswith(name) for i in interfaces):
+            return []
+    return [{"variable": "NCCL_SOCKET_IFNAME", "value": value, "missing": ", ".join(prefixes),
+             "interfaces": ", ".join(interfaces) or "none"}]
+
+
+def gloo_ifname_missing(facts: Facts) -> list[Item] | None:
+    """One item when GLOO_SOCKET_IFNAME, a list of exact interface names, names one this machine lacks (torch's
+    Gloo backend then fails with `Unable to find address for: NAME`). None when unknown."""
+    if _env_unknown(facts) or facts.network is None:
+        return None
+    value = facts.env.get("GLOO_SOCKET_IFNAME", "").strip()
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    missing = [n for n in names if n not in facts.network.interfaces]
+    if not missing:
+        return []
+    return [{"variable": "GLOO_SOCKET_IFNAME", "value": value, "missing": ", ".join(missing),
+             "interfaces": ", ".join(facts.network.interfaces) or "none"}]
