@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from conftest import build_facts, dist_dict, gpu_dict, nvml_dict, torch_dict
+from conftest import build_facts, dist_dict, facts_dict, gpu_dict, nvml_dict, torch_dict
 
 from envcheck.derived import multigpu
+from envcheck.facts.network import collect_network
+from envcheck.facts.snapshot import Facts
 
 TWO = nvml_dict(gpu_dict(0), gpu_dict(1))
 
@@ -72,3 +75,42 @@ def test_bitsandbytes_override(value: str, torch: dict[str, Any], library: str |
     """BNB_CUDA_VERSION is reported when it names another CUDA than torch's."""
     found = multigpu.bitsandbytes_cuda_override(build_facts(env={"BNB_CUDA_VERSION": value}, torch=torch))
     assert [i["library"] for i in found or ()] == ([library] if library else [])
+
+
+def _with_network(env: dict[str, str], interfaces: list[str] | None) -> Any:
+    data = facts_dict(env=env)
+    data["network"] = None if interfaces is None else {"interfaces": interfaces}
+    return Facts.from_dict(data, file="<test>")
+
+
+@pytest.mark.parametrize(("value", "reported"), [
+    pytest.param("eth0", True, id="missing-name"),
+    pytest.param("en", False, id="prefix-matches"),
+    pytest.param("=ens5", False, id="exact-match"),
+    pytest.param("=ens", True, id="exact-needs-the-whole-name"),
+    pytest.param("eth,ib", True, id="no-prefix-matches"),
+    pytest.param("eth,ens", False, id="second-prefix-matches"),
+    pytest.param("^docker,lo", False, id="exclusion-not-judged"),
+    pytest.param("e", False, id="one-character-ignored-by-nccl"),
+])
+def test_nccl_socket_ifname(value: str, reported: bool) -> None:
+    """NCCL_SOCKET_IFNAME is reported when none of its prefixes (or `=` exact names) matches an interface."""
+    found = multigpu.nccl_ifname_missing(_with_network({"NCCL_SOCKET_IFNAME": value}, ["docker0", "ens5", "lo"]))
+    assert bool(found) is reported
+
+
+def test_gloo_socket_ifname_reports_each_missing_name() -> None:
+    """GLOO_SOCKET_IFNAME names exact interfaces; each one missing is listed, and nothing is judged without facts."""
+    facts = _with_network({"GLOO_SOCKET_IFNAME": "eth0,ib0,bond1"}, ["eth0", "lo"])
+    assert [i["missing"] for i in multigpu.gloo_ifname_missing(facts) or ()] == ["ib0, bond1"]
+    assert multigpu.gloo_ifname_missing(_with_network({"GLOO_SOCKET_IFNAME": "bond1"}, None)) is None
+
+
+def test_network_facts_round_trip_and_real_collection() -> None:
+    """This machine's interfaces are collected without a subprocess and survive the snapshot's JSON form."""
+    found = collect_network()
+    assert found is not None and found.interfaces == tuple(sorted(found.interfaces))
+    facts = _with_network({}, list(found.interfaces))
+    again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())), file="<round trip>")
+    assert again.network == found
+    assert Facts.from_dict(facts_dict(), file="<older>").network is None
