@@ -98,3 +98,12 @@ def test_index_without_wheels_for_the_platform() -> None:
         facts = _facts(python, "torch", index_options=("--extra-index-url", url))
         found = wheels.index_without_wheel(facts, PACK.tables[TORCH_BUILDS])
         assert [i["url"] for i in found] == ([url] if reported else []), (python, url)
+
+
+def test_constraints_require_nothing() -> None:
+    """A constraint file's torch line limits torch where it is installed; it asks for no install, so no finding."""
+    data = facts_dict(python={**MAC_INTEL, "version": "3.11.7"})
+    data["project"] = {"root": "/opt/project", "name": None, "files": ["constraints.txt"], "index_options": [],
+                       "locks": [], "requirements": [{"requirement": "torch>=2.3", "source": "constraints.txt:1",
+                                                      "kind": "constraint"}]}
+    assert _kinds(Facts.from_dict(data, file="<test>"))["platform"] == []

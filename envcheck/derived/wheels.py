@@ -71,7 +71,8 @@ def _declared(facts: Facts, unsatisfied: Iterable[Item]) -> list[tuple[str, str]
         env = marker_env(facts)
         for declared in project.requirements:
             req = parse_requirement(declared.requirement)
-            if req is None or canonical_name(req.name) != "torch" or req.url is not None:
+            if (req is None or canonical_name(req.name) != "torch" or req.url is not None
+                    or declared.kind == "constraint"):  # a constraint limits torch where installed, needs none
                 continue
             if req.marker is not None:
                 try:
