@@ -104,6 +104,8 @@ def test_gloo_socket_ifname_reports_each_missing_name() -> None:
     facts = _with_network({"GLOO_SOCKET_IFNAME": "eth0,ib0,bond1"}, ["eth0", "lo"])
     assert [i["missing"] for i in multigpu.gloo_ifname_missing(facts) or ()] == ["ib0, bond1"]
     assert multigpu.gloo_ifname_missing(_with_network({"GLOO_SOCKET_IFNAME": "bond1"}, None)) is None
+    assert multigpu.gloo_ifname_missing(_with_network({}, None)) == []  # unset: nothing to judge, even unknown
+    assert multigpu.nccl_ifname_missing(_with_network({}, None)) == []
 
 
 def test_network_facts_round_trip_and_real_collection() -> None:

@@ -179,11 +179,13 @@ def nccl_ifname_missing(facts: Facts) -> list[Item] | None:
     """One item when NCCL_SOCKET_IFNAME, a list of interface-name prefixes (`=name` an exact name), matches no
     interface of this machine, so that NCCL finds none to bootstrap on. An exclusion list (`^docker,lo`) is not
     judged. None when the environment or the interfaces are unknown."""
-    if _env_unknown(facts) or facts.network is None:
+    if _env_unknown(facts):
         return None
     value = facts.env.get("NCCL_SOCKET_IFNAME", "").strip()
     if len(value) < 2 or value.startswith("^"):  # NCCL ignores a one-character value
         return []
+    if facts.network is None:
+        return None
     interfaces = facts.network.interfaces
     prefixes = [p.strip() for p in value.split(",") if p.strip()]
     for prefix in prefixes:
@@ -198,10 +200,14 @@ def nccl_ifname_missing(facts: Facts) -> list[Item] | None:
 def gloo_ifname_missing(facts: Facts) -> list[Item] | None:
     """One item when GLOO_SOCKET_IFNAME, a list of exact interface names, names one this machine lacks (torch's
     Gloo backend then fails with `Unable to find address for: NAME`). None when unknown."""
-    if _env_unknown(facts) or facts.network is None:
+    if _env_unknown(facts):
         return None
     value = facts.env.get("GLOO_SOCKET_IFNAME", "").strip()
     names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        return []
+    if facts.network is None:
+        return None
     missing = [n for n in names if n not in facts.network.interfaces]
     if not missing:
         return []
