@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,8 @@ from envcheck.derived import wheels
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import TORCH_BUILDS
 from envcheck.facts.snapshot import Facts
+from envcheck.project import rules as project_rules
+from envcheck.project.discover import discover
 from envcheck.rules import load
 
 MATRIX = tb.load()
@@ -107,3 +111,19 @@ def test_constraints_require_nothing() -> None:
                        "locks": [], "requirements": [{"requirement": "torch>=2.3", "source": "constraints.txt:1",
                                                       "kind": "constraint"}]}
     assert _kinds(Facts.from_dict(data, file="<test>"))["platform"] == []
+
+
+def test_tool_envcheck_require_is_judged_for_wheels_but_left_to_the_policy_rules(tmp_path: Path) -> None:
+    """`[tool.envcheck] require = ["torch>=2.3"]` in a real pyproject.toml: on an Intel Mac EC1601 says no wheel
+    exists, while EC9801 (the project's own requirements) is not generated for it: EC99xx reports it missing."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "0"\n\n[tool.envcheck]\nrequire = ["torch>=2.3", "not a requirement"]\n',
+        encoding="utf-8")
+    project = discover(tmp_path)
+    assert project is not None
+    data = facts_dict(python={**MAC_INTEL, "version": "3.11.7"})
+    facts = dataclasses.replace(Facts.from_dict(data, file="<test>"), project=project.facts({}))
+    assert [(d.requirement, d.kind) for d in facts.project.requirements] == [("torch>=2.3", "policy")]
+    assert _kinds(facts)["platform"] == ["torch>=2.3"]
+    assert project_rules.rules(project) == []
+    assert Derived(facts, PACK.tables).get("project.unmet") == []

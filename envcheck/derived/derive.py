@@ -436,7 +436,8 @@ def _wheel_and_multigpu_derivations() -> list[Derivation]:
            "requires it), `platform`, `python`, `reason`, `newest` (the newest torch with a wheel for this platform "
            "and Python, or \"none\"), `pythons` (the Pythons the releases in range have wheels for here), "
            "`variants` (the builds PyTorch published of them here). Judged for the project's torch requirements "
-           "and the torch requirements of installed distributions that the installed torch does not meet; not for "
+           "(`[tool.envcheck] require` included) and the torch requirements of installed distributions that the "
+           "installed torch does not meet; not for "
            "requirements no release of the build matrix matches (newer releases, nightlies)")
     return [
         Derivation("torch.requirement-without-wheel-for-platform",

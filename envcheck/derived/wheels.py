@@ -6,8 +6,9 @@ requirement can be judged before anyone runs the install: `torch>=2.3` on macOS 
 2.2.2), `torch==2.4.1` on Python 3.13 (its first wheels came with 2.5), `torch==2.5.1+cu124` on macOS (CUDA builds
 exist for Linux and Windows only), or a `--index-url .../cu121` on a Mac.
 
-The requirements judged are those the project declares (`facts.project`) and those installed distributions declare
-on torch that the installed torch does not meet (the requirement walk): each is what someone will try to install.
+The requirements judged are those the project declares (`facts.project`: its dependencies, requirements files, and
+the pyproject.toml's `[tool.envcheck] require`) and those installed distributions declare on torch that the
+installed torch does not meet (the requirement walk): each is what someone will try to install.
 A requirement the installed torch already satisfies is left alone (`torch.unpublished-build` judges the installed
 build). Nothing is judged for requirements no release of the matrix matches on any platform (a release newer than
 the table, a nightly): the table cannot speak for them.
