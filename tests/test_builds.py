@@ -158,6 +158,18 @@ def test_no_command_when_no_build_fits() -> None:
     assert "no published torch build fits" in finding.fix and "upgrade the NVIDIA driver" in finding.fix
 
 
+def test_no_build_for_this_python_says_which_pythons_have_wheels() -> None:
+    """On a Python no torch release has wheels for, the recommendation names the Pythons that have them, not the
+    GPUs or the driver."""
+    data = _load("rtx5090-torch251-cu124").to_dict()
+    data["python"]["version"] = "3.99.0"
+    [finding] = _findings(Facts.from_dict(data, file="x"), "EC0401")
+    assert finding.commands == ()
+    assert re.search(r"no torch wheel for Python 3\.99 on linux-x86_64: its wheels there are for Python 3\.\d+ to "
+                     r"3\.\d+", finding.fix), finding.fix
+    assert "upgrade the NVIDIA driver" not in finding.fix
+
+
 def test_split_placeholder_becomes_arguments_or_drops_the_command() -> None:
     """`{*item.KEY}` is one argument per word, and a command whose list is empty is left out."""
     facts = _load("driver470-torch-cu124")

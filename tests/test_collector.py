@@ -220,6 +220,8 @@ def test_foreign_interpreter_matches_in_process() -> None:
     assert there.origin == f"python:{sys.executable}" and here.origin == "local"
     assert there.modules == here.modules
     assert there.python.executable == here.python.executable
+    # The machine's network interfaces are machine facts, read in envcheck's own process for either.
+    assert here.network is not None and there.network == here.network
 
 
 @pytest.mark.parametrize(

@@ -239,7 +239,14 @@ def test_list_derivations_declare_their_item_fields() -> None:
                 "sdpa": {"status": "ok", "cases": {"cuda:0/backend=flash,dtype=float16": {
                     "status": "error", "error_class": "RuntimeError", "message": "No available kernel.",
                         "can_use": False}}}},
-        env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
+        env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8",
+             # multi-GPU and bitsandbytes (envcheck/derived/multigpu.py): a GPU index this machine lacks, another
+             # CUDA's bitsandbytes library, socket interfaces it does not have.
+             "CUDA_VISIBLE_DEVICES": "0,5", "BNB_CUDA_VERSION": "118", "NCCL_SOCKET_IFNAME": "ib",
+             "GLOO_SOCKET_IFNAME": "bond1"})
+    raw["distributions"].append(dist_dict("nvidia-nccl-cu12", "2.26.2"))  # torch loaded 2.21.5 (the probe)
+    raw["probes"]["torch-build"]["details"]["nccl_version"] = "2.21.5"
+    raw["network"] = {"interfaces": ["eth0", "lo"]}
     raw["partial_installs"] = [f"{SITE}/~orch"]
     # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.
     raw["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt", "uv.lock"], "index_options": [],
@@ -248,10 +255,20 @@ def test_list_derivations_declare_their_item_fields() -> None:
                       "locks": [{"file": "uv.lock", "tool": "uv", "sync": "uv sync",
                                  "pins": [{"name": "torch", "version": "2.6.0+cu124"}]}]}
     derived = Derived(Facts.from_dict(raw), TABLES)
+    # Wheel availability (envcheck/derived/wheels.py) needs a platform or Python some release has no wheel for:
+    # an Intel Mac with Python 3.13, whose project asks for torch 2.3 or later, for 2.2 (no 3.13 wheels), for a
+    # CUDA build, and names a CUDA index.
+    mac = facts_dict(python={"platform": "darwin", "machine": "x86_64", "system": "Darwin", "version": "3.13.1"})
+    mac["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt"],
+                      "index_options": ["--index-url", "https://download.pytorch.org/whl/cu121"], "locks": [],
+                      "requirements": [{"requirement": r, "source": f"requirements.txt:{i}", "kind": "requirements"}
+                                       for i, r in enumerate(["torch>=2.3", "torch<2.3", "torch==2.2.2+cu121"])]}
+    on_a_mac = Derived(Facts.from_dict(mac), TABLES)
     for name, derivation in DERIVATIONS.items():
         if not derivation.fields or name.startswith("rocm."):  # a ROCm torch's: tests/test_rocm.py checks them
             continue
-        items = derived.get(name)
+        items = (on_a_mac if name.startswith(("torch.requirement-without-wheel", "torch.index-without-wheel"))
+                 else derived).get(name)
         assert items, f"{name} is empty in this fixture"
         for item in items:
             assert tuple(item) == derivation.fields, name

@@ -189,7 +189,26 @@ def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: 
     return tuple(out)
 
 
+def _no_wheel_here(matrix: tb.BuildMatrix, machine: Machine) -> str | None:
+    """Why no build can fit whatever the GPUs and driver: no release has a wheel for this Python on this platform
+    (Python 3.13 before torch 2.5, macOS x86_64 after 2.2.2 with a Python newer than 3.12); None when some does."""
+    platform, python = machine.platform, machine.python
+    releases = [r for r in matrix.releases if platform in r.platforms]
+    if any(python in r.platforms[platform].python for r in releases):
+        return None
+    if not releases:
+        return f"PyTorch published no torch wheel for {platform}."
+    pythons = sorted({p for r in releases for p in r.platforms[platform].python if not p.endswith("t")},
+                     key=lambda p: tuple(int(x) for x in p.split(".")))
+    last = max(r.version for r in releases)
+    return (f"PyTorch published no torch wheel for Python {python} on {platform}: its wheels there are for Python "
+            f"{pythons[0]} to {pythons[-1]}, the newest release with any is torch {last}. Use one of those Pythons.")
+
+
 def _nothing_fits(matrix: tb.BuildMatrix, machine: Machine) -> str:
+    no_wheel = _no_wheel_here(matrix, machine)
+    if no_wheel is not None:
+        return no_wheel
     gpus = ", ".join(f"{name} ({cap[0]}.{cap[1]})" for name, cap in machine.gpus) or "no GPU"
     driver = f"driver {machine.driver_text or machine.driver}" if machine.driver is not None else "no driver"
     head = (f"No torch release in the build matrix has a build for Python {machine.python} on {machine.platform} "

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, builds, companions, extensions, gpu_compat, rocm, system_libs
+from envcheck.derived import attention, builds, companions, extensions, gpu_compat, multigpu, rocm, system_libs, wheels
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
 from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, ROCM_ARCHS, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
@@ -444,6 +444,80 @@ def _extension_derivations() -> list[Derivation]:
     return out
 
 
+def _without_wheel(kind: str) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return wheels.requirements_without_wheel(derived.facts, derived.tables[TORCH_BUILDS],
+                                                 derived.get("requirements.unsatisfied"), kind)
+
+    return compute
+
+
+def _wheel_and_multigpu_derivations() -> list[Derivation]:
+    """Wheel availability (envcheck/derived/wheels.py) and multi-GPU facts (envcheck/derived/multigpu.py)."""
+    doc = ("`requirement`, `source` (\"pyproject.toml: project.dependencies[0]\", or the installed distribution that "
+           "requires it), `platform`, `python`, `reason`, `newest` (the newest torch with a wheel for this platform "
+           "and Python, or \"none\"), `pythons` (the Pythons the releases in range have wheels for here), "
+           "`variants` (the builds PyTorch published of them here). Judged for the project's torch requirements "
+           "(`[tool.envcheck] require` included) and the torch requirements of installed distributions that the "
+           "installed torch does not meet; not for "
+           "requirements no release of the build matrix matches (newer releases, nightlies)")
+    return [
+        Derivation("torch.requirement-without-wheel-for-platform",
+                   "torch requirements no published wheel can satisfy on this platform, for any Python: no release "
+                   f"in range was built for it (macOS x86_64 after 2.2.2): {doc}", wheels.REQUIREMENT_FIELDS,
+                   _without_wheel("platform")),
+        Derivation("torch.requirement-without-wheel-for-python",
+                   "torch requirements whose releases have wheels for this platform, but none for this Python "
+                   f"(3.13 before torch 2.5): {doc}", wheels.REQUIREMENT_FIELDS, _without_wheel("python")),
+        Derivation("torch.requirement-without-wheel-for-variant",
+                   "torch requirements that name a build (local tag `+cu124`, `+rocm6.2`) PyTorch never published "
+                   f"for this platform, such as CUDA on macOS: {doc}", wheels.REQUIREMENT_FIELDS,
+                   _without_wheel("variant")),
+        Derivation("torch.index-without-wheel",
+                   "PyTorch wheel indexes the project names (`--index-url`, `--extra-index-url` in its requirements "
+                   "files) whose build no torch release has for this platform (`.../whl/cu121` on macOS): `url`, "
+                   "`variant`, `platform`, `variants` (the builds published for this platform), `source`",
+                   wheels.INDEX_FIELDS,
+                   lambda derived: wheels.index_without_wheel(derived.facts, derived.tables[TORCH_BUILDS])),
+        Derivation("nccl.version",
+                   "one item, the NCCL torch uses: `version`, `source` (`torch.cuda.nccl.version()` in the "
+                   "`torch-build` probe when it ran, else the installed `nvidia-nccl-cu*` wheel). Empty when neither "
+                   "is known", multigpu.NCCL_FIELDS, _of_facts(multigpu.nccl_version)),
+        Derivation("nccl.loaded-other-than-wheel",
+                   "one item when the NCCL that torch loaded (`torch-build` probe) is another version than the "
+                   "`nvidia-nccl-cu*` wheel for torch's CUDA major: `loaded`, `wheel`, `wheel_version`. Empty "
+                   "without such a wheel; unknown without the probe", ("loaded", "wheel", "wheel_version"),
+                   _of_facts(multigpu.nccl_other_than_wheel)),
+        Derivation("gpu.mixed-models",
+                   "the GPU models of a machine with more than one model: `name`, `indices` (NVML's, PCI bus "
+                   "order). Empty for one model; unknown without NVML's GPUs", ("name", "indices"),
+                   _of_facts(multigpu.mixed_models)),
+        Derivation("gpu.visible-devices-missing",
+                   "the entries of `CUDA_VISIBLE_DEVICES` that name no GPU CUDA can use here: an index at or beyond "
+                   "the number of GPUs, a `GPU-` UUID (or prefix) no GPU has, a `MIG-` instance where no GPU is in "
+                   "MIG mode or NVML lists other instances, other text: `entry`, `position` (1-based), `reason`, "
+                   "`visible` (the number of GPUs), `indices` (\"0 to 3\", \"0\", or \"none\"). A value that hides "
+                   "every GPU (empty, or a leading negative index: see `cuda-visible-devices-hides-every-gpu`) and "
+                   "indices on a machine with MIG enabled are not "
+                   "judged; unknown without NVML's GPUs",
+                   multigpu.VISIBLE_FIELDS, _of_facts(multigpu.visible_devices_missing)),
+        Derivation("network.nccl-socket-ifname-missing",
+                   "one item when `NCCL_SOCKET_IFNAME` (interface-name prefixes, `=name` for an exact name) matches "
+                   "no network interface of this machine: `variable`, `value`, `missing` (the prefixes), "
+                   "`interfaces` (the machine's). An exclusion list (`^docker,lo`) is not judged; unknown without "
+                   "the `network` facts", multigpu.IFNAME_FIELDS, _of_facts(multigpu.nccl_ifname_missing)),
+        Derivation("network.gloo-socket-ifname-missing",
+                   "one item when `GLOO_SOCKET_IFNAME` (exact interface names) names an interface this machine "
+                   "lacks: `variable`, `value`, `missing` (the names not found), `interfaces`. Unknown without the "
+                   "`network` facts", multigpu.IFNAME_FIELDS, _of_facts(multigpu.gloo_ifname_missing)),
+        Derivation("bitsandbytes.cuda-override",
+                   "one item when `BNB_CUDA_VERSION` makes bitsandbytes load the native library of another CUDA "
+                   "than torch's: `value`, `library` (`libbitsandbytes_cuda118`), `torch_cuda` (\"12.4\", or "
+                   "\"none (CPU build)\"). Empty when it is unset, empty or torch's own CUDA",
+                   ("value", "library", "torch_cuda"), _of_facts(multigpu.bitsandbytes_cuda_override)),
+    ]
+
+
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
                  "installed", "kind")
 _GPU_FIELDS = ("index", "name", "compute_capability")
@@ -626,6 +700,7 @@ DERIVATIONS: dict[str, Derivation] = {
                    _COVERAGE_FIELDS, _coverage("ptx-jit")),
         *_companion_derivations(),
         *_extension_derivations(),
+        *_wheel_and_multigpu_derivations(),
         Derivation("attention.sdpa-flash-unavailable",
                    "CUDA devices on which the `sdpa` probe's case `cuda:N/backend=flash,dtype=float16` raised: "
                    "`device` (\"cuda:0\"), `name`, `capability` (from the `torch-build` probe, \"?\" without it), "

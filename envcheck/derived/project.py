@@ -35,8 +35,8 @@ def unmet(facts: Facts) -> list[Item]:
     skip_project = _installed_project(facts)
     out: list[Item] = []
     for declared in project.requirements:
-        if skip_project and declared.kind == "project":
-            continue
+        if (skip_project and declared.kind == "project") or declared.kind == "policy":
+            continue  # `policy`: the policy rules (EC99xx) report [tool.envcheck] require
         req = parse_requirement(declared.requirement)
         if req is None:  # a snapshot edited by hand; the project's own files were validated when read
             continue

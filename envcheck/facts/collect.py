@@ -17,6 +17,7 @@ from envcheck import __version__, _files
 from envcheck.errors import CollectError, FactsError
 from envcheck.facts import _collector
 from envcheck.facts.gpus import NvmlFacts
+from envcheck.facts.network import collect_network
 from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
@@ -58,7 +59,7 @@ def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bo
     raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
     facts = Facts.from_dict(raw, file=origin, origin=origin)
     # The KFD topology is a few small sysfs files (milliseconds): read in line, unlike NVML.
-    return dataclasses.replace(facts, nvml=nvml.result(), rocm=collect_rocm())
+    return dataclasses.replace(facts, nvml=nvml.result(), rocm=collect_rocm(), network=collect_network())
 
 
 def _installer_beside_envcheck(raw: dict[str, Any]) -> None:

@@ -20,12 +20,14 @@ class Declared:
     source: str  # where: "requirements.txt:3", "pyproject.toml: project.dependencies[0]"
     kind: str  # "project" ([project] / setup.cfg: judged by installed metadata when the project is installed),
     # "extra", "group", "requirements" (a requirements file or a conda environment's pip section), "constraint"
-    # (a `-c` file: limits the version where the package is installed, requires nothing)
+    # (a `-c` file: limits the version where the package is installed, requires nothing), "policy" (the
+    # pyproject.toml's `[tool.envcheck] require`: judged by the policy rules EC99xx; read here only so that derived
+    # facts such as wheel availability see what the project requires)
 
     @classmethod
     def from_reader(cls, r: Reader) -> Declared:
         return cls(requirement=r.text("requirement"), source=r.text("source"),
-                   kind=r.choice("kind", ("project", "extra", "group", "requirements", "constraint")))
+                   kind=r.choice("kind", ("project", "extra", "group", "requirements", "constraint", "policy")))
 
 
 @dataclass(frozen=True)

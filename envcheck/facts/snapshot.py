@@ -17,6 +17,7 @@ from envcheck.facts._collector import SCHEMA, canonical_name
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
+from envcheck.facts.network import NetworkFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
@@ -178,6 +179,8 @@ class Facts:
     provenance: dict[str, str] = field(default_factory=dict)  # fact ("torch.version", "nvml.devices", ...) -> where
     # it was read, for snapshots made from a report ("block 2 (nvidia-smi), lines 14-30"); empty otherwise
     rocm: RocmFacts | None = None  # AMD GPUs from the KFD topology; None: not collected (AMD rules are then unknown)
+    network: NetworkFacts | None = None  # the machine's network interfaces; None: not collected (a saved snapshot
+    # from before the field, a pasted report), and NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME are then not judged
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -228,12 +231,13 @@ class Facts:
                                                                 for d in self.nvml.devices]},
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
-            "project": None if self.project is None else asdict(self.project),
+            "project": None if self.project is None else _json_shape(asdict(self.project)),
             "distributions_complete": self.distributions_complete,
             "unknown": list(self.unknown),
             "provenance": dict(sorted(self.provenance.items())),
             "rocm": None if self.rocm is None else {**asdict(self.rocm),
                                                     "devices": [asdict(d) for d in self.rocm.devices]},
+            "network": None if self.network is None else {"interfaces": list(self.network.interfaces)},
         }
         out["python"]["path"] = list(self.python.path)
         return out
@@ -263,7 +267,17 @@ class Facts:
             unknown=r.texts("unknown"),
             provenance=r.text_map("provenance"),
             rocm=_optional(r.opt_obj("rocm"), RocmFacts.from_reader),  # absent before the field
+            network=_optional(r.opt_obj("network"), NetworkFacts.from_reader),  # absent before the field
         )
+
+
+def _json_shape(value: Any) -> Any:
+    """`value` with its tuples as lists, the shape JSON gives it (asdict keeps tuples, and a schema wants arrays)."""
+    if isinstance(value, (list, tuple)):
+        return [_json_shape(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_shape(v) for k, v in value.items()}
+    return value
 
 
 def check_schema(r: Reader) -> int:

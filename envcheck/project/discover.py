@@ -161,6 +161,7 @@ def _pyproject(reading: _Reading, path: Path, extras: Sequence[str], groups: Seq
                 for i, item in enumerate(_list(optional, extra, shown, "project.optional-dependencies.")):
                     _declare_expanding(reading, item, f"{shown}: project.optional-dependencies.{extra}[{i}]",
                                        shown, text)
+    _policy_requirements(reading, data, shown, text)
     table = data.get("dependency-groups")
     if groups and isinstance(table, dict):
         by_name = {canonical_name(g): g for g in table}
@@ -169,6 +170,27 @@ def _pyproject(reading: _Reading, path: Path, extras: Sequence[str], groups: Seq
                 found.add(f"group:{canonical_name(group)}")
                 _group(reading, table, by_name, by_name[canonical_name(group)], shown, text, [])
     return found
+
+
+def _policy_requirements(reading: _Reading, data: dict[str, Any], shown: str, text: str) -> None:
+    """`[tool.envcheck] require` as kind "policy", for derived facts (which torch the project needs); the policy
+    rules judge and validate them (envcheck/config.py reports a malformed one), so what does not parse is passed
+    over here."""
+    tool = data.get("tool")
+    table = tool.get("envcheck") if isinstance(tool, dict) else None
+    items = table.get("require") if isinstance(table, dict) else None
+    if not isinstance(items, list):
+        return
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            continue
+        try:
+            Requirement(item)
+        except InvalidRequirement:
+            continue
+        line = _line(text, item)
+        reading.requirements.append(Declared(item.strip(), f"{shown}:{line}" if line else
+                                             f"{shown}: tool.envcheck.require[{i}]", "policy"))
 
 
 def _declare_expanding(reading: _Reading, item: object, source: str, shown: str, text: str) -> None:
