@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from envcheck import _files, _resources, gpus, torch_builds
-from envcheck.derived import companions, gpu_compat
+from envcheck.derived import companions, extension_releases, gpu_compat
 from envcheck.errors import RuleError
 
-__all__ = ["CUDA_DRIVER", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table",
+__all__ = ["CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table",
            "Tables", "load"]
 
 T = TypeVar("T")
@@ -39,8 +39,10 @@ TORCH_COMPANIONS = Table("torch-companions", companions.parse_companions)
 XFORMERS = Table("xformers", companions.parse_companions)
 TORCH_BUILDS = Table("torch-builds", torch_builds.parse)
 GPUS = Table("gpus", gpus.parse)
+EXTENSION_RELEASES = Table("extension-releases", extension_releases.parse)
 
-REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS)}
+REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
+                                                           EXTENSION_RELEASES)}
 
 
 @dataclass(frozen=True)
