@@ -21,8 +21,15 @@ from envcheck._packaging import marker_env, parse_requirement, parse_version
 from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
-from envcheck.derived.tables import (CUDA_DRIVER, EXTENSION_RELEASES, NO_TABLES, TORCH_BUILDS, TORCH_COMPANIONS,
-                                     XFORMERS, Tables)
+from envcheck.derived.tables import (
+    CUDA_DRIVER,
+    EXTENSION_RELEASES,
+    NO_TABLES,
+    TORCH_BUILDS,
+    TORCH_COMPANIONS,
+    XFORMERS,
+    Tables,
+)
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -447,8 +454,7 @@ def _extension_release_derivations() -> list[Derivation]:
         "torchao": "whose compiled kernels were built for another torch release than the installed one "
                    "(torchao 0.13 to 0.16 load them only with exactly that torch)",
         "vllm": "whose exact torch pin is not the installed torch (installed with `--no-deps`, a uv override, or "
-                "torch changed afterwards); `requirements.conflicting` leaves such a pin to this fact when the "
-                "table knows a vllm release for the installed torch",
+                "torch changed afterwards); `requirements.conflicting` leaves such a pin to this fact",
         "flash-attn": "installed without a local tag whose release published no wheel for the installed torch "
                       "minor and CUDA major (so it is a source build, or was built for another torch), unless "
                       "the `extension-imports` probe imported it without error",

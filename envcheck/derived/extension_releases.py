@@ -47,6 +47,7 @@ class Row:
     versions: SpecifierSet  # the releases the row covers
     needs: Mapping[str, SpecifierSet]  # dependency (canonical name) -> the versions of it the release works with
     cuda: tuple[str, ...]  # CUDA majors of its binaries ("12"); empty: not recorded
+    written: Mapping[str, str]  # dependency -> its specifier as the table writes it (">=2.4,<2.9", for people)
 
     @property
     def exact(self) -> bool:
@@ -137,6 +138,7 @@ def _row(file: str, where: str, key: str, row: object) -> Row:
         raise RuleError(file, "expected a release (\"0.14.1\") or a range of releases (\"<0.8.2\")",
                         key=where) from None
     needs: dict[str, SpecifierSet] = {}
+    written: dict[str, str] = {}
     for dependency, spec in row.items():
         if dependency == "cuda":
             continue
@@ -144,10 +146,11 @@ def _row(file: str, where: str, key: str, row: object) -> Row:
             if not isinstance(spec, str) or not spec.strip():
                 raise InvalidSpecifier(repr(spec))
             needs[dependency] = SpecifierSet(spec)
+            written[dependency] = spec.replace(" ", "")
         except InvalidSpecifier:
             raise RuleError(file, f"expected a version specifier such as \">=2.4,<2.9\", got {spec!r}",
                             key=f"{where}.{dependency}") from None
     cuda = row.get("cuda", [])
     if not isinstance(cuda, list) or not all(isinstance(c, str) and c.isdigit() for c in cuda):
         raise RuleError(file, f"expected a list of CUDA majors such as [\"12\"], got {cuda!r}", key=f"{where}.cuda")
-    return Row(key, versions, needs, tuple(cuda))
+    return Row(key, versions, needs, tuple(cuda), written)

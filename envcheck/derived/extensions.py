@@ -255,13 +255,13 @@ def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str,
         if library.import_decides and _imports_fine(facts, name):
             continue  # built from source against this torch: it loads, whatever the release's wheels were for
         wanted = library.release_for(dependency, dep[1], cuda_major)
-        needs = str(row.needs[dependency])
+        needs = row.written[dependency]
         if dependency == "torch" and row.cuda:
             needs += f" (CUDA {' or '.join(row.cuda)})"
         out.append({
             "name": name, "version": text, "release": text.split("+", 1)[0], "dependency": dep[0],
             "installed": torch.text if torch is not None else str(dep[1]), "needs": needs,
-            "requirement": f"{dependency}{row.needs[dependency]}",
+            "requirement": f"{dependency}{row.written[dependency]}",
             "expected": wanted.key if wanted is not None else "",
             "install": wanted.install(name) if wanted is not None else "", "symptom": library.symptom,
         })

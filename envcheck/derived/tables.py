@@ -19,8 +19,8 @@ from envcheck import _files, _resources, gpus, torch_builds
 from envcheck.derived import companions, extension_releases, gpu_compat
 from envcheck.errors import RuleError
 
-__all__ = ["CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table",
-           "Tables", "load"]
+__all__ = ["CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "TORCH_BUILDS", "TORCH_COMPANIONS",
+           "XFORMERS", "Table", "Tables", "load"]
 
 T = TypeVar("T")
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
