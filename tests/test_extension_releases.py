@@ -143,6 +143,6 @@ def test_vllm_pin_is_one_finding_with_the_fix_that_keeps_torch() -> None:
     facts = _facts(dist_dict("torch", "2.5.1"), dist_dict("vllm", "0.6.3", "torch==2.4.0"),
                    torch=torch_dict("2.5.1", "12.4"))
     derived = Derived(facts, PACK.tables)
-    assert [i["install"] for i in derived.get("extensions.vllm-for-other-torch")] == ["vllm==0.6.5"]
+    assert [i["install"] for i in derived.get("extensions.vllm-for-other-torch")] == ["vllm==0.7.3"]
     assert [i for i in derived.get("requirements.conflicting") if i["package"] == "vllm"] == []
     assert [i["package"] for i in derived.get("requirements.unsatisfied")] == ["vllm"]
