@@ -146,3 +146,10 @@ def test_vllm_pin_is_one_finding_with_the_fix_that_keeps_torch() -> None:
     assert [i["install"] for i in derived.get("extensions.vllm-for-other-torch")] == ["vllm==0.7.3"]
     assert [i for i in derived.get("requirements.conflicting") if i["package"] == "vllm"] == []
     assert [i["package"] for i in derived.get("requirements.unsatisfied")] == ["vllm"]
+
+
+def test_flash_attn_without_any_wheel_for_this_torch_is_left_to_the_probe() -> None:
+    """No flash-attn release has a wheel for torch 2.9: a build from source is the only way to have it, so the
+    release table says nothing (the import probe judges it)."""
+    facts = _facts(dist_dict("torch", "2.9.0"), dist_dict("flash-attn", "2.8.3"), torch=torch_dict("2.9.0", "12.8"))
+    assert Derived(facts, PACK.tables).get("extensions.flash-attn-for-other-torch") == []

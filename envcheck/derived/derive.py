@@ -431,10 +431,11 @@ def _extension_derivations() -> list[Derivation]:
     return out
 
 
-def _release_needs(dependency: str, libraries: tuple[str, ...] | None) -> Callable[[Derived], Any]:
+def _release_needs(dependency: str, libraries: tuple[str, ...] | None,
+                   with_release_only: bool = False) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
         return extensions.unmet_release_needs(derived.facts, derived.tables[EXTENSION_RELEASES], dependency,
-                                              libraries)
+                                              libraries, with_release_only=with_release_only)
 
     return compute
 
@@ -456,14 +457,14 @@ def _extension_release_derivations() -> list[Derivation]:
         "vllm": "whose exact torch pin is not the installed torch (installed with `--no-deps`, a uv override, or "
                 "torch changed afterwards); `requirements.conflicting` leaves such a pin to this fact",
         "flash-attn": "installed without a local tag whose release published no wheel for the installed torch "
-                      "minor and CUDA major (so it is a source build, or was built for another torch), unless "
-                      "the `extension-imports` probe imported it without error",
+                      "minor and CUDA major (so it is a source build, or was built for another torch) while another "
+                      "release did, unless the `extension-imports` probe imported it without error",
         "deepspeed": "releases that cannot run with the installed torch (before 0.8.2: torch 2.0 removed "
                      "`torch._six`)",
         "detectron2": "pre-built wheels (`+cu113`, `+cpu`) made for another torch minor",
     }
     out = [Derivation(f"extensions.{name}-for-other-torch", f"the installed {name}, {what}: {_RELEASE_DOC}",
-                      extensions.RELEASE_FIELDS, _release_needs("torch", (name,)))
+                      extensions.RELEASE_FIELDS, _release_needs("torch", (name,), name == "flash-attn"))
            for name, what in torch_built.items()]
     out += [Derivation(f"extensions.openmmlab-rejects-{dependency}",
                        f"installed OpenMMLab packages (mmdet, mmsegmentation, mmpose) whose release asserts at "

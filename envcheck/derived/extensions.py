@@ -224,12 +224,13 @@ def _imports_fine(facts: Facts, name: str) -> bool:
     return case is not None and case.get("status") == "ok"
 
 
-def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str,
-                        libraries: tuple[str, ...] | None = None) -> list[Item] | None:
+def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, libraries: tuple[str, ...] | None = None,
+                        *, with_release_only: bool = False) -> list[Item] | None:
     """Installed extensions (of `libraries`, else every library of the table) whose release, by the table, does not
     work with the installed `dependency`: each with the release made for what is installed (`expected`, `install`;
-    empty when the table knows none). None when torch is the dependency and its release cannot be read (a nightly,
-    a custom build)."""
+    empty when the table knows none, and then left out with `with_release_only`: where no release has a wheel for
+    this torch, a build from source is the only way to have it, and the import probe judges that). None when torch
+    is the dependency and its release cannot be read (a nightly, a custom build)."""
     torch = installed_torch(facts) if dependency == "torch" else None
     if dependency == "torch" and torch is None:
         return None if facts.active("torch") is not None else []
@@ -255,6 +256,8 @@ def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str,
         if library.import_decides and _imports_fine(facts, name):
             continue  # built from source against this torch: it loads, whatever the release's wheels were for
         wanted = library.release_for(dependency, dep[1], cuda_major)
+        if wanted is None and with_release_only:
+            continue
         needs = row.written[dependency]
         if dependency == "torch" and row.cuda:
             needs += f" (CUDA {' or '.join(row.cuda)})"
