@@ -441,7 +441,7 @@ def _release_needs(dependency: str, libraries: tuple[str, ...] | None,
 
 
 _RELEASE_DOC = ("`name`, `version`, `release`, `dependency` (the distribution it needs in other versions), "
-                "`installed` (its installed version), `needs` (the versions the release works with, "
+                "`installed` (its installed version), `needs` (the versions the release works with: \"2.8.0\", "
                 "\">=2.4,<2.9 (CUDA 12)\"), `requirement` (`torch==2.9.0`), `expected` (the newest release "
                 "made for the installed dependency, empty when the table knows none), `install` "
                 "(`torchao==0.14.1`, or empty), `symptom`. The releases are data: "

@@ -258,7 +258,9 @@ def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, li
         wanted = library.release_for(dependency, dep[1], cuda_major)
         if wanted is None and with_release_only:
             continue
-        needs = row.written[dependency]
+        written = row.written[dependency]
+        # "2.8.0" for one release, as people write it; a range as the table writes it (">=2.4,<2.9").
+        needs = written[2:] if written.startswith("==") and "," not in written else written
         if dependency == "torch" and row.cuda:
             needs += f" (CUDA {' or '.join(row.cuda)})"
         out.append({
