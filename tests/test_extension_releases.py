@@ -40,8 +40,9 @@ def _unmet(facts: Facts, dependency: str, name: str) -> list[dict[str, str]] | N
                  id="release-not-a-version"),
     pytest.param({"x": {"symptom": "s", "releases": {"1.0": {"torch": "2.0 or so"}}}}, "x.releases.1.0.torch",
                  id="bad-specifier"),
-    pytest.param({"x": {"symptom": "s", "releases": {"1.0": {"cuda": ["12"]}}}}, "x.releases.1.0",
-                 id="no-dependency"),
+    pytest.param({"x": {"symptom": "s", "releases": {"1.0": {}}}}, "x.releases.1.0", id="empty-row"),
+    pytest.param({"x": {"symptom": "s", "releases": {"1.0": {"cuda": ["12.x"]}}}}, "x.releases.1.0.cuda",
+                 id="cuda-not-a-version"),
     pytest.param({"x": {"symptom": "s", "releases": {"1.0": {"torch": ">=2", "cuda": [12]}}}},
                  "x.releases.1.0.cuda", id="cuda-not-strings"),
 ])
@@ -153,3 +154,17 @@ def test_flash_attn_without_any_wheel_for_this_torch_is_left_to_the_probe() -> N
     release table says nothing (the import probe judges it)."""
     facts = _facts(dist_dict("torch", "2.9.0"), dist_dict("flash-attn", "2.8.3"), torch=torch_dict("2.9.0", "12.8"))
     assert Derived(facts, PACK.tables).get("extensions.flash-attn-for-other-torch") == []
+
+
+@pytest.mark.parametrize(("bnb", "torch", "cuda", "expected"), [
+    ("0.46.0", "2.8.0+cu129", "12.9", ["bitsandbytes==0.50.1"]),  # bitsandbytes#1688: no libbitsandbytes_cuda129
+    ("0.46.1", "2.8.0+cu129", "12.9", []),
+    ("0.45.2", "2.7.0+cu128", "12.8", ["bitsandbytes==0.50.1"]),  # bitsandbytes#1510: no libbitsandbytes_cuda128
+    ("0.50.0", "2.10.0+cu130", "13.0", []),  # from 0.50 the nearest library of the same major is loaded
+    ("0.45.2", "2.7.0+cpu", None, []),  # a CPU torch loads the CPU library
+])
+def test_bitsandbytes_library_per_cuda_version(bnb: str, torch: str, cuda: str | None, expected: list[str]) -> None:
+    """bitsandbytes is judged by the CUDA version of torch: an exact minor up to 0.49, the major from 0.50."""
+    facts = _facts(dist_dict("torch", torch), dist_dict("bitsandbytes", bnb), torch=torch_dict(torch, cuda))
+    found = _unmet(facts, "torch", "bitsandbytes")
+    assert found is not None and [i["install"] for i in found] == expected

@@ -442,10 +442,10 @@ def _release_needs(dependency: str, libraries: tuple[str, ...] | None,
 
 _RELEASE_DOC = ("`name`, `version`, `release`, `dependency` (the distribution it needs in other versions), "
                 "`installed` (its installed version), `needs` (the versions the release works with: \"2.8.0\", "
-                "\">=2.4,<2.9 (CUDA 12)\"), `requirement` (`torch==2.9.0`), `expected` (the newest release "
-                "made for the installed dependency, empty when the table knows none), `install` "
-                "(`torchao==0.14.1`, or empty), `symptom`. The releases are data: "
-                "`rules/data/extension-releases.toml`")
+                "\">=2.4,<2.9 (CUDA 12)\", \"CUDA 11.8, 12.1\"), `torch_cuda` (the installed torch's CUDA, or "
+                "empty), `requirement` (`torch==2.9.0`), `expected` (the newest release made for the installed "
+                "dependency, empty when the table knows none), `install` (`torchao==0.14.1`, or empty), "
+                "`symptom`. The releases are data: `rules/data/extension-releases.toml`")
 
 
 def _extension_release_derivations() -> list[Derivation]:
@@ -462,6 +462,9 @@ def _extension_release_derivations() -> list[Derivation]:
         "deepspeed": "releases that cannot run with the installed torch (before 0.8.2: torch 2.0 removed "
                      "`torch._six`)",
         "detectron2": "pre-built wheels (`+cu113`, `+cpu`) made for another torch minor",
+        "bitsandbytes": "from PyPI, whose release ships no library for the CUDA version of the installed torch "
+                        "(up to 0.49 one per CUDA minor, loaded by exact version; from 0.50 the nearest of the same "
+                        "major); `torch_cuda` is torch's CUDA",
     }
     out = [Derivation(f"extensions.{name}-for-other-torch", f"the installed {name}, {what}: {_RELEASE_DOC}",
                       extensions.RELEASE_FIELDS, _release_needs("torch", (name,), name == "flash-attn"))

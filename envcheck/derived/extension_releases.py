@@ -15,14 +15,17 @@ Layout, per distribution (its canonical name):
     import-decides = true   # optional: an import that succeeds proves the binary loads with this torch
     [torchao.releases]
     "0.14.1" = { torch = "==2.9.0" }
-    "2.8.3" = { torch = ">=2.4,<2.9", cuda = ["12"] }   # cuda: the CUDA majors its binaries were built for
+    "2.8.3" = { torch = ">=2.4,<2.9", cuda = ["12"] }   # cuda: the CUDA versions its binaries were built for
     "<0.8.2" = { torch = "<2" }   # a key that starts with an operator covers a range of releases
 
 Every key of a row other than `cuda` names a distribution and gives the versions of it the release works with.
+`cuda` lists the CUDA builds of torch its binaries load with: a major ("12") takes every minor of it, a minor
+("12.8") only itself; a row may give `cuda` alone (bitsandbytes: one library per CUDA minor, any torch).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +40,7 @@ __all__ = ["APPLIES", "ExtensionTable", "Library", "Row", "parse"]
 APPLIES = ("all", "tagged", "untagged")
 _LIBRARY_KEYS = frozenset({"symptom", "applies-to", "import-decides", "releases"})
 _OPERATORS = ("<", ">", "=", "!", "~")
+_CUDA = re.compile(r"\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class Row:
     key: str  # as written: "0.14.1", or a range "<0.8.2"
     versions: SpecifierSet  # the releases the row covers
     needs: Mapping[str, SpecifierSet]  # dependency (canonical name) -> the versions of it the release works with
-    cuda: tuple[str, ...]  # CUDA majors of its binaries ("12"); empty: not recorded
+    cuda: tuple[str, ...]  # CUDA of its binaries: majors ("12", any minor) or minors ("12.8"); empty: not recorded
     written: Mapping[str, str]  # dependency -> its specifier as the table writes it (">=2.4,<2.9", for people)
 
     @property
@@ -58,15 +62,27 @@ class Row:
         """The pip requirement that installs this row's release(s): "torchao==0.14.1", "deepspeed>=0.8.2"."""
         return f"{name}=={self.key}" if self.exact else f"{name}{self.key}"
 
-    def admits(self, dependency: str, version: Version, cuda_major: str | None = None) -> bool | None:
-        """Does the release work with `version` of `dependency` (and, for torch, a CUDA build of `cuda_major`)?
-        None when the row says nothing about that dependency."""
+    def admits(self, dependency: str, version: Version, cuda: str | None = None) -> bool | None:
+        """Does the release work with `version` of `dependency` (and, for torch, a CUDA build of `cuda`, "12.8";
+        None for a CPU or ROCm torch, which `cuda` does not judge)? None when the row says nothing about it."""
         spec = self.needs.get(dependency)
-        if spec is None:
+        judges_cuda = dependency == "torch" and bool(self.cuda)
+        if spec is None and not judges_cuda:
             return None
-        if not spec.contains(Version(version.public), prereleases=True):
+        if spec is not None and not spec.contains(Version(version.public), prereleases=True):
             return False
-        return not (dependency == "torch" and self.cuda and cuda_major is not None and cuda_major not in self.cuda)
+        if not judges_cuda or cuda is None:
+            return True
+        return any(cuda == c or cuda.split(".")[0] == c for c in self.cuda)
+
+    def describe(self, dependency: str) -> str:
+        """What the release works with, for people: "2.8.0", ">=2.4,<2.9 (CUDA 12)", "CUDA 11.8, 12.1"."""
+        written = self.written.get(dependency, "")
+        text = written[2:] if written.startswith("==") and "," not in written else written
+        if dependency == "torch" and self.cuda:
+            cuda = f"CUDA {', '.join(self.cuda)}" if not text else f"(CUDA {' or '.join(self.cuda)})"
+            text = f"{text} {cuda}".strip()
+        return text
 
 
 @dataclass(frozen=True)
@@ -85,9 +101,9 @@ class Library:
             return exact[0]
         return next((r for r in self.rows if not r.exact and r.versions.contains(release, prereleases=True)), None)
 
-    def release_for(self, dependency: str, version: Version, cuda_major: str | None = None) -> Row | None:
+    def release_for(self, dependency: str, version: Version, cuda: str | None = None) -> Row | None:
         """The newest release that works with `version` of `dependency`; a listed release before a range."""
-        fitting = [r for r in self.rows if r.admits(dependency, version, cuda_major)]
+        fitting = [r for r in self.rows if r.admits(dependency, version, cuda)]
         exact = [r for r in fitting if r.exact]
         if exact:
             return max(exact, key=lambda r: Version(r.key))
@@ -125,8 +141,8 @@ def _library(file: str, name: str, table: object) -> Library:
 
 
 def _row(file: str, where: str, key: str, row: object) -> Row:
-    if not isinstance(row, dict) or not (set(row) - {"cuda"}):
-        raise RuleError(file, "expected { DEPENDENCY = \"SPECIFIER\", ... } naming at least one dependency",
+    if not isinstance(row, dict) or not row:
+        raise RuleError(file, "expected { DEPENDENCY = \"SPECIFIER\", cuda = [...] } naming a dependency or CUDA",
                         key=where)
     try:
         if key.startswith(_OPERATORS):
@@ -151,6 +167,8 @@ def _row(file: str, where: str, key: str, row: object) -> Row:
             raise RuleError(file, f"expected a version specifier such as \">=2.4,<2.9\", got {spec!r}",
                             key=f"{where}.{dependency}") from None
     cuda = row.get("cuda", [])
-    if not isinstance(cuda, list) or not all(isinstance(c, str) and c.isdigit() for c in cuda):
-        raise RuleError(file, f"expected a list of CUDA majors such as [\"12\"], got {cuda!r}", key=f"{where}.cuda")
+    if not isinstance(cuda, list) or not all(isinstance(c, str) and _CUDA.fullmatch(c) for c in cuda) or \
+            ("cuda" in row and not cuda):
+        raise RuleError(file, f"expected a list of CUDA versions such as [\"12\"] or [\"12.8\"], got {cuda!r}",
+                        key=f"{where}.cuda")
     return Row(key, versions, needs, tuple(cuda), written)

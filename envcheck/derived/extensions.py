@@ -185,8 +185,8 @@ def of_aspect(aspect: str) -> Callable[[Facts], list[Item] | None]:
 
 # --- the release table (rules/data/extension-releases.toml) -----------------------------------------------------
 
-RELEASE_FIELDS = ("name", "version", "release", "dependency", "installed", "needs", "requirement", "expected",
-                  "install", "symptom")
+RELEASE_FIELDS = ("name", "version", "release", "dependency", "installed", "needs", "torch_cuda", "requirement",
+                  "expected", "install", "symptom")
 # `import mmcv` finds the module of mmcv 2.x or of mmcv-full 1.x: OpenMMLab's version asserts read either.
 _DEPENDENCY_DISTRIBUTIONS = {"mmcv": ("mmcv", "mmcv-full")}
 
@@ -234,8 +234,8 @@ def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, li
     torch = installed_torch(facts) if dependency == "torch" else None
     if dependency == "torch" and torch is None:
         return None if facts.active("torch") is not None else []
-    cuda_major = torch.build.version.split(".")[0] if torch and torch.build and torch.build.kind == "cuda" and \
-        torch.build.version else None
+    cuda = torch.build.version if torch and torch.build and torch.build.kind == "cuda" and torch.build.version \
+        else None
     out = []
     for name, library in sorted(table.libraries.items()):
         if libraries is not None and name not in libraries:
@@ -245,28 +245,23 @@ def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, li
             continue
         text, version = installed
         row = library.row_of(version)
-        if row is None or dependency not in row.needs:
+        if row is None:
             continue
         if torch is not None:
             dep: tuple[str, Version] | None = ("torch", torch.version)
         else:
             dep = _dependency(facts, dependency)
-        if dep is None or row.admits(dependency, dep[1], cuda_major) is not False:
+        if dep is None or row.admits(dependency, dep[1], cuda) is not False:
             continue
         if library.import_decides and _imports_fine(facts, name):
             continue  # built from source against this torch: it loads, whatever the release's wheels were for
-        wanted = library.release_for(dependency, dep[1], cuda_major)
+        wanted = library.release_for(dependency, dep[1], cuda)
         if wanted is None and with_release_only:
             continue
-        written = row.written[dependency]
-        # "2.8.0" for one release, as people write it; a range as the table writes it (">=2.4,<2.9").
-        needs = written[2:] if written.startswith("==") and "," not in written else written
-        if dependency == "torch" and row.cuda:
-            needs += f" (CUDA {' or '.join(row.cuda)})"
         out.append({
             "name": name, "version": text, "release": text.split("+", 1)[0], "dependency": dep[0],
-            "installed": torch.text if torch is not None else str(dep[1]), "needs": needs,
-            "requirement": f"{dependency}{row.written[dependency]}",
+            "installed": torch.text if torch is not None else str(dep[1]), "needs": row.describe(dependency),
+            "torch_cuda": cuda or "", "requirement": f"{dependency}{row.written.get(dependency, '')}",
             "expected": wanted.key if wanted is not None else "",
             "install": wanted.install(name) if wanted is not None else "", "symptom": library.symptom,
         })
