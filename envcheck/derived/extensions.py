@@ -6,7 +6,11 @@ Two sources, both pure functions of Facts registered in envcheck/derived/derive.
   (`undefined symbol` = built against another torch; `operator ... does not exist` = its operators did not
   register; `compiled using NumPy 1.x`; a shared library that cannot be found);
 - local version tags that name the torch, CUDA and C++ ABI a wheel was built for, read statically: PyG's
-  `torch_scatter 2.1.2+pt23cu121` and the flash-attn wheels' `2.5.8+cu122torch2.3cxx11abiFALSE`.
+  `torch_scatter 2.1.2+pt23cu121` and the flash-attn wheels' `2.5.8+cu122torch2.3cxx11abiFALSE`;
+- the release table rules/data/extension-releases.toml (envcheck/derived/extension_releases.py): which torch (and
+  CUDA) each release of torchao, vllm, flash-attn, DeepSpeed, detectron2's wheels and bitsandbytes was built for,
+  and the mmcv / mmengine ranges OpenMMLab packages assert at import, so that a finding names the release made for
+  what is installed (`unmet_release_needs`).
 """
 
 from __future__ import annotations
