@@ -1,6 +1,6 @@
 """Compiled extensions of torch and NumPy: built for the installed torch, CUDA, C++ ABI and NumPy?
 
-Two sources, both pure functions of Facts registered in envcheck/derived/derive.py:
+Three sources, all pure functions of Facts registered in envcheck/derived/derive.py:
 - the `extension-imports` probe, which imported every installed distribution that ships native code and builds on
   torch or NumPy (docs/probes.md): its failures, sorted into the kinds that have one cause and one fix each
   (`undefined symbol` = built against another torch; `operator ... does not exist` = its operators did not
