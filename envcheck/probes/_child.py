@@ -1076,9 +1076,9 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     targets = _ext_targets()
     if not targets:
         return {"status": "ok", "details": {"distributions": 0, "modules": 0}}
-    if any(t["torch"] for t in targets) and sys.platform.startswith("linux"):
-        ctx.import_torch()  # the importers need it; forked from here they share this one import
-    fork = _ext_can_fork(ctx)
+    # Forked only when this child imported torch for the other probes (torch-import ran first and survived): an
+    # import of torch that crashes must cost a grandchild, never this child and the cases of the other extensions.
+    fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
     with tempfile.TemporaryDirectory(prefix="envcheck-imports-") as tmp:
         items: list[dict[str, str]] = []
         for t in targets:
