@@ -220,8 +220,14 @@ def test_list_derivations_declare_their_item_fields() -> None:
         dist_dict("xformers", "0.0.28", "torch==2.4.1"), dist_dict("torchvision", "0.20.1+cpu", "torch==2.5.1"),
         dist_dict("torchaudio", "2.5.1+cpu", "torch==2.5.1"),
         # compiled extensions (envcheck/derived/extensions.py): a PyG wheel for torch 2.4 and CUDA 11.8, a
-        # flash-attn wheel of the other C++ ABI; the extension-imports probe saw one failure of each kind.
-        dist_dict("torch-scatter", "2.1.2+pt24cu118"), dist_dict("flash-attn", "2.7.0+cu12torch2.5cxx11abiTRUE")],
+        # flash-attn wheel of the other C++ ABI (tags are read whatever the distribution's name); the
+        # extension-imports probe saw one failure of each kind.
+        dist_dict("torch-scatter", "2.1.2+pt24cu118"), dist_dict("fa-wheel", "2.7.0+cu12torch2.5cxx11abiTRUE"),
+        # the release table (rules/data/extension-releases.toml): each of its libraries in a release made for
+        # another torch (or CUDA), and mmdet next to an mmcv and an mmengine it refuses.
+        dist_dict("torchao", "0.13.0"), dist_dict("vllm", "0.6.3", "torch==2.4.0"), dist_dict("flash-attn", "2.5.8"),
+        dist_dict("deepspeed", "0.8.0"), dist_dict("detectron2", "0.6+cu113"), dist_dict("bitsandbytes", "0.45.2"),
+        dist_dict("mmdet", "3.3.0"), dist_dict("mmcv", "2.2.0"), dist_dict("mmengine", "1.0.0")],
         torch=torch_dict("2.5.1+cu128", "12.8"),
         # Driver 570 (CUDA 12.8) runs the cu128 torch fully, so it can JIT compute_90 for the RTX 5090.
         nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090"), driver="570.133.07",

@@ -147,3 +147,21 @@ def test_healthy_and_unrelated_distributions(torch_python: str, ext_site: Path) 
     assert set(result.cases) == {"good-ext"}
     assert result.cases["good-ext"]["status"] == "ok"
     assert _verdicts(result, "good-ext") == {}
+
+
+def test_forked_importers_keep_crash_isolation(torch_python: str, ext_site: Path) -> None:
+    """Run with the other probes, the importers are forked from the child that imported torch: an extension that
+    aborts is still its own `crashed` case, the one after it still imports, and the probes after it keep their
+    results."""
+    _extension(ext_site, torch_python, "aborts-torch-ext", "aborts_torch_ext", _ABORTS, ("torch",))
+    _extension(ext_site, torch_python, "zz-fake-attn", "zz_fake_attn", _UNDEFINED, ("torch",))
+    results = run(["torch-build", "extension-imports", "safetensors"],
+                  RunOptions(python=torch_python, env=clean_env({"PYTHONPATH": str(ext_site)}), timeout_s=300))
+    result = results["extension-imports"]
+    assert result.details["importer"] == "fork"
+    assert result.cases["aborts-torch-ext"]["status"] == "crashed"
+    assert result.cases["aborts-torch-ext"]["error_class"] == "SIGABRT"
+    assert "undefined symbol: envcheck_symbol_from_another_torch" in result.cases["zz-fake-attn"]["message"]
+    assert results["torch-build"].status == "ok"
+    assert results["safetensors"].status == "ok"
+    assert list(_verdicts(result, "aborts-torch-ext", "zz-fake-attn")) == ["EC1101", "EC1105"]

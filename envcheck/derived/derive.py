@@ -21,7 +21,16 @@ from envcheck._packaging import marker_env, parse_requirement, parse_version
 from envcheck.derived import attention, builds, companions, extensions, gpu_compat, multigpu, rocm, system_libs, wheels
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
-from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, ROCM_ARCHS, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
+from envcheck.derived.tables import (
+    CUDA_DRIVER,
+    EXTENSION_RELEASES,
+    NO_TABLES,
+    ROCM_ARCHS,
+    TORCH_BUILDS,
+    TORCH_COMPANIONS,
+    XFORMERS,
+    Tables,
+)
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -169,6 +178,7 @@ def _conflicts(derived: Derived) -> list[Item] | None:
     if found is None or not derived.companions():
         return found
     pinned = {canonical_name(i["name"]) for i in derived.get("companions.pinned-to-other-torch") or ()}
+    pinned |= {canonical_name(i["name"]) for i in derived.get("extensions.vllm-for-other-torch") or ()}
     return [i for i in found
             if not (canonical_name(i["dependency"]) == "torch" and canonical_name(i["package"]) in pinned)]
 
@@ -452,6 +462,15 @@ def _without_wheel(kind: str) -> Callable[[Derived], Any]:
     return compute
 
 
+def _release_needs(dependency: str, libraries: tuple[str, ...] | None,
+                   with_release_only: bool = False) -> Callable[[Derived], Any]:
+    def compute(derived: Derived) -> Any:
+        return extensions.unmet_release_needs(derived.facts, derived.tables[EXTENSION_RELEASES], dependency,
+                                              libraries, with_release_only=with_release_only)
+
+    return compute
+
+
 def _wheel_and_multigpu_derivations() -> list[Derivation]:
     """Wheel availability (envcheck/derived/wheels.py) and multi-GPU facts (envcheck/derived/multigpu.py)."""
     doc = ("`requirement`, `source` (\"pyproject.toml: project.dependencies[0]\", or the installed distribution that "
@@ -516,6 +535,43 @@ def _wheel_and_multigpu_derivations() -> list[Derivation]:
                    "\"none (CPU build)\"). Empty when it is unset, empty or torch's own CUDA",
                    ("value", "library", "torch_cuda"), _of_facts(multigpu.bitsandbytes_cuda_override)),
     ]
+
+
+_RELEASE_DOC = ("`name`, `version`, `release`, `dependency` (the distribution it needs in other versions), "
+                "`installed` (its installed version), `needs` (the versions the release works with: \"2.8.0\", "
+                "\">=2.4,<2.9 (CUDA 12)\", \"CUDA 11.8, 12.1\"), `torch_cuda` (the installed torch's CUDA, or "
+                "empty), `requirement` (`torch==2.9.0`), `expected` (the newest release made for the installed "
+                "dependency, empty when the table knows none), `install` (`torchao==0.14.1`, or empty), "
+                "`symptom`. The releases are data: `rules/data/extension-releases.toml`")
+
+
+def _extension_release_derivations() -> list[Derivation]:
+    """Extension releases against the torch (or mmcv / mmengine) they were built for or accept
+    (envcheck/derived/extensions.py, rules/data/extension-releases.toml)."""
+    torch_built = {
+        "torchao": "whose compiled kernels were built for another torch release than the installed one "
+                   "(torchao 0.13 to 0.16 load them only with exactly that torch)",
+        "vllm": "whose exact torch pin is not the installed torch (installed with `--no-deps`, a uv override, or "
+                "torch changed afterwards); `requirements.conflicting` leaves such a pin to this fact",
+        "flash-attn": "installed without a local tag whose release published no wheel for the installed torch "
+                      "minor and CUDA major (so it is a source build, or was built for another torch) while another "
+                      "release did, unless the `extension-imports` probe imported it without error",
+        "deepspeed": "releases that cannot run with the installed torch (before 0.8.2: torch 2.0 removed "
+                     "`torch._six`)",
+        "detectron2": "pre-built wheels (`+cu113`, `+cpu`) made for another torch minor",
+        "bitsandbytes": "from PyPI, whose release ships no library for the CUDA version of the installed torch "
+                        "(up to 0.49 one per CUDA minor, loaded by exact version; from 0.50 the nearest of the same "
+                        "major); `torch_cuda` is torch's CUDA",
+    }
+    out = [Derivation(f"extensions.{name}-for-other-torch", f"the installed {name}, {what}: {_RELEASE_DOC}",
+                      extensions.RELEASE_FIELDS, _release_needs("torch", (name,), name == "flash-attn"))
+           for name, what in torch_built.items()]
+    out += [Derivation(f"extensions.openmmlab-rejects-{dependency}",
+                       f"installed OpenMMLab packages (mmdet, mmsegmentation, mmpose) whose release asserts at "
+                       f"import a {dependency} range the installed {dependency} is outside of: {_RELEASE_DOC}",
+                       extensions.RELEASE_FIELDS, _release_needs(dependency, ("mmdet", "mmsegmentation", "mmpose")))
+            for dependency in ("mmcv", "mmengine")]
+    return out
 
 
 _UNSAT_FIELDS = ("package", "package_version", "requirer", "via", "requirement", "dependency", "specifier",
@@ -701,6 +757,7 @@ DERIVATIONS: dict[str, Derivation] = {
         *_companion_derivations(),
         *_extension_derivations(),
         *_wheel_and_multigpu_derivations(),
+        *_extension_release_derivations(),
         Derivation("attention.sdpa-flash-unavailable",
                    "CUDA devices on which the `sdpa` probe's case `cuda:N/backend=flash,dtype=float16` raised: "
                    "`device` (\"cuda:0\"), `name`, `capability` (from the `torch-build` probe, \"?\" without it), "

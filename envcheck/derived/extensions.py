@@ -1,12 +1,16 @@
 """Compiled extensions of torch and NumPy: built for the installed torch, CUDA, C++ ABI and NumPy?
 
-Two sources, both pure functions of Facts registered in envcheck/derived/derive.py:
+Three sources, all pure functions of Facts registered in envcheck/derived/derive.py:
 - the `extension-imports` probe, which imported every installed distribution that ships native code and builds on
   torch or NumPy (docs/probes.md): its failures, sorted into the kinds that have one cause and one fix each
   (`undefined symbol` = built against another torch; `operator ... does not exist` = its operators did not
   register; `compiled using NumPy 1.x`; a shared library that cannot be found);
 - local version tags that name the torch, CUDA and C++ ABI a wheel was built for, read statically: PyG's
-  `torch_scatter 2.1.2+pt23cu121` and the flash-attn wheels' `2.5.8+cu122torch2.3cxx11abiFALSE`.
+  `torch_scatter 2.1.2+pt23cu121` and the flash-attn wheels' `2.5.8+cu122torch2.3cxx11abiFALSE`;
+- the release table rules/data/extension-releases.toml (envcheck/derived/extension_releases.py): which torch (and
+  CUDA) each release of torchao, vllm, flash-attn, DeepSpeed, detectron2's wheels and bitsandbytes was built for,
+  and the mmcv / mmengine ranges OpenMMLab packages assert at import, so that a finding names the release made for
+  what is installed (`unmet_release_needs`).
 """
 
 from __future__ import annotations
@@ -15,8 +19,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from packaging.version import Version
+
 from envcheck._packaging import parse_version
 from envcheck.derived.common import Item
+from envcheck.derived.companions import installed_torch
+from envcheck.derived.extension_releases import ExtensionTable, Library
+from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Facts
 
 PROBE = "extension-imports"
@@ -42,6 +51,8 @@ _FAILED = ("error", "crashed", "timeout")
 _PYG_TAG = re.compile(r"pt(\d)(\d+)(cpu|cu\d+)")
 # flash-attn's GitHub wheels: `+cu122torch2.3cxx11abiFALSE`, `+cu12torch2.6cxx11abiTRUE`.
 _FA_TAG = re.compile(r"cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)", re.I)
+# The variant tags of wheels built per CUDA (or CPU / ROCm) only: `+cu113`, `+cpu`, `+rocm6.2`.
+_VARIANT_TAG = re.compile(r"cpu|cu\d+|rocm\d+(?:\.\d+)*")
 
 
 def _probe_cases(facts: Facts) -> dict[str, dict[str, Any]] | None:
@@ -174,3 +185,88 @@ def of_kind(kind: str) -> Callable[[Facts], list[Item] | None]:
 
 def of_aspect(aspect: str) -> Callable[[Facts], list[Item] | None]:
     return lambda facts: tag_mismatches(facts, aspect)
+
+
+# --- the release table (rules/data/extension-releases.toml) -----------------------------------------------------
+
+RELEASE_FIELDS = ("name", "version", "release", "dependency", "installed", "needs", "torch_cuda", "requirement",
+                  "expected", "install", "symptom")
+# `import mmcv` finds the module of mmcv 2.x or of mmcv-full 1.x: OpenMMLab's version asserts read either.
+_DEPENDENCY_DISTRIBUTIONS = {"mmcv": ("mmcv", "mmcv-full")}
+
+
+def _dependency(facts: Facts, name: str) -> tuple[str, Version] | None:
+    """The installed distribution that provides `name` and its version, if it is installed with a valid one."""
+    for candidate in _DEPENDENCY_DISTRIBUTIONS.get(name, (name,)):
+        dist = facts.active(candidate)
+        version = parse_version(dist.version) if dist is not None else None
+        if dist is not None and version is not None:
+            return dist.name, version
+    return None
+
+
+def _table_release(facts: Facts, library: Library) -> tuple[str, Version] | None:
+    """The installed release of `library`, when the table's rows describe that kind of install: a variant tag
+    (`+cu113`, `+cpu`) for "tagged" rows, no tag for "untagged"; any other local tag (`+git1234`, PyG's and
+    flash-attn's torch tags) is a build the table does not describe."""
+    dist = facts.active(library.name)
+    version = parse_version(dist.version) if dist is not None else None
+    if dist is None or version is None or dist.installer == "conda":
+        return None  # conda's builds follow conda's own pins
+    local = version.local
+    if local is not None and not _VARIANT_TAG.fullmatch(local):
+        return None
+    if (library.applies_to == "tagged" and local is None) or (library.applies_to == "untagged" and local is not None):
+        return None
+    return dist.version, version
+
+
+def _imports_fine(facts: Facts, name: str) -> bool:
+    """The `extension-imports` probe imported `name` without error in this environment."""
+    cases = _probe_cases(facts)
+    case = cases.get(canonical_name(name)) if cases is not None else None
+    return case is not None and case.get("status") == "ok"
+
+
+def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, libraries: tuple[str, ...] | None = None,
+                        *, with_release_only: bool = False) -> list[Item] | None:
+    """Installed extensions (of `libraries`, else every library of the table) whose release, by the table, does not
+    work with the installed `dependency`: each with the release made for what is installed (`expected`, `install`;
+    empty when the table knows none, and then left out with `with_release_only`: where no release has a wheel for
+    this torch, a build from source is the only way to have it, and the import probe judges that). None when torch
+    is the dependency and its release cannot be read (a nightly, a custom build)."""
+    torch = installed_torch(facts) if dependency == "torch" else None
+    if dependency == "torch" and torch is None:
+        return None if facts.active("torch") is not None else []
+    cuda = torch.build.version if torch and torch.build and torch.build.kind == "cuda" and torch.build.version \
+        else None
+    out = []
+    for name, library in sorted(table.libraries.items()):
+        if libraries is not None and name not in libraries:
+            continue
+        installed = _table_release(facts, library)
+        if installed is None:
+            continue
+        text, version = installed
+        row = library.row_of(version)
+        if row is None:
+            continue
+        if torch is not None:
+            dep: tuple[str, Version] | None = ("torch", torch.version)
+        else:
+            dep = _dependency(facts, dependency)
+        if dep is None or row.admits(dependency, dep[1], cuda) is not False:
+            continue
+        if library.import_decides and _imports_fine(facts, name):
+            continue  # built from source against this torch: it loads, whatever the release's wheels were for
+        wanted = library.release_for(dependency, dep[1], cuda)
+        if wanted is None and with_release_only:
+            continue
+        out.append({
+            "name": name, "version": text, "release": text.split("+", 1)[0], "dependency": dep[0],
+            "installed": torch.text if torch is not None else str(dep[1]), "needs": row.describe(dependency),
+            "torch_cuda": cuda or "", "requirement": f"{dependency}{row.written.get(dependency, '')}",
+            "expected": wanted.key if wanted is not None else "",
+            "install": wanted.install(name) if wanted is not None else "", "symptom": library.symptom,
+        })
+    return out

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
 from envcheck import _files, _resources, gpus, torch_builds
-from envcheck.derived import companions, gpu_compat, rocm
+from envcheck.derived import companions, extension_releases, gpu_compat, rocm
 from envcheck.errors import RuleError
 
-__all__ = ["CUDA_DRIVER", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS",
-           "Table", "Tables", "load"]
+__all__ = ["CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS", "TORCH_BUILDS",
+           "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
 
 T = TypeVar("T")
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
@@ -40,9 +40,10 @@ XFORMERS = Table("xformers", companions.parse_companions)
 TORCH_BUILDS = Table("torch-builds", torch_builds.parse)
 GPUS = Table("gpus", gpus.parse)
 ROCM_ARCHS = Table("rocm-archs", rocm.parse)
+EXTENSION_RELEASES = Table("extension-releases", extension_releases.parse)
 
 REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
-                                                          ROCM_ARCHS)}
+                                                          ROCM_ARCHS, EXTENSION_RELEASES)}
 
 
 @dataclass(frozen=True)

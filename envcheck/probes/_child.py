@@ -799,6 +799,9 @@ def probe_safetensors(ctx: Context) -> dict[str, Any]:
 # them all in turn (torch is imported once); a crash or hang costs the module being imported, and a fresh
 # grandchild takes the rest. The grandchild's own code is _EXT_IMPORTER below: it runs in the checked interpreter
 # too, so it keeps to the standard library.
+# On Linux the grandchild is forked from this child once it has imported torch (the probe runs right after
+# torch-import, before any probe touches CUDA or starts a thread), so torch is not imported a second time; where
+# forking is not safe (another thread, CUDA initialised, no torch here, not Linux) a fresh interpreter is started.
 
 _EXT_BASES = frozenset({"torch", "numpy"})
 # Native torch extensions whose wheels declare no torch requirement (PyG's wheels, detectron2 and mmcv built from
@@ -819,18 +822,19 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _requires_base(requires: list[str]) -> bool:
-    """Whether an unconditional Requires-Dist line (no `extra ==` marker) names torch or numpy."""
+def _requires_bases(requires: list[str]) -> set[str]:
+    """Which of torch and numpy the unconditional Requires-Dist lines (no `extra ==` marker) name."""
     import re
 
+    found = set()
     for line in requires:
         requirement, _, marker = line.partition(";")
         if "extra" in marker:
             continue
         match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
         if match and _canonical(match.group(1)) in _EXT_BASES:
-            return True
-    return False
+            found.add(_canonical(match.group(1)))
+    return found
 
 
 def _ext_modules(dist: Any) -> tuple[list[str], int]:
@@ -879,14 +883,15 @@ def _ext_targets() -> list[dict[str, Any]]:
         if canonical in _EXT_BASES:
             continue
         try:
-            requires = dist.requires or []
-            if canonical not in _EXT_KNOWN and not _requires_base(requires):
+            bases = _requires_bases(dist.requires or [])
+            if canonical not in _EXT_KNOWN and not bases:
                 continue
             modules, native = _ext_modules(dist)
         except Exception:  # noqa: BLE001, S112 - corrupt metadata is another rule's finding
             continue
         if native and modules:
-            targets.append({"name": canonical, "version": str(dist.version), "modules": modules})
+            targets.append({"name": canonical, "version": str(dist.version), "modules": modules,
+                            "torch": canonical in _EXT_KNOWN or "torch" in bases})
     return sorted(targets, key=lambda t: t["name"])
 
 
@@ -930,8 +935,67 @@ def _ext_stderr(path: str) -> str:
         return ""
 
 
-def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float) -> dict[str, dict[str, Any]]:
-    """Import `items` in grandchildren; every item gets an outcome (a crash or hang names the one it hit)."""
+class _Forked:
+    """A forked importer, with the part of subprocess.Popen's interface that _ext_run uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def _reap(self, flags: int) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, flags)
+            if pid:
+                # As Popen reports it: minus the signal that killed it, else the exit status.
+                self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self._reap(os.WNOHANG)
+
+    def wait(self) -> int | None:
+        return self._reap(0)
+
+    def kill(self) -> None:
+        import contextlib
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):  # it already ended
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _ext_can_fork(ctx: Context) -> bool:
+    """Whether the importer may be forked from this process: Linux, torch imported here, CUDA not initialised (a
+    forked child cannot use the parent's CUDA context), and no other Python thread (a lock it held would stay held
+    in the copy). Native pools started at import (OpenBLAS's, under NumPy) re-create themselves after a fork, as
+    they do in every DataLoader worker; torch's own intra-op pool does not exist yet, no probe having run."""
+    import threading
+
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or ctx.torch is None:
+        return False
+    try:
+        return not ctx.torch.cuda.is_initialized() and threading.active_count() == 1
+    except Exception:  # noqa: BLE001 - an odd torch build: start a fresh interpreter instead
+        return False
+
+
+def _ext_fork(pending: list[dict[str, Any]], out_path: str) -> _Forked:
+    """Run _EXT_IMPORTER in a forked copy of this process, which has torch imported already."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the importer: it ends with os._exit, never returning into the probe child's code
+        try:
+            sys.argv = ["-c", json.dumps(pending), out_path]
+            exec(compile(_EXT_IMPORTER, "<extension-importer>", "exec"), {"__name__": "__main__"})  # noqa: S102
+        finally:
+            os._exit(70)
+    return _Forked(pid)
+
+
+def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool = False) -> dict[str, dict[str, Any]]:
+    """Import `items` in grandchildren (forked from this process when `fork`); every item gets an outcome (a crash
+    or hang names the one it hit)."""
     import signal
     import subprocess
 
@@ -946,9 +1010,13 @@ def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float) -> dict[str
         round_no += 1
         out_path = os.path.join(tmp, f"imports-{round_no}.jsonl")
         open(out_path, "w").close()
-        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _EXT_IMPORTER, json.dumps(pending),
-                                 out_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc: Any
+        if fork:
+            proc = _ext_fork(pending, out_path)
+        else:
+            proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _EXT_IMPORTER, json.dumps(pending),
+                                     out_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
         current, started = None, time.monotonic()
         offset, buffer = 0, ""
         hung = False
@@ -1008,13 +1076,16 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     targets = _ext_targets()
     if not targets:
         return {"status": "ok", "details": {"distributions": 0, "modules": 0}}
+    # Forked only when this child imported torch for the other probes (torch-import ran first and survived): an
+    # import of torch that crashes must cost a grandchild, never this child and the cases of the other extensions.
+    fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
     with tempfile.TemporaryDirectory(prefix="envcheck-imports-") as tmp:
         items: list[dict[str, str]] = []
         for t in targets:
             for module in t["modules"]:
                 key = f"{t['name']}:{module}"
                 items.append({"key": key, "module": module, "stderr": os.path.join(tmp, f"{len(items)}.err")})
-        outcomes = _ext_run(items, tmp, start + _EXT_BUDGET_S)
+        outcomes = _ext_run(items, tmp, start + _EXT_BUDGET_S, fork=fork)
     cases: dict[str, dict[str, Any]] = {}
     for t in targets:
         # The case is the distribution: its first failing module's outcome (what a user's import hits first),
@@ -1025,7 +1096,8 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
                 and v not in (None, "", [])}
         case.update(version=t["version"], module=module, modules=[m for m, _ in tried])
         cases[t["name"]] = case
-    details = {"distributions": len(targets), "modules": len(items), "wall_s": round(time.monotonic() - start, 3)}
+    details = {"distributions": len(targets), "modules": len(items), "wall_s": round(time.monotonic() - start, 3),
+               "importer": "fork" if fork else "spawn"}
     return {"status": "ok", "details": details, "cases": cases}
 
 

@@ -33,11 +33,11 @@ PROBES: tuple[ProbeSpec, ...] = (
     # case (no apex) costs no second `import torch` in its isolated child.
     ProbeSpec("apex-fused-norm", "NVIDIA apex FusedRMSNorm / FusedLayerNorm with fp32 input and fp16 weights on "
               "CUDA.", isolated=True, needs_torch=False),
-    # isolated, needs_torch=False: the probe only orchestrates; the imports run in grandchildren of its own, so an
-    # extension that crashes costs one module, and NumPy-only extensions are tried even without torch.
+    # Shared, needs_torch=False: the probe only orchestrates; the imports run in grandchildren of its own (forked
+    # from the shared child on Linux, which has torch imported: see runner.FIRST), so an extension that crashes
+    # costs one module and no other probe, and NumPy-only extensions are tried even without torch.
     ProbeSpec("extension-imports", "Imports every installed distribution that ships native extensions and builds "
-              "on torch or NumPy, in crash-isolated children: the error each raises, if any.", isolated=True,
-              needs_torch=False),
+              "on torch or NumPy, in crash-isolated children: the error each raises, if any.", needs_torch=False),
     ProbeSpec("safetensors", "A safetensors save/load round trip of a tensor.", needs_torch=True),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)

@@ -248,6 +248,11 @@ def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> su
     return proc
 
 
+# Probes that run first in the shared child, in this order: torch-import, then extension-imports, which forks its
+# importers from the child while it is still single-threaded and CUDA is not initialised (no other probe has run).
+FIRST = ("torch-import", "extension-imports")
+
+
 def run(names: Sequence[str], opts: RunOptions) -> dict[str, ProbeResult]:
     """Run the named probes; every name gets a result, whatever happens to the children.
 
@@ -258,7 +263,7 @@ def run(names: Sequence[str], opts: RunOptions) -> dict[str, ProbeResult]:
     wanted = [s.name for s in specs]
     if any(s.needs_torch for s in specs) and "torch-import" not in wanted:
         specs.insert(0, BY_NAME["torch-import"])
-    specs.sort(key=lambda s: s.name != "torch-import")  # stable: torch-import first, the rest as asked
+    specs.sort(key=lambda s: FIRST.index(s.name) if s.name in FIRST else len(FIRST))  # stable: the rest as asked
     results: dict[str, ProbeResult] = {}
     total = len(specs)
     queue: list[list[ProbeSpec]] = [[s for s in specs if not s.isolated]]
