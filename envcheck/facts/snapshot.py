@@ -17,8 +17,10 @@ from envcheck.facts._collector import SCHEMA, canonical_name
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
+from envcheck.facts.native import NativeFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.project import ProjectFacts
+from envcheck.facts.toolchain import ToolchainFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "check_schema"]
@@ -176,6 +178,10 @@ class Facts:
     # "partial_installs", "probes" (those absent), "python.virtualenv", "python.conda", "python.externally_managed"
     provenance: dict[str, str] = field(default_factory=dict)  # fact ("torch.version", "nvml.devices", ...) -> where
     # it was read, for snapshots made from a report ("block 2 (nvidia-smi), lines 14-30"); empty otherwise
+    toolchain: ToolchainFacts | None = None  # the CUDA toolkit and host compiler that build extensions; None: not
+    # collected (snapshots from a report, older envcheck): rules on it are then unknown
+    native: NativeFacts | None = None  # native libraries: LD_LIBRARY_PATH's CUDA libraries, ELF version needs,
+    # libstdc++, manylinux floors, Windows runtime DLLs; None: not collected
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -231,6 +237,10 @@ class Facts:
             "unknown": list(self.unknown),
             "provenance": dict(sorted(self.provenance.items())),
         }
+        if self.toolchain is not None:  # absent (not null) when not collected: older readers ignore what they lack
+            out["toolchain"] = asdict(self.toolchain)
+        if self.native is not None:
+            out["native"] = asdict(self.native)
         out["python"]["path"] = list(self.python.path)
         return out
 
@@ -258,6 +268,8 @@ class Facts:
             distributions_complete=r.flag("distributions_complete", default=True),  # absent before schema 3
             unknown=r.texts("unknown"),
             provenance=r.text_map("provenance"),
+            toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
+            native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
         )
 
 

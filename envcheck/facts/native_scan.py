@@ -1,0 +1,316 @@
+"""Collecting NativeFacts from files, in envcheck's own process (the checked interpreter's files are on this machine).
+
+The ELF scan reads each installed distribution's RECORD for its shared objects and parses their version-needs
+sections (envcheck/facts/elf.py). Both are cached in envcheck's cache directory, keyed by each file's path, mtime
+and size, so an unchanged environment costs one stat per shared object; nothing from the cache is trusted beyond
+its shape, which is checked entry by entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from envcheck.facts import elf
+from envcheck.facts.native import NativeFacts, Provider, SharedLibrary, VersionNeed, WheelFloor
+from envcheck.facts.snapshot import Distribution, Facts
+
+_CUDA_LIBRARY = re.compile(r"^lib(cudnn|cublas|cublasLt|nccl|nvJitLink|cusparse|cufft|curand|cusolver|cudart|nvrtc|"
+                           r"cupti)\.so\.\d+$")
+_SO_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)+)$")
+_SHARED_OBJECT = re.compile(r"\.so(?:\.\d+)*$")
+_FAMILIES = {"GLIBCXX": "libstdc++.so.6", "CXXABI": "libstdc++.so.6", "GLIBC": None}
+_VERSION_NAME = re.compile(r"^(GLIBCXX|CXXABI|GLIBC)_(\d+(?:\.\d+)*)$")
+_MANYLINUX = re.compile(r"^manylinux(?:_(\d+)_(\d+)|(1|2010|2014))_")
+_LEGACY_MANYLINUX = {"1": "2.5", "2010": "2.12", "2014": "2.17"}
+_WINDOWS_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll", "libomp140.x86_64.dll")
+_SYSTEM_LIB_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+_MAX_RECORD_BYTES = 32 * 1024 * 1024
+_MAX_WHEEL_BYTES = 64 * 1024
+_CACHE_FORMAT = 1
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def newest(names: list[str], family: str) -> str | None:
+    """The highest `FAMILY_x.y.z` among `names` ("GLIBCXX_3.4.30"), or None."""
+    best: tuple[tuple[int, ...], str] | None = None
+    for name in names:
+        match = _VERSION_NAME.match(name)
+        if match and match.group(1) == family:
+            key = _version_key(match.group(2))
+            if best is None or key > best[0]:
+                best = (key, name)
+    return None if best is None else best[1]
+
+
+# --- CUDA libraries on LD_LIBRARY_PATH ---------------------------------------------------------------------------
+
+
+def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
+    out: list[SharedLibrary] = []
+    seen: set[str] = set()
+    for entry in env.get("LD_LIBRARY_PATH", "").split(":"):
+        folder = entry.strip()
+        if not folder or folder in seen:
+            continue
+        seen.add(folder)
+        try:
+            names = sorted(n for n in os.listdir(folder) if _CUDA_LIBRARY.match(n))
+        except OSError:
+            continue
+        for name in names:
+            match = _SO_VERSION.search(os.path.basename(os.path.realpath(os.path.join(folder, name))))
+            version = match.group(1) if match and "." in match.group(1) else None
+            out.append(SharedLibrary(directory=folder, name=name, version=version))
+    return tuple(out)
+
+
+# --- the cache ---------------------------------------------------------------------------------------------------
+
+
+def _stamp(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+class _Cache:
+    """path -> [stamp, value] entries in one JSON file per checked prefix."""
+
+    def __init__(self, directory: Path | None, prefix: str) -> None:
+        self.file = None if directory is None else directory / (
+            "native-" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".json")
+        self.entries: dict[str, Any] = {}
+        self.used: dict[str, Any] = {}
+        if self.file is not None:
+            try:
+                with open(self.file, encoding="utf-8") as fh:
+                    data = json.load(fh)
+                if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT and isinstance(
+                        data.get("entries"), dict):
+                    self.entries = data["entries"]
+            except (OSError, ValueError, RecursionError):
+                self.entries = {}
+
+    def get(self, kind: str, path: str, stamp: list[int]) -> Any:
+        entry = self.entries.get(kind + ":" + path)
+        if isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp:
+            self.used[kind + ":" + path] = entry
+            return entry[1]
+        return None
+
+    def put(self, kind: str, path: str, stamp: list[int], value: Any) -> None:
+        self.used[kind + ":" + path] = [stamp, value]
+
+    def save(self) -> None:
+        """Keep only what this run used (entries of uninstalled files drop out); failing to write is harmless."""
+        if self.file is None or self.used == self.entries:
+            return
+        try:
+            fd, tmp = tempfile.mkstemp(dir=str(self.file.parent), suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump({"format": _CACHE_FORMAT, "entries": self.used}, fh)
+                os.replace(tmp, self.file)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+        except (OSError, TypeError, ValueError):
+            pass
+
+
+def _valid_needs(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v) for k, v in value.items())
+
+
+def _cached_needs(cache: _Cache, path: str) -> dict[str, list[str]] | None:
+    stamp = _stamp(path)
+    if stamp is None:
+        return None
+    value = cache.get("elf", path, stamp)
+    if value is None or not _valid_needs(value):
+        value = elf.version_needs(path) or {}
+        cache.put("elf", path, stamp, value)
+    return dict(value)
+
+
+def _shared_objects(cache: _Cache, dist: Distribution) -> list[str]:
+    """The shared objects a distribution installed (paths relative to its location), from its RECORD."""
+    if not dist.metadata_dir:
+        return []
+    record = os.path.join(dist.metadata_dir, "RECORD")
+    stamp = _stamp(record)
+    if stamp is None or stamp[1] > _MAX_RECORD_BYTES:
+        return []
+    cached = cache.get("record", record, stamp)
+    if isinstance(cached, list) and all(isinstance(p, str) for p in cached):
+        return list(cached)
+    found: list[str] = []
+    try:
+        with open(record, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                path = line.split(",", 1)[0].strip().strip('"')
+                if _SHARED_OBJECT.search(path) and not path.startswith(".."):
+                    found.append(path)
+    except OSError:
+        return []
+    cache.put("record", record, stamp, found)
+    return found
+
+
+# --- version needs of installed distributions --------------------------------------------------------------------
+
+
+def version_needs(cache: _Cache, distributions: tuple[Distribution, ...]) -> tuple[tuple[VersionNeed, ...], int]:
+    """Per distribution and version family, the highest version its shared objects need; and how many were read."""
+    out: list[VersionNeed] = []
+    files = 0
+    seen: set[str] = set()
+    for dist in distributions:
+        if dist.canonical_name in seen:
+            continue  # a shadowed install is never imported
+        seen.add(dist.canonical_name)
+        best: dict[str, tuple[tuple[int, ...], VersionNeed]] = {}
+        for relative in _shared_objects(cache, dist):
+            needs = _cached_needs(cache, os.path.join(dist.location, relative))
+            if needs is None:
+                continue
+            files += 1
+            for library, names in needs.items():
+                for family, provider in _FAMILIES.items():
+                    if provider is not None and library != provider:
+                        continue
+                    top = newest(names, family)
+                    if top is None:
+                        continue
+                    key = _version_key(top.split("_", 1)[1])
+                    if family not in best or key > best[family][0]:
+                        best[family] = (key, VersionNeed(distribution=dist.canonical_name, file=relative,
+                                                         library=library, version=top))
+        out.extend(need for _, need in sorted(best.values(), key=lambda kv: kv[1].version))
+    return tuple(out), files
+
+
+def _triple() -> str:
+    import platform
+
+    machine = platform.machine() or "x86_64"
+    return {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "ppc64le": "powerpc64le-linux-gnu",
+            "s390x": "s390x-linux-gnu"}.get(machine, machine + "-linux-gnu")
+
+
+def libstdcxx_provider(cache: _Cache, env: Mapping[str, str], facts: Facts) -> Provider | None:
+    """The libstdc++.so.6 the loader would find first: LD_LIBRARY_PATH, then a conda environment's lib folder
+    (conda's python carries it in its RPATH), then the system's library folders."""
+    candidates: list[tuple[str, str]] = [(e, "LD_LIBRARY_PATH") for e in env.get("LD_LIBRARY_PATH", "").split(":")
+                                         if e.strip()]
+    if facts.python.conda:
+        candidates.append((os.path.join(facts.python.prefix, "lib"), "conda"))
+    candidates += [(d.format(triple=_triple()), "system") for d in _SYSTEM_LIB_DIRS]
+    for folder, via in candidates:
+        path = os.path.join(folder, "libstdc++.so.6")
+        stamp = _stamp(path)
+        if stamp is None:
+            continue
+        names = cache.get("verdef", path, stamp)
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            names = elf.version_definitions(path) or []
+            cache.put("verdef", path, stamp, names)
+        return Provider(path=path, via=via, glibcxx=newest(names, "GLIBCXX"), cxxabi=newest(names, "CXXABI"))
+    return None
+
+
+# --- manylinux floors --------------------------------------------------------------------------------------------
+
+
+def manylinux_floor(tags: list[str]) -> tuple[str, str] | None:
+    """(platform tag, glibc) with the lowest glibc floor among a wheel's tags; None when any tag is not manylinux
+    (a pure or `linux_x86_64` wheel promises nothing)."""
+    best: tuple[tuple[int, ...], str, str] | None = None
+    for tag in tags:
+        platform_tag = tag.rsplit("-", 1)[-1]
+        for one in platform_tag.split("."):
+            match = _MANYLINUX.match(one)
+            if match is None:
+                return None
+            glibc = _LEGACY_MANYLINUX[match.group(3)] if match.group(3) else f"{match.group(1)}.{match.group(2)}"
+            key = _version_key(glibc)
+            if best is None or key < best[0]:
+                best = (key, one, glibc)
+    return None if best is None else (best[1], best[2])
+
+
+def _wheel_tags(cache: _Cache, dist: Distribution) -> list[str]:
+    if not dist.metadata_dir:
+        return []
+    wheel = os.path.join(dist.metadata_dir, "WHEEL")
+    stamp = _stamp(wheel)
+    if stamp is None or stamp[1] > _MAX_WHEEL_BYTES:
+        return []
+    cached = cache.get("wheel", wheel, stamp)
+    if isinstance(cached, list) and all(isinstance(t, str) for t in cached):
+        return list(cached)
+    try:
+        with open(wheel, encoding="utf-8", errors="replace") as fh:
+            tags = [line.split(":", 1)[1].strip() for line in fh if line.lower().startswith("tag:")]
+    except OSError:
+        return []
+    cache.put("wheel", wheel, stamp, tags)
+    return tags
+
+
+def wheel_floors(cache: _Cache, distributions: tuple[Distribution, ...]) -> tuple[WheelFloor, ...]:
+    out: list[WheelFloor] = []
+    for dist in distributions:
+        floor = manylinux_floor(_wheel_tags(cache, dist))
+        if floor is not None:
+            out.append(WheelFloor(distribution=dist.canonical_name, version=dist.version, tag=floor[0],
+                                  glibc=floor[1]))
+    return tuple(out)
+
+
+# --- Windows runtime DLLs ----------------------------------------------------------------------------------------
+
+
+def windows_dlls(env: Mapping[str, str], facts: Facts) -> dict[str, bool]:
+    """Whether each runtime DLL torch needs is where Windows' loader finds it for torch: System32, torch\\lib, or
+    beside python.exe."""
+    folders = [os.path.join(env.get("SystemRoot", r"C:\Windows"), "System32"), os.path.dirname(facts.python.executable)]
+    if facts.torch is not None:
+        folders.append(os.path.join(facts.torch.location, "lib"))
+    return {name: any(os.path.isfile(os.path.join(f, name)) for f in folders) for name in _WINDOWS_DLLS}
+
+
+def collect_native(facts: Facts, env: Mapping[str, str] | None = None, *, use_cache: bool = True) -> NativeFacts:
+    """NativeFacts of the checked environment (its distributions and interpreter are taken from `facts`)."""
+    env = os.environ if env is None else env
+    if facts.python.platform == "win32" or sys.platform == "win32":
+        return NativeFacts(loader_path=(), needs=(), libstdcxx=None, wheel_floors=(),
+                           windows_dlls=windows_dlls(env, facts))
+    if not sys.platform.startswith("linux"):
+        return NativeFacts(loader_path=(), needs=(), libstdcxx=None, wheel_floors=(), windows_dlls={})
+    directory = None
+    if use_cache:
+        from envcheck.cache import usable_dir
+
+        directory = usable_dir([facts.python.prefix])
+    cache = _Cache(directory, facts.python.prefix)
+    needs, files = version_needs(cache, facts.distributions)
+    native = NativeFacts(loader_path=loader_path_libraries(env), needs=needs,
+                         libstdcxx=libstdcxx_provider(cache, env, facts),
+                         wheel_floors=wheel_floors(cache, facts.distributions), windows_dlls={}, scanned_files=files)
+    cache.save()
+    return native
