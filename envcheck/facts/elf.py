@@ -134,14 +134,14 @@ class _Elf:
 
 
 def _open(path: str) -> tuple[BinaryIO, int] | None:
-    import os
     import stat
+    from pathlib import Path
 
     try:
-        st = os.stat(path)
+        st = Path(path).stat()
         if not stat.S_ISREG(st.st_mode):
-            return None
-        return open(path, "rb"), st.st_size  # noqa: SIM115 - closed by the callers' finally
+            return None  # a FIFO would block the open, a device would never end
+        return Path(path).open("rb"), st.st_size
     except OSError:
         return None
 

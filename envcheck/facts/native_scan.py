@@ -65,11 +65,11 @@ def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
             continue
         seen.add(folder)
         try:
-            names = sorted(n for n in os.listdir(folder) if _CUDA_LIBRARY.match(n))
+            names = sorted(p.name for p in Path(folder).iterdir() if _CUDA_LIBRARY.match(p.name))
         except OSError:
             continue
         for name in names:
-            match = _SO_VERSION.search(os.path.basename(os.path.realpath(os.path.join(folder, name))))
+            match = _SO_VERSION.search((Path(folder) / name).resolve().name)
             version = match.group(1) if match and "." in match.group(1) else None
             out.append(SharedLibrary(directory=folder, name=name, version=version))
     return tuple(out)
@@ -80,7 +80,7 @@ def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
 
 def _stamp(path: str) -> list[int] | None:
     try:
-        st = os.stat(path)
+        st = os.stat(path)  # noqa: PTH116 - one stat per shared object; a Path per file would cost more
     except OSError:
         return None
     return [st.st_mtime_ns, st.st_size]
@@ -96,7 +96,7 @@ class _Cache:
         self.used: dict[str, Any] = {}
         if self.file is not None:
             try:
-                with open(self.file, encoding="utf-8") as fh:
+                with self.file.open(encoding="utf-8") as fh:
                     data = json.load(fh)
                 if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT and isinstance(
                         data.get("entries"), dict):
@@ -123,9 +123,9 @@ class _Cache:
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     json.dump({"format": _CACHE_FORMAT, "entries": self.used}, fh)
-                os.replace(tmp, self.file)
+                Path(tmp).replace(self.file)
             except BaseException:
-                os.unlink(tmp)
+                Path(tmp).unlink()
                 raise
         except (OSError, TypeError, ValueError):
             pass
@@ -151,7 +151,7 @@ def _shared_objects(cache: _Cache, dist: Distribution) -> list[str]:
     """The shared objects a distribution installed (paths relative to its location), from its RECORD."""
     if not dist.metadata_dir:
         return []
-    record = os.path.join(dist.metadata_dir, "RECORD")
+    record = str(Path(dist.metadata_dir) / "RECORD")
     stamp = _stamp(record)
     if stamp is None or stamp[1] > _MAX_RECORD_BYTES:
         return []
@@ -160,7 +160,7 @@ def _shared_objects(cache: _Cache, dist: Distribution) -> list[str]:
         return list(cached)
     found: list[str] = []
     try:
-        with open(record, encoding="utf-8", errors="replace") as fh:
+        with Path(record).open(encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 path = line.split(",", 1)[0].strip().strip('"')
                 if _SHARED_OBJECT.search(path) and not path.startswith(".."):
@@ -185,7 +185,7 @@ def version_needs(cache: _Cache, distributions: tuple[Distribution, ...]) -> tup
         seen.add(dist.canonical_name)
         best: dict[str, tuple[tuple[int, ...], VersionNeed]] = {}
         for relative in _shared_objects(cache, dist):
-            needs = _cached_needs(cache, os.path.join(dist.location, relative))
+            needs = _cached_needs(cache, str(Path(dist.location) / relative))
             if needs is None:
                 continue
             files += 1
@@ -218,10 +218,10 @@ def libstdcxx_provider(cache: _Cache, env: Mapping[str, str], facts: Facts) -> P
     candidates: list[tuple[str, str]] = [(e, "LD_LIBRARY_PATH") for e in env.get("LD_LIBRARY_PATH", "").split(":")
                                          if e.strip()]
     if facts.python.conda:
-        candidates.append((os.path.join(facts.python.prefix, "lib"), "conda"))
+        candidates.append((str(Path(facts.python.prefix) / "lib"), "conda"))
     candidates += [(d.format(triple=_triple()), "system") for d in _SYSTEM_LIB_DIRS]
     for folder, via in candidates:
-        path = os.path.join(folder, "libstdc++.so.6")
+        path = str(Path(folder) / "libstdc++.so.6")
         stamp = _stamp(path)
         if stamp is None:
             continue
@@ -256,7 +256,7 @@ def manylinux_floor(tags: list[str]) -> tuple[str, str] | None:
 def _wheel_tags(cache: _Cache, dist: Distribution) -> list[str]:
     if not dist.metadata_dir:
         return []
-    wheel = os.path.join(dist.metadata_dir, "WHEEL")
+    wheel = str(Path(dist.metadata_dir) / "WHEEL")
     stamp = _stamp(wheel)
     if stamp is None or stamp[1] > _MAX_WHEEL_BYTES:
         return []
@@ -264,7 +264,7 @@ def _wheel_tags(cache: _Cache, dist: Distribution) -> list[str]:
     if isinstance(cached, list) and all(isinstance(t, str) for t in cached):
         return list(cached)
     try:
-        with open(wheel, encoding="utf-8", errors="replace") as fh:
+        with Path(wheel).open(encoding="utf-8", errors="replace") as fh:
             tags = [line.split(":", 1)[1].strip() for line in fh if line.lower().startswith("tag:")]
     except OSError:
         return []
@@ -288,10 +288,10 @@ def wheel_floors(cache: _Cache, distributions: tuple[Distribution, ...]) -> tupl
 def windows_dlls(env: Mapping[str, str], facts: Facts) -> dict[str, bool]:
     """Whether each runtime DLL torch needs is where Windows' loader finds it for torch: System32, torch\\lib, or
     beside python.exe."""
-    folders = [os.path.join(env.get("SystemRoot", r"C:\Windows"), "System32"), os.path.dirname(facts.python.executable)]
+    folders = [Path(env.get("SystemRoot", r"C:\Windows")) / "System32", Path(facts.python.executable).parent]
     if facts.torch is not None:
-        folders.append(os.path.join(facts.torch.location, "lib"))
-    return {name: any(os.path.isfile(os.path.join(f, name)) for f in folders) for name in _WINDOWS_DLLS}
+        folders.append(Path(facts.torch.location) / "lib")
+    return {name: any((f / name).is_file() for f in folders) for name in _WINDOWS_DLLS}
 
 
 def collect_native(facts: Facts, env: Mapping[str, str] | None = None, *, use_cache: bool = True) -> NativeFacts:

@@ -8,13 +8,13 @@ include/crt/host_config.h. Every read is bounded, and an unreadable file is an u
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
 import shutil
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from envcheck.facts.toolchain import CudaToolkit, HostCompiler, ToolchainFacts
 
@@ -23,14 +23,14 @@ _CUDA_H_VERSION = re.compile(rb"#define\s+CUDA_VERSION\s+(\d{4,6})\b")
 _VERSION_TXT = re.compile(rb"CUDA Version\s+(\d+)\.(\d+)")
 _GCC_LATER = re.compile(rb"gcc versions later than (\d+) are not supported")
 _NUMBERED = re.compile(r"(?:gcc|g\+\+|c\+\+|cc)-(\d+)(?:\.\d+)*$")
-_WINDOWS_DEFAULT = "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA/v*.*"
+_WINDOWS_DEFAULT = "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA"
 
 
-def _read(path: str) -> bytes | None:
+def _read(path: Path) -> bytes | None:
     try:
-        if not os.path.isfile(path):
+        if not path.is_file():
             return None
-        with open(path, "rb") as fh:
+        with path.open("rb") as fh:
             return fh.read(_MAX_READ)
     except OSError:
         return None
@@ -43,8 +43,8 @@ def _major_minor(text: str) -> str | None:
     return f"{int(parts[0])}.{int(parts[1])}"
 
 
-def _from_version_json(root: str) -> str | None:
-    data = _read(os.path.join(root, "version.json"))
+def _from_version_json(root: Path) -> str | None:
+    data = _read(root / "version.json")
     if data is None:
         return None
     try:
@@ -62,50 +62,54 @@ def _from_version_json(root: str) -> str | None:
     return None
 
 
-def _include_dirs(root: str) -> list[str]:
+def _include_dirs(root: Path) -> list[Path]:
     # The runfile and deb layouts put headers in include/; conda's cuda-nvcc packages in targets/<triple>/include/.
-    return [os.path.join(root, "include"), *sorted(glob.glob(os.path.join(glob.escape(root), "targets", "*",
-                                                                          "include")))]
+    try:
+        targets = sorted(p / "include" for p in (root / "targets").iterdir())
+    except OSError:
+        targets = []
+    return [root / "include", *targets]
 
 
-def toolkit_version(root: str) -> tuple[str | None, str | None]:
+def toolkit_version(root: Path) -> tuple[str | None, str | None]:
     """(major.minor, the file it was read from) of the toolkit at `root`; (None, None) when no file tells."""
     found = _from_version_json(root)
     if found:
-        return found, os.path.join(root, "version.json")
-    data = _read(os.path.join(root, "version.txt"))
-    match = _VERSION_TXT.search(data or b"")
+        return found, str(root / "version.json")
+    match = _VERSION_TXT.search(_read(root / "version.txt") or b"")
     if match:
-        return f"{int(match.group(1))}.{int(match.group(2))}", os.path.join(root, "version.txt")
+        return f"{int(match.group(1))}.{int(match.group(2))}", str(root / "version.txt")
     for include in _include_dirs(root):
-        header = os.path.join(include, "cuda.h")
+        header = include / "cuda.h"
         match = _CUDA_H_VERSION.search(_read(header) or b"")
         if match:
             number = int(match.group(1))  # 12040 = 12.4
-            return f"{number // 1000}.{number % 1000 // 10}", header
+            return f"{number // 1000}.{number % 1000 // 10}", str(header)
     return None, None
 
 
-def gcc_max(root: str) -> int | None:
+def gcc_max(root: Path) -> int | None:
     """The newest GCC major the toolkit's host_config.h accepts without -allow-unsupported-compiler."""
     for include in _include_dirs(root):
-        match = _GCC_LATER.search(_read(os.path.join(include, "crt", "host_config.h")) or b"")
+        match = _GCC_LATER.search(_read(include / "crt" / "host_config.h") or b"")
         if match:
             return int(match.group(1))
     return None
 
 
-def _toolkit(source: str, root: str) -> CudaToolkit:
-    exists = os.path.isdir(root)
-    nvcc = exists and os.path.isfile(os.path.join(root, "bin", "nvcc.exe" if sys.platform == "win32" else "nvcc"))
+def _toolkit(source: str, path: str) -> CudaToolkit:
+    root = Path(path)
+    exists = root.is_dir()
+    nvcc = exists and (root / "bin" / ("nvcc.exe" if sys.platform == "win32" else "nvcc")).is_file()
     version, version_file = toolkit_version(root) if exists else (None, None)
-    return CudaToolkit(source=source, path=root, exists=exists, nvcc=nvcc, version=version,
+    return CudaToolkit(source=source, path=path, exists=exists, nvcc=nvcc, version=version,
                        version_file=version_file, gcc_max=gcc_max(root) if exists else None)
 
 
 def _nvcc_root(env: Mapping[str, str]) -> str | None:
     nvcc = shutil.which("nvcc", path=env.get("PATH", ""))
-    return None if nvcc is None else os.path.dirname(os.path.dirname(nvcc))
+    # A wrapper script on PATH (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`) is judged where it lies, as torch does.
+    return None if nvcc is None else str(Path(nvcc).parent.parent)
 
 
 def _cuda_home(env: Mapping[str, str], nvcc_root: str | None) -> CudaToolkit | None:
@@ -116,7 +120,10 @@ def _cuda_home(env: Mapping[str, str], nvcc_root: str | None) -> CudaToolkit | N
     if nvcc_root is not None:
         return _toolkit("PATH", nvcc_root)
     if sys.platform == "win32":
-        homes = glob.glob(_WINDOWS_DEFAULT)
+        try:  # torch takes glob's first `v*.*` folder: os.listdir order, which is sorted on NTFS
+            homes = sorted(str(p) for p in Path(_WINDOWS_DEFAULT).glob("v*.*"))
+        except OSError:
+            homes = []
         return _toolkit("default", homes[0]) if homes else None
     default = _toolkit("default", "/usr/local/cuda")
     return default if default.exists else None
@@ -125,17 +132,18 @@ def _cuda_home(env: Mapping[str, str], nvcc_root: str | None) -> CudaToolkit | N
 def _gcc_version(found: str) -> str | None:
     """The major version of the compiler at `found`: from the name it resolves to (`gcc -> gcc-12`), else from the
     single `lib/gcc/<triple>/<N>` folder beside its installation (Fedora, conda); None when that is ambiguous."""
-    real = os.path.realpath(found)
-    for name in (os.path.basename(real), os.path.basename(found)):
+    real = Path(found).resolve()
+    for name in (real.name, Path(found).name):
         match = _NUMBERED.search(name)
         if match:
             return match.group(1)
     versions: set[str] = set()
-    for folder in glob.glob(os.path.join(glob.escape(os.path.dirname(os.path.dirname(real))), "lib", "gcc", "*",
-                                         "*")):
-        name = os.path.basename(folder)
-        if name.split(".")[0].isdigit():
-            versions.add(name.split(".")[0])
+    try:
+        for folder in (real.parent.parent / "lib" / "gcc").glob("*/*"):
+            if folder.name.split(".")[0].isdigit():
+                versions.add(folder.name.split(".")[0])
+    except OSError:
+        return None
     return versions.pop() if len(versions) == 1 else None
 
 
@@ -143,8 +151,8 @@ def _host_compiler(env: Mapping[str, str]) -> HostCompiler | None:
     if not sys.platform.startswith("linux"):
         return None  # nvcc's GNU version check; Windows builds use MSVC, which this does not judge
     wanted = env.get("CC") or "gcc"
-    found = wanted if os.path.isabs(wanted) and os.path.isfile(wanted) else shutil.which(wanted,
-                                                                                         path=env.get("PATH", ""))
+    found = wanted if Path(wanted).is_absolute() and Path(wanted).is_file() else shutil.which(
+        wanted, path=env.get("PATH", ""))
     if found is None:
         return None
     return HostCompiler(path=found, version=_gcc_version(found))
