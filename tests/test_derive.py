@@ -221,7 +221,10 @@ def test_list_derivations_declare_their_item_fields() -> None:
         dist_dict("torchaudio", "2.5.1+cpu", "torch==2.5.1"),
         # compiled extensions (envcheck/derived/extensions.py): a PyG wheel for torch 2.4 and CUDA 11.8, a
         # flash-attn wheel of the other C++ ABI; the extension-imports probe saw one failure of each kind.
-        dist_dict("torch-scatter", "2.1.2+pt24cu118"), dist_dict("flash-attn", "2.7.0+cu12torch2.5cxx11abiTRUE")],
+        dist_dict("torch-scatter", "2.1.2+pt24cu118"), dist_dict("flash-attn", "2.7.0+cu12torch2.5cxx11abiTRUE"),
+        # the pip CUDA libraries, which older copies on LD_LIBRARY_PATH shadow (envcheck/derived/native_libs.py)
+        dist_dict("nvidia-cudnn-cu12", "9.1.0.70"), dist_dict("nvidia-cublas-cu12", "12.4.5.8"),
+        dist_dict("nvidia-nccl-cu12", "2.21.5")],
         torch=torch_dict("2.5.1+cu128", "12.8"),
         # Driver 570 (CUDA 12.8) runs the cu128 torch fully, so it can JIT compute_90 for the RTX 5090.
         nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090"), driver="570.133.07",
@@ -236,14 +239,42 @@ def test_list_derivations_declare_their_item_fields() -> None:
                     "d": {"status": "error", "message": "libcudart.so.11.0: cannot open shared object file"},
                     "e": {"status": "crashed", "error_class": "SIGSEGV", "message": "killed"},
                     "f": {"status": "error", "error_class": "ModuleNotFoundError", "message": "No module named 'q'"}}},
+                "loaded-libraries": {"status": "ok", "details": {"libraries": ["/usr/lib/libcudnn.so.9"]}},
                 "sdpa": {"status": "ok", "cases": {"cuda:0/backend=flash,dtype=float16": {
                     "status": "error", "error_class": "RuntimeError", "message": "No available kernel.",
                         "can_use": False}}}},
-        env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8"})
+        env={"LD_LIBRARY_PATH": "/usr/local/cuda-12.1/lib64", "CUDA_HOME": "/usr/local/cuda-11.8",
+             "TORCH_CUDA_ARCH_LIST": "8.6;12.0"})
+    # The build toolchain (envcheck/derived/toolchain.py): CUDA_HOME's 11.8 (too old for sm_120 and
+    # TORCH_CUDA_ARCH_LIST's 12.0, GCC 11 at most) and a CUDA 13.0 nvcc on PATH (another major, without Pascal).
+    raw["toolchain"] = {
+        "cuda_home": {"source": "CUDA_HOME", "path": "/usr/local/cuda-11.8", "exists": True, "nvcc": True,
+                      "version": "11.8", "version_file": "/usr/local/cuda-11.8/version.json", "gcc_max": 11},
+        "nvcc_on_path": {"source": "PATH", "path": "/opt/cuda-13.0", "exists": True, "nvcc": True, "version": "13.0",
+                         "version_file": "/opt/cuda-13.0/version.json", "gcc_max": 15},
+        "gcc": {"path": "/usr/bin/gcc", "version": "13"}}
+    # Native libraries (envcheck/derived/native_libs.py): older CUDA libraries on LD_LIBRARY_PATH, needs above what
+    # libstdc++ and glibc provide, a wheel for a newer glibc, Windows runtime DLLs that are missing.
+    old = "/usr/local/cuda-12.1/lib64"
+    raw["native"] = {
+        "loader_path": [{"directory": old, "name": "libcudnn.so.9", "version": "9.0.0"},
+                        {"directory": old, "name": "libcublas.so.12", "version": "12.1.3.1"},
+                        {"directory": old, "name": "libnccl.so.2", "version": "2.18.3"}],
+        "needs": [{"distribution": "torch", "file": "torch/lib/libc10.so", "library": "libstdc++.so.6",
+                   "version": "GLIBCXX_3.4.32"},
+                  {"distribution": "torch", "file": "torch/lib/libc10.so", "library": "libc.so.6",
+                   "version": "GLIBC_2.99"}],
+        "libstdcxx": {"path": "/usr/lib/libstdc++.so.6", "via": "system", "glibcxx": "GLIBCXX_3.4.28",
+                      "cxxabi": "CXXABI_1.3.12"},
+        "wheel_floors": [{"distribution": "torch", "version": "2.5.1+cu128", "tag": "manylinux_2_99_x86_64",
+                          "glibc": "2.99"}],
+        "windows_dlls": {"msvcp140.dll": False, "libomp140.x86_64.dll": False}}
     raw["partial_installs"] = [f"{SITE}/~orch"]
     # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.
     raw["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt", "uv.lock"], "index_options": [],
                       "requirements": [{"requirement": "safetensors", "source": "requirements.txt:1",
+                                        "kind": "requirements"},
+                                       {"requirement": "mamba-ssm", "source": "requirements.txt:2",
                                         "kind": "requirements"}],
                       "locks": [{"file": "uv.lock", "tool": "uv", "sync": "uv sync",
                                  "pins": [{"name": "torch", "version": "2.6.0+cu124"}]}]}

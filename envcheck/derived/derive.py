@@ -453,28 +453,25 @@ def _toolchain_derivations() -> list[Derivation]:
                    "folder it takes has no bin/nvcc), `\"n/a\"` (no CUDA torch). Unknown when the toolchain facts "
                    "were not collected", (), of_facts(toolchain_derived.cuda_toolkit_state)),
         Derivation("toolchain.toolkit-other-major",
-                   "the toolkit torch would build with, found through `nvcc` on PATH or /usr/local/cuda, when its "
-                   f"CUDA major differs from torch's: one item {_TOOLKIT_DOC}, `torch_cuda`; or none (CUDA_HOME and "
-                   "CUDA_PATH are `cuda.home-toolkit-other-major`'s). Unknown when its files tell no version",
-                   (*_TOOLKIT_FIELDS, "torch_cuda"), of_facts(lambda f: toolchain_derived.toolkit_vs_torch(f, False))),
-        Derivation("toolchain.toolkit-other-minor",
-                   f"the same toolkit (any source) when only its CUDA minor differs from torch's: {_TOOLKIT_DOC}, "
-                   "`torch_cuda`", (*_TOOLKIT_FIELDS, "torch_cuda"),
-                   of_facts(lambda f: toolchain_derived.toolkit_vs_torch(f, True))),
+                   "the build toolkits (the one torch.utils.cpp_extension takes, and the `nvcc` on PATH when it is "
+                   f"another) whose CUDA major differs from torch's: {_TOOLKIT_DOC}, `torch_cuda`. A CUDA_HOME or "
+                   "CUDA_PATH whose folder name states a version is `cuda.home-toolkit-other-major`'s. Unknown when "
+                   "a toolkit's files tell no version",
+                   (*_TOOLKIT_FIELDS, "torch_cuda"), of_facts(toolchain_derived.toolkit_other_major)),
         Derivation("toolchain.arch-list-beyond-toolkit",
                    "entries of `TORCH_CUDA_ARCH_LIST` (named ones expanded as torch does) that the toolkit's nvcc "
                    f"cannot compile for: `arch`, `reason`, {_TOOLKIT_DOC}. Unknown when the toolkit's version is",
                    (*_TOOLKIT_FIELDS, "arch", "reason"), of_facts(toolchain_derived.arch_list_beyond_toolkit)),
         Derivation("toolchain.gpus-newer-than-toolkit",
                    "GPUs whose architecture is newer than the toolkit's nvcc can compile for (sm_89 and sm_90 need "
-                   "CUDA 11.8, sm_100 and sm_120 12.8, sm_103 and sm_121 12.9), when TORCH_CUDA_ARCH_LIST is unset: "
-                   f"`index`, `name`, `compute_capability`, `reason`, {_TOOLKIT_DOC}. Unknown without NVML's GPUs",
+                   "CUDA 11.8, sm_100 and sm_120 12.8, sm_103 and sm_121 12.9), for each build toolkit: `index`, "
+                   f"`name`, `compute_capability`, `reason`, {_TOOLKIT_DOC}. Unknown without NVML's GPUs",
                    (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "reason"),
                    of_facts(lambda f: toolchain_derived.gpus_toolkit_cannot_target(f, True))),
         Derivation("toolchain.gpus-dropped-by-toolkit",
                    "GPUs whose architecture the toolkit's nvcc no longer compiles for (CUDA 12 dropped sm_35/37, "
-                   "CUDA 13 sm_50 to sm_72), the same fields", (*_TOOLKIT_FIELDS, "index", "name",
-                                                                 "compute_capability", "reason"),
+                   f"CUDA 13 sm_50 to sm_72): `index`, `name`, `compute_capability`, `reason`, {_TOOLKIT_DOC}",
+                   (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "reason"),
                    of_facts(lambda f: toolchain_derived.gpus_toolkit_cannot_target(f, False))),
         Derivation("toolchain.gcc-newer-than-toolkit",
                    "the host GCC nvcc would call (`$CC`, else `gcc`) when its major is newer than the toolkit "
@@ -484,8 +481,9 @@ def _toolchain_derivations() -> list[Derivation]:
                    of_facts(toolchain_derived.gcc_newer_than_toolkit)),
         Derivation("toolchain.source-builds-without-toolkit",
                    "requirements of the checked project, not installed yet, whose install compiles CUDA code "
-                   "(flash-attn, causal-conv1d, mamba-ssm, ...) while torch finds no CUDA toolkit: `name`, "
-                   "`requirement`, `source`", ("name", "requirement", "source"),
+                   "(flash-attn, causal-conv1d, mamba-ssm, ...) while torch's extension builder cannot: no "
+                   "toolkit found, no nvcc in it, or a toolkit of another CUDA major: `name`, `requirement`, "
+                   "`source`, `problem` (which, in words)", ("name", "requirement", "source", "problem"),
                    of_facts(toolchain_derived.source_builds_without_toolkit)),
         *[Derivation(f"libraries.{family}-older-on-ld-library-path",
                      f"`LD_LIBRARY_PATH` files of the {family} soname the installed `nvidia-{family}` wheel provides "
@@ -513,12 +511,14 @@ def _toolchain_derivations() -> list[Derivation]:
                    of_facts(native_libs.wheels_above_glibc)),
         Derivation("windows.vc-runtime-missing",
                    "Visual C++ runtime DLLs (vcruntime140.dll, vcruntime140_1.dll, msvcp140.dll) found neither in "
-                   "System32, torch\\lib nor beside python.exe: `dll`. Empty off Windows",
+                   "System32, torch\\lib nor beside python.exe: `dll`. Empty where none were looked for "
+                   "(off Windows)",
                    ("dll",), of_facts(native_libs.missing_windows_dlls(
                        ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll")))),
         Derivation("windows.libomp-missing",
                    "libomp140.x86_64.dll (LLVM's OpenMP runtime, which torch 2.4.0's fbgemm.dll links) when found "
-                   "neither in System32, torch\\lib nor beside python.exe: `dll`. Empty off Windows",
+                   "neither in System32, torch\\lib nor beside python.exe: `dll`. Empty where none were "
+                   "looked for (off Windows)",
                    ("dll",), of_facts(native_libs.missing_windows_dlls(("libomp140.x86_64.dll",)))),
     ]
 
@@ -650,7 +650,9 @@ DERIVATIONS: dict[str, Derivation] = {
                    "the toolkit that `torch.utils.cpp_extension` compiles with, as `CUDA_HOME`, else `CUDA_PATH` "
                    "names it (an empty `CUDA_HOME` falls through, as in torch), when the version in its path has "
                    "another CUDA major than torch's: one item `variable`, `path`, `toolkit`, `torch_cuda`, or none. "
-                   "A path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are not judged",
+                   "The version is the toolkit's files' where the toolchain facts read that folder, else the one "
+                   "its path names; a path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are "
+                   "`toolchain.toolkit-other-major`'s",
                    ("variable", "path", "toolkit", "torch_cuda"), _of_facts(system_libs.cuda_home_other_major)),
     ]
 }

@@ -192,12 +192,10 @@ def wheels_above_glibc(facts: Facts) -> list[Item] | None:
 
 
 def missing_windows_dlls(names: tuple[str, ...]) -> Callable[[Facts], list[Item] | None]:
-    """Of the Windows runtime DLLs `names`, those not found where torch's loader looks: `dll`. Empty off Windows;
-    unknown when the native facts were not collected."""
+    """Of the Windows runtime DLLs `names`, those not found where torch's loader looks: `dll`. Empty where none
+    were looked for (off Windows); unknown when the native facts were not collected."""
     def compute(facts: Facts) -> list[Item] | None:
-        if facts.python.platform != "win32":
-            return [] if facts.python.platform else None
-        if facts.native is None or not facts.native.windows_dlls:
+        if facts.native is None:
             return None
         machine = facts.python.machine.upper()
         return [{"dll": name} for name in names

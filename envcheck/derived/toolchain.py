@@ -11,6 +11,7 @@ import re
 
 from envcheck._packaging import major_minor, marker_env, marker_holds, parse_requirement
 from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.derived.system_libs import toolkit_version as toolkit_version_in_path
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Facts
 from envcheck.facts.toolchain import CudaToolkit
@@ -75,32 +76,44 @@ def _known_home(facts: Facts) -> tuple[CudaToolkit, tuple[int, int]] | None:
     return None if version is None else (home, version)
 
 
+def build_toolkits(facts: Facts) -> list[CudaToolkit]:
+    """The toolkits a build would use: torch's (CUDA_HOME, CUDA_PATH, nvcc on PATH, the default folder), and the
+    `nvcc` on PATH when it is another one (CMake-based builds call it unless CUDACXX says otherwise)."""
+    if facts.toolchain is None:
+        return []
+    out = [t for t in (facts.toolchain.cuda_home,) if t is not None and t.exists]
+    other = facts.toolchain.nvcc_on_path
+    if other is not None and other.exists and all(other.path != t.path for t in out):
+        out.append(other)
+    return out
+
+
 def _base(home: CudaToolkit, version: tuple[int, int]) -> Item:
     return {"source": home.source, "path": home.path, "toolkit": _label(version),
             "version_file": home.version_file or "unknown"}
 
 
-def toolkit_vs_torch(facts: Facts, same_major: bool) -> list[Item] | None:
-    """The toolkit found through nvcc on PATH or the default folder (CUDA_HOME and CUDA_PATH are EC0805's) when its
-    CUDA major differs from torch's (`same_major` False), or only its minor (`same_major` True): one item or none."""
+def toolkit_other_major(facts: Facts) -> list[Item] | None:
+    """Build toolkits whose CUDA major differs from torch's: `torch_cuda` and the toolkit's fields. A CUDA_HOME or
+    CUDA_PATH whose folder name states a version is left to `cuda.home-toolkit-other-major` (EC0805), which uses
+    these same files' version. Unknown when a toolkit's files tell no version."""
     if without_cuda_torch(facts):
         return []
     if facts.toolchain is None:
         return None
     runtime = None if facts.torch is None else _version(facts.torch.cuda)
-    home = facts.toolchain.cuda_home
     if runtime is None:
         return None
-    if home is None or not home.exists:
-        return []
-    version = _version(home.version)
-    if version is None:
-        return None  # a toolkit whose files tell no version: unknown, not clean
-    if (version[0] == runtime[0]) != same_major or version == runtime:
-        return []
-    if not same_major and home.source in ("CUDA_HOME", "CUDA_PATH"):
-        return []
-    return [{**_base(home, version), "torch_cuda": _label(runtime)}]
+    out: list[Item] = []
+    for toolkit in build_toolkits(facts):
+        if toolkit.source in ("CUDA_HOME", "CUDA_PATH") and toolkit_version_in_path(toolkit.path) is not None:
+            continue
+        version = _version(toolkit.version)
+        if version is None:
+            return None  # a toolkit whose files tell no version: unknown, not clean
+        if version[0] != runtime[0]:
+            out.append({**_base(toolkit, version), "torch_cuda": _label(runtime)})
+    return out
 
 
 def arch_list_beyond_toolkit(facts: Facts) -> list[Item] | None:
@@ -127,27 +140,32 @@ def arch_list_beyond_toolkit(facts: Facts) -> list[Item] | None:
 
 
 def gpus_toolkit_cannot_target(facts: Facts, newer: bool) -> list[Item] | None:
-    """GPUs whose architecture the toolkit's nvcc cannot compile for: too new for it (`newer`) or removed from it.
-    Items: `index`, `name`, `compute_capability`, `reason`, and the toolkit's `source`, `path`, `toolkit`,
-    `version_file`. Empty when TORCH_CUDA_ARCH_LIST chooses the architectures instead; unknown without NVML's GPUs."""
-    if without_cuda_torch(facts) or facts.env.get("TORCH_CUDA_ARCH_LIST", "").strip() not in ("", "native"):
+    """GPUs whose architecture a build toolkit's nvcc cannot compile for: too new for it (`newer`) or removed from
+    it. Items: `index`, `name`, `compute_capability`, `reason`, and the toolkit's `source`, `path`, `toolkit`,
+    `version_file`. Unknown without NVML's GPUs or a toolkit's version."""
+    if without_cuda_torch(facts):
         return []
-    known = _known_home(facts)
-    if known is None:
-        return None if facts.toolchain is None or facts.toolchain.cuda_home is not None else []
-    home, version = known
+    if facts.toolchain is None:
+        return None
+    toolkits = build_toolkits(facts)
+    if not toolkits:
+        return []
     if facts.nvml is None or facts.nvml.status != "ok":
         return None
     out: list[Item] = []
-    for device in facts.nvml.devices:
-        capability = _version(device.compute_capability)
-        if capability is None:
+    for toolkit in toolkits:
+        version = _version(toolkit.version)
+        if version is None:
             return None
-        reason = why_not(version, capability)
-        if reason is None or (version < ARCH_SUPPORT[capability][0]) != newer:
-            continue
-        out.append({**_base(home, version), "index": str(device.index), "name": device.name or "?",
-                    "compute_capability": _label(capability), "reason": reason})
+        for device in facts.nvml.devices:
+            capability = _version(device.compute_capability)
+            if capability is None:
+                return None
+            reason = why_not(version, capability)
+            if reason is None or (version < ARCH_SUPPORT[capability][0]) != newer:
+                continue
+            out.append({**_base(toolkit, version), "index": str(device.index), "name": device.name or "?",
+                        "compute_capability": _label(capability), "reason": reason})
     return out
 
 
@@ -188,13 +206,30 @@ def cuda_toolkit_state(facts: Facts) -> str | None:
 SOURCE_BUILT = frozenset({"flash-attn", "causal-conv1d", "mamba-ssm", "flash-attn-3", "natten", "grouped-gemm"})
 
 
-def source_builds_without_toolkit(facts: Facts) -> list[Item] | None:
-    """Requirements of the checked project that are not installed yet and build CUDA code at install time, when
-    torch finds no CUDA toolkit: `name`, `requirement`, `source`. Empty without a project or with a toolkit."""
+def _build_problem(facts: Facts) -> str | None:
+    """Why torch.utils.cpp_extension cannot build CUDA code here, in words; "" when it can; None when unknown."""
     state = cuda_toolkit_state(facts)
     if state is None:
         return None
-    if state != "none" or facts.project is None:
+    if state == "none":
+        return "torch finds no CUDA toolkit (CUDA_HOME and CUDA_PATH unset, no nvcc on PATH, no /usr/local/cuda)"
+    home = None if facts.toolchain is None else facts.toolchain.cuda_home
+    if state == "no-nvcc" and home is not None:
+        return f"the toolkit folder torch takes ({home.path}) has no bin/nvcc"
+    runtime = None if facts.torch is None else _version(facts.torch.cuda)
+    version = None if home is None else _version(home.version)
+    if home is not None and runtime is not None and version is not None and version[0] != runtime[0]:
+        return f"the toolkit torch takes ({home.path}) is CUDA {_label(version)}, torch's CUDA is {_label(runtime)}"
+    return ""
+
+
+def source_builds_without_toolkit(facts: Facts) -> list[Item] | None:
+    """Requirements of the checked project that are not installed yet and compile CUDA code at install time, when
+    torch's extension builder cannot: `name`, `requirement`, `source`, `problem`. Empty without a project."""
+    problem = _build_problem(facts)
+    if problem is None:
+        return None
+    if not problem or facts.project is None:
         return []
     out: list[Item] = []
     for declared in facts.project.requirements:
@@ -205,5 +240,6 @@ def source_builds_without_toolkit(facts: Facts) -> list[Item] | None:
             continue
         name = canonical_name(req.name)
         if name in SOURCE_BUILT and facts.active(name) is None and facts.absence_known(name):
-            out.append({"name": name, "requirement": declared.requirement, "source": declared.source})
+            out.append({"name": name, "requirement": declared.requirement, "source": declared.source,
+                        "problem": problem})
     return sorted(out, key=lambda i: i["name"])

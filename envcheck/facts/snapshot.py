@@ -232,7 +232,7 @@ class Facts:
                                                                 for d in self.nvml.devices]},
             "probes": {k: asdict(v) for k, v in sorted(self.probes.items())},
             "problems": list(self.problems),
-            "project": None if self.project is None else asdict(self.project),
+            "project": None if self.project is None else _lists(asdict(self.project)),
             "distributions_complete": self.distributions_complete,
             "unknown": list(self.unknown),
             "provenance": dict(sorted(self.provenance.items())),
@@ -240,7 +240,7 @@ class Facts:
         if self.toolchain is not None:  # absent (not null) when not collected: older readers ignore what they lack
             out["toolchain"] = asdict(self.toolchain)
         if self.native is not None:
-            out["native"] = asdict(self.native)
+            out["native"] = _lists(asdict(self.native))
         out["python"]["path"] = list(self.python.path)
         return out
 
@@ -271,6 +271,15 @@ class Facts:
             toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
             native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
         )
+
+
+def _lists(value: Any) -> Any:
+    """`value` with every tuple, at any depth, as a list: asdict keeps tuples, the JSON shape has lists."""
+    if isinstance(value, (tuple, list)):
+        return [_lists(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    return value
 
 
 def check_schema(r: Reader) -> int:
