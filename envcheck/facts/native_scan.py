@@ -34,7 +34,7 @@ _WINDOWS_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll", "libo
 _SYSTEM_LIB_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 _MAX_RECORD_BYTES = 32 * 1024 * 1024
 _MAX_WHEEL_BYTES = 64 * 1024
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -131,18 +131,37 @@ class _Cache:
             pass
 
 
-def _valid_needs(value: Any) -> bool:
+def _reduce(needs: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Family -> [library, the highest version of that family the file needs from it]."""
+    out: dict[str, list[str]] = {}
+    for library, names in needs.items():
+        for family, provider in _FAMILIES.items():
+            if provider is not None and library != provider:
+                continue
+            top = newest(names, family)
+            if top is not None and (family not in out or _newer(top, out[family][1])):
+                out[family] = [library, top]
+    return out
+
+
+def _newer(a: str, b: str) -> bool:
+    return _version_key(a.split("_", 1)[1]) > _version_key(b.split("_", 1)[1])
+
+
+def _valid_reduced(value: Any) -> bool:
     return isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(n, str) for n in v) for k, v in value.items())
+        isinstance(k, str) and isinstance(v, list) and len(v) == 2 and all(isinstance(n, str) for n in v)
+        for k, v in value.items())
 
 
 def _cached_needs(cache: _Cache, path: str) -> dict[str, list[str]] | None:
+    """The file's highest need per family, from the cache while the file is unchanged; None when it is gone."""
     stamp = _stamp(path)
     if stamp is None:
         return None
     value = cache.get("elf", path, stamp)
-    if value is None or not _valid_needs(value):
-        value = elf.version_needs(path) or {}
+    if not _valid_reduced(value):
+        value = _reduce(elf.version_needs(path) or {})
         cache.put("elf", path, stamp, value)
     return dict(value)
 
@@ -151,7 +170,7 @@ def _shared_objects(cache: _Cache, dist: Distribution) -> list[str]:
     """The shared objects a distribution installed (paths relative to its location), from its RECORD."""
     if not dist.metadata_dir:
         return []
-    record = str(Path(dist.metadata_dir) / "RECORD")
+    record = os.path.join(dist.metadata_dir, "RECORD")  # noqa: PTH118 - per distribution per run: a Path costs more
     stamp = _stamp(record)
     if stamp is None or stamp[1] > _MAX_RECORD_BYTES:
         return []
@@ -183,23 +202,17 @@ def version_needs(cache: _Cache, distributions: tuple[Distribution, ...]) -> tup
         if dist.canonical_name in seen:
             continue  # a shadowed install is never imported
         seen.add(dist.canonical_name)
-        best: dict[str, tuple[tuple[int, ...], VersionNeed]] = {}
+        best: dict[str, tuple[str, VersionNeed]] = {}
         for relative in _shared_objects(cache, dist):
-            needs = _cached_needs(cache, str(Path(dist.location) / relative))
+            # os.path.join: one call per shared object on every run, where a Path would cost several times more
+            needs = _cached_needs(cache, os.path.join(dist.location, relative))  # noqa: PTH118
             if needs is None:
                 continue
             files += 1
-            for library, names in needs.items():
-                for family, provider in _FAMILIES.items():
-                    if provider is not None and library != provider:
-                        continue
-                    top = newest(names, family)
-                    if top is None:
-                        continue
-                    key = _version_key(top.split("_", 1)[1])
-                    if family not in best or key > best[family][0]:
-                        best[family] = (key, VersionNeed(distribution=dist.canonical_name, file=relative,
-                                                         library=library, version=top))
+            for family, (library, top) in needs.items():
+                if family not in best or _newer(top, best[family][0]):
+                    best[family] = (top, VersionNeed(distribution=dist.canonical_name, file=relative,
+                                                     library=library, version=top))
         out.extend(need for _, need in sorted(best.values(), key=lambda kv: kv[1].version))
     return tuple(out), files
 
@@ -256,7 +269,7 @@ def manylinux_floor(tags: list[str]) -> tuple[str, str] | None:
 def _wheel_tags(cache: _Cache, dist: Distribution) -> list[str]:
     if not dist.metadata_dir:
         return []
-    wheel = str(Path(dist.metadata_dir) / "WHEEL")
+    wheel = os.path.join(dist.metadata_dir, "WHEEL")  # noqa: PTH118 - per distribution per run: a Path costs more
     stamp = _stamp(wheel)
     if stamp is None or stamp[1] > _MAX_WHEEL_BYTES:
         return []
