@@ -155,3 +155,24 @@ def test_toolchain_round_trips_through_the_snapshot(tmp_path: Path) -> None:
     again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())))
     assert again.toolchain == toolchain
     assert build_facts().toolchain is None
+
+
+@pytest.mark.parametrize("how", ["symlink", "wrapper script"])
+def test_nvcc_standing_for_another_toolkit(tmp_path: Path, how: str) -> None:
+    """An nvcc on PATH that is a symlink to, or a small script exec'ing, another toolkit's nvcc: torch takes the
+    folder above it as the toolkit, and `nvcc --version` reports the other toolkit's release, read from its files."""
+    real = _toolkit(tmp_path / "cuda-13.0", cuda_h="#define CUDA_VERSION 13000\n",
+                    host_config=HOST_CONFIG.replace("13", "15"), include="targets/x86_64-linux/include")
+    shim = tmp_path / "shim"
+    (shim / "bin").mkdir(parents=True)
+    if how == "symlink":
+        (shim / "bin" / "nvcc").symlink_to(real / "bin" / "nvcc")
+    else:
+        (shim / "bin" / "nvcc").write_text(f'#!/bin/sh\nexec {real}/bin/nvcc "$@"\n')
+        (shim / "bin" / "nvcc").chmod(0o755)
+    env = _env(tmp_path)
+    env["PATH"] = f"{shim / 'bin'}{os.pathsep}{env['PATH']}"
+    home = collect_toolchain(env).cuda_home
+    assert home is not None
+    assert (home.source, home.path, home.version, home.gcc_max) == ("PATH", str(shim), "13.0", 15)
+    assert home.version_file == str(real / "targets" / "x86_64-linux" / "include" / "cuda.h")

@@ -97,13 +97,42 @@ def gcc_max(root: Path) -> int | None:
     return None
 
 
+_WRAPPED_NVCC = re.compile(rb"(/[^\s'\"]+)/bin/nvcc\b")
+_MAX_WRAPPER = 4096
+
+
+def _real_root(nvcc: Path) -> Path | None:
+    """The toolkit an nvcc stands for when it is not in its own toolkit: the target of a symlink
+    (/usr/bin/nvcc -> /usr/local/cuda-12.4/bin/nvcc), or of a small wrapper script (`exec /usr/local/cuda-13.0/bin/nvcc
+    "$@"`). `nvcc --version`, which torch runs, reports that toolkit's release."""
+    try:
+        real = nvcc.resolve()
+        if real != nvcc.absolute():
+            return real.parent.parent
+        if nvcc.stat().st_size > _MAX_WRAPPER:
+            return None
+        with nvcc.open("rb") as fh:
+            head = fh.read(_MAX_WRAPPER)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        return None
+    match = _WRAPPED_NVCC.search(head) if head.startswith(b"#!") else None
+    return None if match is None else Path(match.group(1).decode("utf-8", "replace"))
+
+
 def _toolkit(source: str, path: str) -> CudaToolkit:
     root = Path(path)
     exists = root.is_dir()
-    nvcc = exists and (root / "bin" / ("nvcc.exe" if sys.platform == "win32" else "nvcc")).is_file()
+    binary = root / "bin" / ("nvcc.exe" if sys.platform == "win32" else "nvcc")
+    nvcc = exists and binary.is_file()
     version, version_file = toolkit_version(root) if exists else (None, None)
+    limit = gcc_max(root) if exists else None
+    if version is None and nvcc:
+        real = _real_root(binary)
+        if real is not None and real != root:
+            version, version_file = toolkit_version(real)
+            limit = gcc_max(real) if limit is None else limit
     return CudaToolkit(source=source, path=path, exists=exists, nvcc=nvcc, version=version,
-                       version_file=version_file, gcc_max=gcc_max(root) if exists else None)
+                       version_file=version_file, gcc_max=limit)
 
 
 def _nvcc_root(env: Mapping[str, str]) -> str | None:
