@@ -449,9 +449,10 @@ def _toolchain_derivations() -> list[Derivation]:
     return [
         Derivation("toolchain.cuda-toolkit",
                    "`\"found\"` (torch.utils.cpp_extension finds a CUDA toolkit with nvcc), `\"none\"` (it finds "
-                   "none: CUDA_HOME and CUDA_PATH unset, no nvcc on PATH, no /usr/local/cuda), `\"no-nvcc\"` (the "
-                   "folder it takes has no bin/nvcc), `\"n/a\"` (no CUDA torch). Unknown when the toolchain facts "
-                   "were not collected", (), of_facts(toolchain_derived.cuda_toolkit_state)),
+                   "none: CUDA_HOME and CUDA_PATH unset, no nvcc on PATH, no /usr/local/cuda), `\"no-nvcc\"` "
+                   "(CUDA_HOME or CUDA_PATH names a folder without bin/nvcc), `\"runtime-only\"` (the default "
+                   "folder has no bin/nvcc: a runtime container image), `\"n/a\"` (no CUDA torch). Unknown when "
+                   "the toolchain facts were not collected", (), of_facts(toolchain_derived.cuda_toolkit_state)),
         Derivation("toolchain.toolkit-other-major",
                    "the build toolkits (the one torch.utils.cpp_extension takes, and the `nvcc` on PATH when it is "
                    f"another) whose CUDA major differs from torch's: {_TOOLKIT_DOC}, `torch_cuda`. A CUDA_HOME or "

@@ -78,12 +78,13 @@ def _known_home(facts: Facts) -> tuple[CudaToolkit, tuple[int, int]] | None:
 
 def build_toolkits(facts: Facts) -> list[CudaToolkit]:
     """The toolkits a build would use: torch's (CUDA_HOME, CUDA_PATH, nvcc on PATH, the default folder), and the
-    `nvcc` on PATH when it is another one (CMake-based builds call it unless CUDACXX says otherwise)."""
+    `nvcc` on PATH when it is another one (CMake-based builds call it unless CUDACXX says otherwise); a folder
+    without bin/nvcc compiles nothing and is left out."""
     if facts.toolchain is None:
         return []
-    out = [t for t in (facts.toolchain.cuda_home,) if t is not None and t.exists]
+    out = [t for t in (facts.toolchain.cuda_home,) if t is not None and t.exists and t.nvcc]
     other = facts.toolchain.nvcc_on_path
-    if other is not None and other.exists and all(other.path != t.path for t in out):
+    if other is not None and other.exists and other.nvcc and all(other.path != t.path for t in out):
         out.append(other)
     return out
 
@@ -189,8 +190,9 @@ def gcc_newer_than_toolkit(facts: Facts) -> list[Item] | None:
 
 
 def cuda_toolkit_state(facts: Facts) -> str | None:
-    """"found" (a toolkit with nvcc), "none" (torch finds no toolkit), "no-nvcc" (CUDA_HOME / CUDA_PATH / the
-    default folder names a folder without bin/nvcc), or "n/a" (no CUDA torch); None when not collected."""
+    """"found" (a toolkit with nvcc), "none" (torch finds no toolkit), "no-nvcc" (CUDA_HOME or CUDA_PATH names a
+    folder without bin/nvcc), "runtime-only" (the default folder, /usr/local/cuda, has no bin/nvcc: a runtime
+    container image), or "n/a" (no CUDA torch); None when not collected."""
     if without_cuda_torch(facts):
         return "n/a"
     if facts.toolchain is None:
@@ -198,7 +200,9 @@ def cuda_toolkit_state(facts: Facts) -> str | None:
     home = facts.toolchain.cuda_home
     if home is None:
         return "none"
-    return "found" if home.nvcc else "no-nvcc"
+    if home.nvcc:
+        return "found"
+    return "no-nvcc" if home.source in ("CUDA_HOME", "CUDA_PATH") else "runtime-only"
 
 
 # Distributions whose pip install compiles CUDA code with torch.utils.cpp_extension and fails without a toolkit
@@ -214,7 +218,7 @@ def _build_problem(facts: Facts) -> str | None:
     if state == "none":
         return "torch finds no CUDA toolkit (CUDA_HOME and CUDA_PATH unset, no nvcc on PATH, no /usr/local/cuda)"
     home = None if facts.toolchain is None else facts.toolchain.cuda_home
-    if state == "no-nvcc" and home is not None:
+    if state in ("no-nvcc", "runtime-only") and home is not None:
         return f"the toolkit folder torch takes ({home.path}) has no bin/nvcc"
     runtime = None if facts.torch is None else _version(facts.torch.cuda)
     version = None if home is None else _version(home.version)
