@@ -230,3 +230,20 @@ def test_loaded_libraries_probe_with_real_torch(torch_python: str) -> None:
     facts = build_facts(dists=[dist_dict("torch", "2.13.0+cpu")], torch=torch_dict("2.13.0+cpu", None),
                         probes={"loaded-libraries": dataclasses.asdict(probe)})
     assert loaded_outside_wheels(facts) == []
+
+
+@linux
+@pytest.mark.parametrize(("conda_version", "via"), [("GLIBCXX_3.4.99", "conda"), ("GLIBCXX_3.4.1", "system")])
+def test_conda_environment_takes_the_newer_libstdcxx(tmp_path: Path, conda_version: str, via: str) -> None:
+    """In a conda environment the newer of its own and the system's libstdc++ is the provider: which one a process
+    holds depends on what it imports first, and a finding must not."""
+    from test_elf import _elf
+
+    if native_scan._provider(native_scan._Cache(None, ""), f"/usr/lib/{native_scan._triple()}", "system") is None:
+        pytest.skip("no system libstdc++.so.6 in /usr/lib/<triple>")
+    prefix = tmp_path / "env"
+    (prefix / "lib").mkdir(parents=True)
+    (prefix / "lib" / "libstdc++.so.6").write_bytes(_elf({}, ["GLIBCXX_3.4", conda_version, "CXXABI_1.3"]))
+    facts = build_facts(python={"conda": True, "prefix": str(prefix)})
+    native = collect_native(facts, {}, use_cache=False)
+    assert native.libstdcxx is not None and native.libstdcxx.via == via

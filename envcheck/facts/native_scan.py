@@ -225,25 +225,38 @@ def _triple() -> str:
             "s390x": "s390x-linux-gnu"}.get(machine, machine + "-linux-gnu")
 
 
+def _provider(cache: _Cache, folder: str, via: str) -> Provider | None:
+    path = str(Path(folder) / "libstdc++.so.6")
+    stamp = _stamp(path)
+    if stamp is None:
+        return None
+    names = cache.get("verdef", path, stamp)
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        names = elf.version_definitions(path) or []
+        cache.put("verdef", path, stamp, names)
+    return Provider(path=path, via=via, glibcxx=newest(names, "GLIBCXX"), cxxabi=newest(names, "CXXABI"))
+
+
+def _key(provider: Provider) -> tuple[int, ...]:
+    return _version_key((provider.glibcxx or "_0").split("_", 1)[1])
+
+
 def libstdcxx_provider(cache: _Cache, env: Mapping[str, str], facts: Facts) -> Provider | None:
-    """The libstdc++.so.6 the loader would find first: LD_LIBRARY_PATH, then a conda environment's lib folder
-    (conda's python carries it in its RPATH), then the system's library folders."""
-    candidates: list[tuple[str, str]] = [(e, "LD_LIBRARY_PATH") for e in env.get("LD_LIBRARY_PATH", "").split(":")
-                                         if e.strip()]
-    if facts.python.conda:
-        candidates.append((str(Path(facts.python.prefix) / "lib"), "conda"))
-    candidates += [(d.format(triple=_triple()), "system") for d in _SYSTEM_LIB_DIRS]
-    for folder, via in candidates:
-        path = str(Path(folder) / "libstdc++.so.6")
-        stamp = _stamp(path)
-        if stamp is None:
-            continue
-        names = cache.get("verdef", path, stamp)
-        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-            names = elf.version_definitions(path) or []
-            cache.put("verdef", path, stamp, names)
-        return Provider(path=path, via=via, glibcxx=newest(names, "GLIBCXX"), cxxabi=newest(names, "CXXABI"))
-    return None
+    """The libstdc++.so.6 the loader finds first for an extension without RPATH of its own: the first on
+    LD_LIBRARY_PATH, else the system's. In a conda environment, whose own lib folder wins for the packages conda
+    built (their RUNPATH names it) and loses for pip's wheels, the process holds whichever was loaded first; the
+    newer of the two is taken, so that a finding never depends on import order."""
+    for entry in env.get("LD_LIBRARY_PATH", "").split(":"):
+        if entry.strip():
+            found = _provider(cache, entry, "LD_LIBRARY_PATH")
+            if found is not None:
+                return found
+    system = next((p for p in (_provider(cache, d.format(triple=_triple()), "system") for d in _SYSTEM_LIB_DIRS)
+                   if p is not None), None)
+    conda = _provider(cache, str(Path(facts.python.prefix) / "lib"), "conda") if facts.python.conda else None
+    if conda is None or system is None:
+        return conda or system
+    return conda if _key(conda) >= _key(system) else system
 
 
 # --- manylinux floors --------------------------------------------------------------------------------------------
