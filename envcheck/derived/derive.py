@@ -466,13 +466,13 @@ def _toolchain_derivations() -> list[Derivation]:
         Derivation("toolchain.gpus-newer-than-toolkit",
                    "GPUs whose architecture is newer than the toolkit's nvcc can compile for (sm_89 and sm_90 need "
                    "CUDA 11.8, sm_100 and sm_120 12.8, sm_103 and sm_121 12.9), for each build toolkit: `index`, "
-                   f"`name`, `compute_capability`, `reason`, {_TOOLKIT_DOC}. Unknown without NVML's GPUs",
-                   (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "reason"),
+                   f"`name`, `compute_capability`, `sm` (\"120\"), `reason`, {_TOOLKIT_DOC}. Unknown without "
+                   "NVML's GPUs", (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "sm", "reason"),
                    of_facts(lambda f: toolchain_derived.gpus_toolkit_cannot_target(f, True))),
         Derivation("toolchain.gpus-dropped-by-toolkit",
                    "GPUs whose architecture the toolkit's nvcc no longer compiles for (CUDA 12 dropped sm_35/37, "
-                   f"CUDA 13 sm_50 to sm_72): `index`, `name`, `compute_capability`, `reason`, {_TOOLKIT_DOC}",
-                   (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "reason"),
+                   f"CUDA 13 sm_50 to sm_72): `index`, `name`, `compute_capability`, `sm`, `reason`, {_TOOLKIT_DOC}",
+                   (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "sm", "reason"),
                    of_facts(lambda f: toolchain_derived.gpus_toolkit_cannot_target(f, False))),
         Derivation("toolchain.gcc-newer-than-toolkit",
                    "the host GCC nvcc would call (`$CC`, else `gcc`) when its major is newer than the toolkit "

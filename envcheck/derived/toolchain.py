@@ -166,7 +166,8 @@ def gpus_toolkit_cannot_target(facts: Facts, newer: bool) -> list[Item] | None:
             if reason is None or (version < ARCH_SUPPORT[capability][0]) != newer:
                 continue
             out.append({**_base(toolkit, version), "index": str(device.index), "name": device.name or "?",
-                        "compute_capability": _label(capability), "reason": reason})
+                        "compute_capability": _label(capability), "sm": f"{capability[0]}{capability[1]}",
+                        "reason": reason})
     return out
 
 
