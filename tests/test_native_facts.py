@@ -247,3 +247,18 @@ def test_conda_environment_takes_the_newer_libstdcxx(tmp_path: Path, conda_versi
     facts = build_facts(python={"conda": True, "prefix": str(prefix)})
     native = collect_native(facts, {}, use_cache=False)
     assert native.libstdcxx is not None and native.libstdcxx.via == via
+
+
+@linux
+def test_fifo_record_is_not_read(tmp_path: Path) -> None:
+    """A RECORD or WHEEL that is a FIFO is skipped (opening it would block the check), like a missing one."""
+    import os
+
+    site = _site(tmp_path)
+    facts = _facts(site)
+    info = site / "extpkg-1.0.dist-info"
+    for name in ("RECORD", "WHEEL"):
+        (info / name).unlink()
+        os.mkfifo(info / name)
+    native = collect_native(facts, {}, use_cache=False)
+    assert (native.needs, native.wheel_floors, native.scanned_files) == ((), (), 0)

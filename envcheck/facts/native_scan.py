@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -69,7 +70,11 @@ def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
         except OSError:
             continue
         for name in names:
-            match = _SO_VERSION.search((Path(folder) / name).resolve().name)
+            try:
+                resolved = (Path(folder) / name).resolve().name
+            except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+                resolved = name
+            match = _SO_VERSION.search(resolved)
             version = match.group(1) if match and "." in match.group(1) else None
             out.append(SharedLibrary(directory=folder, name=name, version=version))
     return tuple(out)
@@ -79,11 +84,12 @@ def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
 
 
 def _stamp(path: str) -> list[int] | None:
+    """[mtime, size] of a regular file; None for anything else (a FIFO would block the read that follows)."""
     try:
         st = os.stat(path)  # noqa: PTH116 - one stat per shared object; a Path per file would cost more
-    except OSError:
+    except (OSError, ValueError):
         return None
-    return [st.st_mtime_ns, st.st_size]
+    return [st.st_mtime_ns, st.st_size] if stat.S_ISREG(st.st_mode) else None
 
 
 class _Cache:
