@@ -262,3 +262,22 @@ def test_fifo_record_is_not_read(tmp_path: Path) -> None:
         os.mkfifo(info / name)
     native = collect_native(facts, {}, use_cache=False)
     assert (native.needs, native.wheel_floors, native.scanned_files) == ((), (), 0)
+
+
+@pytest.mark.parametrize(("section", "value", "key"), [
+    pytest.param("toolchain", {"cuda_home": {"source": "somewhere", "path": "/x", "exists": True, "nvcc": True}},
+                 "toolchain.cuda_home.source", id="unknown toolkit source"),
+    pytest.param("toolchain", {"gcc": {"version": "12"}}, "toolchain.gcc.path", id="gcc without path"),
+    pytest.param("native", {"needs": "GLIBCXX_3.4.30"}, "native.needs", id="needs not a list"),
+    pytest.param("native", {"windows_dlls": {"msvcp140.dll": "yes"}}, "native.windows_dlls", id="dll not a flag"),
+])
+def test_malformed_sections_are_one_clear_error(section: str, value: object, key: str) -> None:
+    """A malformed toolchain or native section is one FactsError naming the file and the key."""
+    from conftest import facts_dict
+
+    from envcheck.errors import FactsError
+
+    data = {**facts_dict(), section: value}
+    with pytest.raises(FactsError) as caught:
+        Facts.from_dict(data, file="env.json")
+    assert "env.json" in str(caught.value) and key in str(caught.value)
