@@ -459,6 +459,12 @@ def _toolchain_derivations() -> list[Derivation]:
                    "CUDA_PATH whose folder name states a version is `cuda.home-toolkit-other-major`'s. Unknown when "
                    "a toolkit's files tell no version",
                    (*_TOOLKIT_FIELDS, "torch_cuda"), of_facts(toolchain_derived.toolkit_other_major)),
+        Derivation("toolchain.nvcc-differs-from-cuda-home",
+                   "the toolkit of the `nvcc` on PATH when it is another release than the one CUDA_HOME or CUDA_PATH "
+                   "names (which torch builds with): one item `home_path`, `home_version`, `nvcc_path`, "
+                   "`nvcc_version`. Unknown when either version is",
+                   ("home_path", "home_version", "nvcc_path", "nvcc_version"),
+                   of_facts(toolchain_derived.nvcc_differs_from_home)),
         Derivation("toolchain.arch-list-beyond-toolkit",
                    "entries of `TORCH_CUDA_ARCH_LIST` (named ones expanded as torch does) that the toolkit's nvcc "
                    f"cannot compile for: `arch`, `reason`, {_TOOLKIT_DOC}. Unknown when the toolkit's version is",

@@ -117,6 +117,26 @@ def toolkit_other_major(facts: Facts) -> list[Item] | None:
     return out
 
 
+def nvcc_differs_from_home(facts: Facts) -> list[Item] | None:
+    """The `nvcc` on PATH when it belongs to another toolkit release than the one torch builds with (CUDA_HOME or
+    CUDA_PATH): one item `home_path`, `home_version`, `nvcc_path`, `nvcc_version`; or none. Unknown when either
+    version is."""
+    if without_cuda_torch(facts):
+        return []
+    if facts.toolchain is None:
+        return None
+    home, other = facts.toolchain.cuda_home, facts.toolchain.nvcc_on_path
+    if home is None or other is None or not (home.nvcc and other.nvcc) or home.path == other.path:
+        return []
+    home_version, other_version = _version(home.version), _version(other.version)
+    if home_version is None or other_version is None:
+        return None
+    if home_version == other_version:
+        return []
+    return [{"home_path": home.path, "home_version": _label(home_version), "nvcc_path": other.path,
+             "nvcc_version": _label(other_version)}]
+
+
 def arch_list_beyond_toolkit(facts: Facts) -> list[Item] | None:
     """The TORCH_CUDA_ARCH_LIST entries the toolkit's nvcc cannot compile for: `arch`, `reason` and the toolkit's
     `source`, `path`, `toolkit`, `version_file`. Empty without the variable; unknown without the toolkit's version."""
