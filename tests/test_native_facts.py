@@ -15,6 +15,7 @@ from conftest import build_facts, dist_dict, torch_dict
 
 from envcheck.derived.native_libs import loaded_outside_wheels
 from envcheck.facts import _collector, native_scan
+from envcheck.facts.file_cache import FileCache
 from envcheck.facts.native_scan import collect_native, manylinux_floor
 from envcheck.facts.snapshot import Facts
 from envcheck.probes._child import shared_objects_in_maps
@@ -239,7 +240,7 @@ def test_conda_environment_takes_the_newer_libstdcxx(tmp_path: Path, conda_versi
     holds depends on what it imports first, and a finding must not."""
     from test_elf import _elf
 
-    if native_scan._provider(native_scan._Cache(None, ""), f"/usr/lib/{native_scan._triple()}", "system") is None:
+    if native_scan._provider(FileCache(None, ""), f"/usr/lib/{native_scan._triple()}", "system") is None:
         pytest.skip("no system libstdc++.so.6 in /usr/lib/<triple>")
     prefix = tmp_path / "env"
     (prefix / "lib").mkdir(parents=True)

@@ -1,25 +1,22 @@
 """Collecting NativeFacts from files, in envcheck's own process (the checked interpreter's files are on this machine).
 
 The ELF scan reads each installed distribution's RECORD for its shared objects and parses their version-needs
-sections (envcheck/facts/elf.py). Both are cached in envcheck's cache directory, keyed by each file's path, mtime
+sections (envcheck/facts/elf.py). Both are cached (envcheck/facts/file_cache.py), keyed by each file's path, mtime
 and size, so an unchanged environment costs one stat per shared object; nothing from the cache is trusted beyond
 its shape, which is checked entry by entry.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from envcheck.facts import elf
+from envcheck.facts.file_cache import FileCache, stamp
 from envcheck.facts.native import NativeFacts, Provider, SharedLibrary, VersionNeed, WheelFloor
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -35,7 +32,6 @@ _WINDOWS_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll", "libo
 _SYSTEM_LIB_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 _MAX_RECORD_BYTES = 32 * 1024 * 1024
 _MAX_WHEEL_BYTES = 64 * 1024
-_CACHE_FORMAT = 2
 
 
 def _version_key(text: str) -> tuple[int, ...]:
@@ -80,63 +76,6 @@ def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
     return tuple(out)
 
 
-# --- the cache ---------------------------------------------------------------------------------------------------
-
-
-def _stamp(path: str) -> list[int] | None:
-    """[mtime, size] of a regular file; None for anything else (a FIFO would block the read that follows)."""
-    try:
-        st = os.stat(path)  # noqa: PTH116 - one stat per shared object; a Path per file would cost more
-    except (OSError, ValueError):
-        return None
-    return [st.st_mtime_ns, st.st_size] if stat.S_ISREG(st.st_mode) else None
-
-
-class _Cache:
-    """path -> [stamp, value] entries in one JSON file per checked prefix."""
-
-    def __init__(self, directory: Path | None, prefix: str) -> None:
-        self.file = None if directory is None else directory / (
-            "native-" + hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()[:24] + ".json")
-        self.entries: dict[str, Any] = {}
-        self.used: dict[str, Any] = {}
-        if self.file is not None:
-            try:
-                with self.file.open(encoding="utf-8") as fh:
-                    data = json.load(fh)
-                if isinstance(data, dict) and data.get("format") == _CACHE_FORMAT and isinstance(
-                        data.get("entries"), dict):
-                    self.entries = data["entries"]
-            except (OSError, ValueError, RecursionError):
-                self.entries = {}
-
-    def get(self, kind: str, path: str, stamp: list[int]) -> Any:
-        entry = self.entries.get(kind + ":" + path)
-        if isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp:
-            self.used[kind + ":" + path] = entry
-            return entry[1]
-        return None
-
-    def put(self, kind: str, path: str, stamp: list[int], value: Any) -> None:
-        self.used[kind + ":" + path] = [stamp, value]
-
-    def save(self) -> None:
-        """Keep only what this run used (entries of uninstalled files drop out); failing to write is harmless."""
-        if self.file is None or self.used == self.entries:
-            return
-        try:
-            fd, tmp = tempfile.mkstemp(dir=str(self.file.parent), suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"format": _CACHE_FORMAT, "entries": self.used}, fh)
-                Path(tmp).replace(self.file)
-            except BaseException:
-                Path(tmp).unlink()
-                raise
-        except (OSError, TypeError, ValueError):
-            pass
-
-
 def _reduce(needs: dict[str, list[str]]) -> dict[str, list[str]]:
     """Family -> [library, the highest version of that family the file needs from it]."""
     out: dict[str, list[str]] = {}
@@ -160,27 +99,27 @@ def _valid_reduced(value: Any) -> bool:
         for k, v in value.items())
 
 
-def _cached_needs(cache: _Cache, path: str) -> dict[str, list[str]] | None:
+def _cached_needs(cache: FileCache, path: str) -> dict[str, list[str]] | None:
     """The file's highest need per family, from the cache while the file is unchanged; None when it is gone."""
-    stamp = _stamp(path)
-    if stamp is None:
+    file_stamp = stamp(path)
+    if file_stamp is None:
         return None
-    value = cache.get("elf", path, stamp)
+    value = cache.get("elf", path, file_stamp)
     if not _valid_reduced(value):
         value = _reduce(elf.version_needs(path) or {})
-        cache.put("elf", path, stamp, value)
+        cache.put("elf", path, file_stamp, value)
     return dict(value)
 
 
-def _shared_objects(cache: _Cache, dist: Distribution) -> list[str]:
+def _shared_objects(cache: FileCache, dist: Distribution) -> list[str]:
     """The shared objects a distribution installed (paths relative to its location), from its RECORD."""
     if not dist.metadata_dir:
         return []
     record = os.path.join(dist.metadata_dir, "RECORD")  # noqa: PTH118 - per distribution per run: a Path costs more
-    stamp = _stamp(record)
-    if stamp is None or stamp[1] > _MAX_RECORD_BYTES:
+    file_stamp = stamp(record)
+    if file_stamp is None or file_stamp[1] > _MAX_RECORD_BYTES:
         return []
-    cached = cache.get("record", record, stamp)
+    cached = cache.get("record", record, file_stamp)
     if isinstance(cached, list) and all(isinstance(p, str) for p in cached):
         return list(cached)
     found: list[str] = []
@@ -192,14 +131,14 @@ def _shared_objects(cache: _Cache, dist: Distribution) -> list[str]:
                     found.append(path)
     except OSError:
         return []
-    cache.put("record", record, stamp, found)
+    cache.put("record", record, file_stamp, found)
     return found
 
 
 # --- version needs of installed distributions --------------------------------------------------------------------
 
 
-def version_needs(cache: _Cache, distributions: tuple[Distribution, ...]) -> tuple[tuple[VersionNeed, ...], int]:
+def version_needs(cache: FileCache, distributions: tuple[Distribution, ...]) -> tuple[tuple[VersionNeed, ...], int]:
     """Per distribution and version family, the highest version its shared objects need; and how many were read."""
     out: list[VersionNeed] = []
     files = 0
@@ -231,15 +170,15 @@ def _triple() -> str:
             "s390x": "s390x-linux-gnu"}.get(machine, machine + "-linux-gnu")
 
 
-def _provider(cache: _Cache, folder: str, via: str) -> Provider | None:
+def _provider(cache: FileCache, folder: str, via: str) -> Provider | None:
     path = str(Path(folder) / "libstdc++.so.6")
-    stamp = _stamp(path)
-    if stamp is None:
+    file_stamp = stamp(path)
+    if file_stamp is None:
         return None
-    names = cache.get("verdef", path, stamp)
+    names = cache.get("verdef", path, file_stamp)
     if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
         names = elf.version_definitions(path) or []
-        cache.put("verdef", path, stamp, names)
+        cache.put("verdef", path, file_stamp, names)
     return Provider(path=path, via=via, glibcxx=newest(names, "GLIBCXX"), cxxabi=newest(names, "CXXABI"))
 
 
@@ -247,7 +186,7 @@ def _key(provider: Provider) -> tuple[int, ...]:
     return _version_key((provider.glibcxx or "_0").split("_", 1)[1])
 
 
-def libstdcxx_provider(cache: _Cache, env: Mapping[str, str], facts: Facts) -> Provider | None:
+def libstdcxx_provider(cache: FileCache, env: Mapping[str, str], facts: Facts) -> Provider | None:
     """The libstdc++.so.6 the loader finds first for an extension without RPATH of its own: the first on
     LD_LIBRARY_PATH, else the system's. In a conda environment, whose own lib folder wins for the packages conda
     built (their RUNPATH names it) and loses for pip's wheels, the process holds whichever was loaded first; the
@@ -285,14 +224,14 @@ def manylinux_floor(tags: list[str]) -> tuple[str, str] | None:
     return None if best is None else (best[1], best[2])
 
 
-def _wheel_tags(cache: _Cache, dist: Distribution) -> list[str]:
+def _wheel_tags(cache: FileCache, dist: Distribution) -> list[str]:
     if not dist.metadata_dir:
         return []
     wheel = os.path.join(dist.metadata_dir, "WHEEL")  # noqa: PTH118 - per distribution per run: a Path costs more
-    stamp = _stamp(wheel)
-    if stamp is None or stamp[1] > _MAX_WHEEL_BYTES:
+    file_stamp = stamp(wheel)
+    if file_stamp is None or file_stamp[1] > _MAX_WHEEL_BYTES:
         return []
-    cached = cache.get("wheel", wheel, stamp)
+    cached = cache.get("wheel", wheel, file_stamp)
     if isinstance(cached, list) and all(isinstance(t, str) for t in cached):
         return list(cached)
     try:
@@ -300,11 +239,11 @@ def _wheel_tags(cache: _Cache, dist: Distribution) -> list[str]:
             tags = [line.split(":", 1)[1].strip() for line in fh if line.lower().startswith("tag:")]
     except OSError:
         return []
-    cache.put("wheel", wheel, stamp, tags)
+    cache.put("wheel", wheel, file_stamp, tags)
     return tags
 
 
-def wheel_floors(cache: _Cache, distributions: tuple[Distribution, ...]) -> tuple[WheelFloor, ...]:
+def wheel_floors(cache: FileCache, distributions: tuple[Distribution, ...]) -> tuple[WheelFloor, ...]:
     out: list[WheelFloor] = []
     for dist in distributions:
         floor = manylinux_floor(_wheel_tags(cache, dist))
@@ -339,7 +278,7 @@ def collect_native(facts: Facts, env: Mapping[str, str] | None = None, *, use_ca
         from envcheck.cache import usable_dir
 
         directory = usable_dir([facts.python.prefix])
-    cache = _Cache(directory, facts.python.prefix)
+    cache = FileCache(directory, facts.python.prefix)
     needs, files = version_needs(cache, facts.distributions)
     native = NativeFacts(loader_path=loader_path_libraries(env), needs=needs,
                          libstdcxx=libstdcxx_provider(cache, env, facts),
