@@ -139,7 +139,7 @@ def test_libstdcxx_provider_from_ld_library_path(tmp_path: Path) -> None:
 
 
 def test_windows_dlls_found_where_torchs_loader_looks(tmp_path: Path) -> None:
-    """Each runtime DLL counts as found in System32, torch\\lib or beside python.exe, and missing elsewhere."""
+    """Each runtime DLL counts as found in System32, torch\\lib or a PATH folder, and missing elsewhere."""
     system32 = tmp_path / "Windows" / "System32"
     system32.mkdir(parents=True)
     (system32 / "vcruntime140.dll").write_bytes(b"")
@@ -150,6 +150,11 @@ def test_windows_dlls_found_where_torchs_loader_looks(tmp_path: Path) -> None:
     found = native_scan.windows_dlls({"SystemRoot": str(tmp_path / "Windows")}, facts)
     assert found == {"vcruntime140.dll": True, "vcruntime140_1.dll": False, "msvcp140.dll": False,
                      "libomp140.x86_64.dll": True}
+    on_path = tmp_path / "Program Files" / "app"
+    on_path.mkdir(parents=True)
+    (on_path / "msvcp140.dll").write_bytes(b"")
+    with_path = native_scan.windows_dlls({"SystemRoot": str(tmp_path / "Windows"), "PATH": f"{on_path};"}, facts)
+    assert with_path["msvcp140.dll"] is True
 
 
 def test_native_facts_round_trip(tmp_path: Path) -> None:

@@ -518,14 +518,14 @@ def _toolchain_derivations() -> list[Derivation]:
                    of_facts(native_libs.wheels_above_glibc)),
         Derivation("windows.vc-runtime-missing",
                    "Visual C++ runtime DLLs (vcruntime140.dll, vcruntime140_1.dll, msvcp140.dll) found neither in "
-                   "System32, torch\\lib nor beside python.exe: `dll`. Empty where none were looked for "
-                   "(off Windows)",
+                   "System32, beside python.exe, Library\\bin, torch\\lib nor on PATH: `dll`. Empty where none were "
+                   "looked for (off Windows)",
                    ("dll",), of_facts(native_libs.missing_windows_dlls(
                        ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll")))),
         Derivation("windows.libomp-missing",
                    "libomp140.x86_64.dll (LLVM's OpenMP runtime, which torch 2.4.0's fbgemm.dll links) when found "
-                   "neither in System32, torch\\lib nor beside python.exe: `dll`. Empty where none were "
-                   "looked for (off Windows)",
+                   "neither in System32, beside python.exe, Library\\bin, torch\\lib nor on PATH: `dll`. Empty where "
+                   "none were looked for (off Windows)",
                    ("dll",), of_facts(native_libs.missing_windows_dlls(("libomp140.x86_64.dll",)))),
     ]
 

@@ -257,11 +257,14 @@ def wheel_floors(cache: FileCache, distributions: tuple[Distribution, ...]) -> t
 
 
 def windows_dlls(env: Mapping[str, str], facts: Facts) -> dict[str, bool]:
-    """Whether each runtime DLL torch needs is where Windows' loader finds it for torch: System32, torch\\lib, or
-    beside python.exe."""
-    folders = [Path(env.get("SystemRoot", r"C:\Windows")) / "System32", Path(facts.python.executable).parent]
+    """Whether each runtime DLL torch needs is where torch's loader finds it: System32, beside python.exe, the
+    environment's Library\\bin (conda), torch\\lib, or a folder on PATH (torch retries with PATH when the first
+    search fails)."""
+    folders = [Path(env.get("SystemRoot", r"C:\Windows")) / "System32", Path(facts.python.executable).parent,
+               Path(facts.python.prefix) / "Library" / "bin"]
     if facts.torch is not None:
         folders.append(Path(facts.torch.location) / "lib")
+    folders += [Path(p) for p in env.get("PATH", "").split(";") if p.strip()]
     return {name: any((f / name).is_file() for f in folders) for name in _WINDOWS_DLLS}
 
 
