@@ -227,7 +227,10 @@ def test_list_derivations_declare_their_item_fields() -> None:
         # another torch (or CUDA), and mmdet next to an mmcv and an mmengine it refuses.
         dist_dict("torchao", "0.13.0"), dist_dict("vllm", "0.6.3", "torch==2.4.0"), dist_dict("flash-attn", "2.5.8"),
         dist_dict("deepspeed", "0.8.0"), dist_dict("detectron2", "0.6+cu113"), dist_dict("bitsandbytes", "0.45.2"),
-        dist_dict("mmdet", "3.3.0"), dist_dict("mmcv", "2.2.0"), dist_dict("mmengine", "1.0.0")],
+        dist_dict("mmdet", "3.3.0"), dist_dict("mmcv", "2.2.0"), dist_dict("mmengine", "1.0.0"),
+        # the pip CUDA libraries, which older copies on LD_LIBRARY_PATH shadow (envcheck/derived/native_libs.py);
+        # nvidia-nccl-cu12 is appended below
+        dist_dict("nvidia-cudnn-cu12", "9.1.0.70"), dist_dict("nvidia-cublas-cu12", "12.4.5.8")],
         torch=torch_dict("2.5.1+cu128", "12.8"),
         # Driver 570 (CUDA 12.8) runs the cu128 torch fully, so it can JIT compute_90 for the RTX 5090.
         nvml=nvml_dict(gpu_dict(0, "6.1", "GTX 1080"), gpu_dict(1, "12.0", "RTX 5090"), driver="570.133.07",
@@ -242,6 +245,7 @@ def test_list_derivations_declare_their_item_fields() -> None:
                     "d": {"status": "error", "message": "libcudart.so.11.0: cannot open shared object file"},
                     "e": {"status": "crashed", "error_class": "SIGSEGV", "message": "killed"},
                     "f": {"status": "error", "error_class": "ModuleNotFoundError", "message": "No module named 'q'"}}},
+                "loaded-libraries": {"status": "ok", "details": {"libraries": ["/usr/lib/libcudnn.so.9"]}},
                 "sdpa": {"status": "ok", "cases": {"cuda:0/backend=flash,dtype=float16": {
                     "status": "error", "error_class": "RuntimeError", "message": "No available kernel.",
                         "can_use": False}}}},
@@ -249,14 +253,40 @@ def test_list_derivations_declare_their_item_fields() -> None:
              # multi-GPU and bitsandbytes (envcheck/derived/multigpu.py): a GPU index this machine lacks, another
              # CUDA's bitsandbytes library, socket interfaces it does not have.
              "CUDA_VISIBLE_DEVICES": "0,5", "BNB_CUDA_VERSION": "118", "NCCL_SOCKET_IFNAME": "ib",
-             "GLOO_SOCKET_IFNAME": "bond1"})
+             "GLOO_SOCKET_IFNAME": "bond1", "TORCH_CUDA_ARCH_LIST": "8.6;12.0"})
     raw["distributions"].append(dist_dict("nvidia-nccl-cu12", "2.26.2"))  # torch loaded 2.21.5 (the probe)
     raw["probes"]["torch-build"]["details"]["nccl_version"] = "2.21.5"
     raw["network"] = {"interfaces": ["eth0", "lo"]}
+    # The build toolchain (envcheck/derived/toolchain.py): CUDA_HOME's 11.8 (too old for sm_120 and
+    # TORCH_CUDA_ARCH_LIST's 12.0, GCC 11 at most) and a CUDA 13.0 nvcc on PATH (another major, without Pascal).
+    raw["toolchain"] = {
+        "cuda_home": {"source": "CUDA_HOME", "path": "/usr/local/cuda-11.8", "exists": True, "nvcc": True,
+                      "version": "11.8", "version_file": "/usr/local/cuda-11.8/version.json", "gcc_max": 11},
+        "nvcc_on_path": {"source": "PATH", "path": "/opt/cuda-13.0", "exists": True, "nvcc": True, "version": "13.0",
+                         "version_file": "/opt/cuda-13.0/version.json", "gcc_max": 15},
+        "gcc": {"path": "/usr/bin/gcc", "version": "13"}}
+    # Native libraries (envcheck/derived/native_libs.py): older CUDA libraries on LD_LIBRARY_PATH, needs above what
+    # libstdc++ and glibc provide, a wheel for a newer glibc, Windows runtime DLLs that are missing.
+    old = "/usr/local/cuda-12.1/lib64"
+    raw["native"] = {
+        "loader_path": [{"directory": old, "name": "libcudnn.so.9", "version": "9.0.0"},
+                        {"directory": old, "name": "libcublas.so.12", "version": "12.1.3.1"},
+                        {"directory": old, "name": "libnccl.so.2", "version": "2.18.3"}],
+        "needs": [{"distribution": "torch", "file": "torch/lib/libc10.so", "library": "libstdc++.so.6",
+                   "version": "GLIBCXX_3.4.32"},
+                  {"distribution": "torch", "file": "torch/lib/libc10.so", "library": "libc.so.6",
+                   "version": "GLIBC_2.99"}],
+        "libstdcxx": {"path": "/usr/lib/libstdc++.so.6", "via": "system", "glibcxx": "GLIBCXX_3.4.28",
+                      "cxxabi": "CXXABI_1.3.12"},
+        "wheel_floors": [{"distribution": "torch", "version": "2.5.1+cu128", "tag": "manylinux_2_99_x86_64",
+                          "glibc": "2.99"}],
+        "windows_dlls": {"msvcp140.dll": False, "libomp140.x86_64.dll": False}}
     raw["partial_installs"] = [f"{SITE}/~orch"]
     # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.
     raw["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt", "uv.lock"], "index_options": [],
                       "requirements": [{"requirement": "safetensors", "source": "requirements.txt:1",
+                                        "kind": "requirements"},
+                                       {"requirement": "mamba-ssm", "source": "requirements.txt:2",
                                         "kind": "requirements"}],
                       "locks": [{"file": "uv.lock", "tool": "uv", "sync": "uv sync",
                                  "pins": [{"name": "torch", "version": "2.6.0+cu124"}]}]}

@@ -18,8 +18,20 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, builds, companions, extensions, gpu_compat, multigpu, rocm, system_libs, wheels
+from envcheck.derived import (
+    attention,
+    builds,
+    companions,
+    extensions,
+    gpu_compat,
+    multigpu,
+    native_libs,
+    rocm,
+    system_libs,
+    wheels,
+)
 from envcheck.derived import project as project_derived
+from envcheck.derived import toolchain as toolchain_derived
 from envcheck.derived.common import Item
 from envcheck.derived.tables import (
     CUDA_DRIVER,
@@ -648,6 +660,104 @@ def _rocm_derivations() -> list[Derivation]:
     ]
 
 
+_TOOLKIT_FIELDS = ("source", "path", "toolkit", "version_file")
+_TOOLKIT_DOC = ("`source` (`CUDA_HOME`, `CUDA_PATH`, `PATH`: the folder above the `nvcc` PATH finds, or `default`: "
+                "/usr/local/cuda), `path`, `toolkit` (its nvcc release, read from the toolkit's version.json, "
+                "version.txt or cuda.h), `version_file`")
+_NEED_FIELDS = ("distribution", "file", "needed", "provided", "provider", "via")
+
+
+def _toolchain_derivations() -> list[Derivation]:
+    """The CUDA toolkit that builds extensions (envcheck/derived/toolchain.py) and native libraries
+    (envcheck/derived/native_libs.py), from the `toolchain` and `native` facts."""
+    def of_facts(fn: Callable[[Facts], Any]) -> Callable[[Derived], Any]:
+        return lambda derived: fn(derived.facts)
+
+    shadow = ("directory", "name", "version", "wheel", "wheel_version")
+    return [
+        Derivation("toolchain.cuda-toolkit",
+                   "`\"found\"` (torch.utils.cpp_extension finds a CUDA toolkit with nvcc), `\"none\"` (it finds "
+                   "none: CUDA_HOME and CUDA_PATH unset, no nvcc on PATH, no /usr/local/cuda), `\"no-nvcc\"` "
+                   "(CUDA_HOME or CUDA_PATH names a folder without bin/nvcc), `\"runtime-only\"` (the default "
+                   "folder has no bin/nvcc: a runtime container image), `\"n/a\"` (no CUDA torch). Unknown when "
+                   "the toolchain facts were not collected", (), of_facts(toolchain_derived.cuda_toolkit_state)),
+        Derivation("toolchain.toolkit-other-major",
+                   "the build toolkits (the one torch.utils.cpp_extension takes, and the `nvcc` on PATH when it is "
+                   f"another) whose CUDA major differs from torch's: {_TOOLKIT_DOC}, `torch_cuda`. A CUDA_HOME or "
+                   "CUDA_PATH whose folder name states a version is `cuda.home-toolkit-other-major`'s. Unknown when "
+                   "a toolkit's files tell no version",
+                   (*_TOOLKIT_FIELDS, "torch_cuda"), of_facts(toolchain_derived.toolkit_other_major)),
+        Derivation("toolchain.nvcc-differs-from-cuda-home",
+                   "the toolkit of the `nvcc` on PATH when it is another release than the one CUDA_HOME or CUDA_PATH "
+                   "names (which torch builds with): one item `home_path`, `home_version`, `nvcc_path`, "
+                   "`nvcc_version`. Unknown when either version is",
+                   ("home_path", "home_version", "nvcc_path", "nvcc_version"),
+                   of_facts(toolchain_derived.nvcc_differs_from_home)),
+        Derivation("toolchain.arch-list-beyond-toolkit",
+                   "entries of `TORCH_CUDA_ARCH_LIST` (named ones expanded as torch does) that the toolkit's nvcc "
+                   f"cannot compile for: `arch`, `reason`, {_TOOLKIT_DOC}. Unknown when the toolkit's version is",
+                   (*_TOOLKIT_FIELDS, "arch", "reason"), of_facts(toolchain_derived.arch_list_beyond_toolkit)),
+        Derivation("toolchain.gpus-newer-than-toolkit",
+                   "GPUs whose architecture is newer than the toolkit's nvcc can compile for (sm_89 and sm_90 need "
+                   "CUDA 11.8, sm_100 and sm_120 12.8, sm_103 and sm_121 12.9), for each build toolkit: `index`, "
+                   f"`name`, `compute_capability`, `sm` (\"120\"), `reason`, {_TOOLKIT_DOC}. Unknown without "
+                   "NVML's GPUs", (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "sm", "reason"),
+                   of_facts(lambda f: toolchain_derived.gpus_toolkit_cannot_target(f, True))),
+        Derivation("toolchain.gpus-dropped-by-toolkit",
+                   "GPUs whose architecture the toolkit's nvcc no longer compiles for (CUDA 12 dropped sm_35/37, "
+                   f"CUDA 13 sm_50 to sm_72): `index`, `name`, `compute_capability`, `sm`, `reason`, {_TOOLKIT_DOC}",
+                   (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "sm", "reason"),
+                   of_facts(lambda f: toolchain_derived.gpus_toolkit_cannot_target(f, False))),
+        Derivation("toolchain.gcc-newer-than-toolkit",
+                   "the host GCC nvcc would call (`$CC`, else `gcc`) when its major is newer than the toolkit "
+                   "accepts (its include/crt/host_config.h, else torch's table): one item `gcc`, `gcc_path`, "
+                   f"`gcc_max`, {_TOOLKIT_DOC}. Unknown when either version is",
+                   (*_TOOLKIT_FIELDS, "gcc", "gcc_path", "gcc_max"),
+                   of_facts(toolchain_derived.gcc_newer_than_toolkit)),
+        Derivation("toolchain.source-builds-without-toolkit",
+                   "requirements of the checked project, not installed yet, whose install compiles CUDA code "
+                   "(flash-attn, causal-conv1d, mamba-ssm, ...) while torch's extension builder cannot: no "
+                   "toolkit found, no nvcc in it, or a toolkit of another CUDA major: `name`, `requirement`, "
+                   "`source`, `problem` (which, in words)", ("name", "requirement", "source", "problem"),
+                   of_facts(toolchain_derived.source_builds_without_toolkit)),
+        *[Derivation(f"libraries.{family}-older-on-ld-library-path",
+                     f"`LD_LIBRARY_PATH` files of the {family} soname the installed `nvidia-{family}` wheel provides "
+                     "but an older release (from the name the file resolves to), which the loader takes first: "
+                     "`directory`, `name`, `version`, `wheel`, `wheel_version`. Unknown when the native facts were "
+                     "not collected", shadow, of_facts(native_libs.older_on_loader_path(family)))
+          for family in ("cudnn", "cublas", "nccl")],
+        Derivation("libraries.loaded-outside-wheels",
+                   "CUDA libraries the `loaded-libraries` probe saw mapped from outside the pip `nvidia-*` wheels "
+                   "although that library's wheel is installed: `library`, `path`, `wheel`, `wheel_version`. "
+                   "Unknown without the probe (Linux only)", ("library", "path", "wheel", "wheel_version"),
+                   of_facts(native_libs.loaded_outside_wheels)),
+        Derivation("libraries.libstdcxx-too-old",
+                   "installed distributions whose shared objects need a GLIBCXX or CXXABI version that the "
+                   "libstdc++.so.6 the loader finds does not define (read from ELF version sections, nothing "
+                   "executed): `distribution`, `file`, `needed`, `provided`, `provider`, `via`",
+                   _NEED_FIELDS, of_facts(native_libs.libstdcxx_too_old)),
+        Derivation("libraries.glibc-too-old",
+                   "installed distributions whose shared objects need a GLIBC version above the system's: "
+                   "`distribution`, `file`, `needed`, `provided`, `provider`, `via`",
+                   _NEED_FIELDS, of_facts(native_libs.glibc_too_old)),
+        Derivation("libraries.wheels-above-glibc",
+                   "installed manylinux wheels whose tag promises a glibc newer than the system's: `name`, "
+                   "`version`, `tag`, `floor`, `glibc`", ("name", "version", "tag", "floor", "glibc"),
+                   of_facts(native_libs.wheels_above_glibc)),
+        Derivation("windows.vc-runtime-missing",
+                   "Visual C++ runtime DLLs (vcruntime140.dll, vcruntime140_1.dll, msvcp140.dll) found neither in "
+                   "System32, beside python.exe, Library\\bin, torch\\lib nor on PATH: `dll`. Empty where none were "
+                   "looked for (off Windows)",
+                   ("dll",), of_facts(native_libs.missing_windows_dlls(
+                       ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll")))),
+        Derivation("windows.libomp-missing",
+                   "libomp140.x86_64.dll (LLVM's OpenMP runtime, which torch 2.4.0's fbgemm.dll links) when found "
+                   "neither in System32, beside python.exe, Library\\bin, torch\\lib nor on PATH: `dll`. Empty where "
+                   "none were looked for (off Windows)",
+                   ("dll",), of_facts(native_libs.missing_windows_dlls(("libomp140.x86_64.dll",)))),
+    ]
+
+
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
     for d in [
@@ -758,6 +868,7 @@ DERIVATIONS: dict[str, Derivation] = {
         *_extension_derivations(),
         *_wheel_and_multigpu_derivations(),
         *_extension_release_derivations(),
+        *_toolchain_derivations(),
         Derivation("attention.sdpa-flash-unavailable",
                    "CUDA devices on which the `sdpa` probe's case `cuda:N/backend=flash,dtype=float16` raised: "
                    "`device` (\"cuda:0\"), `name`, `capability` (from the `torch-build` probe, \"?\" without it), "
@@ -776,7 +887,9 @@ DERIVATIONS: dict[str, Derivation] = {
                    "the toolkit that `torch.utils.cpp_extension` compiles with, as `CUDA_HOME`, else `CUDA_PATH` "
                    "names it (an empty `CUDA_HOME` falls through, as in torch), when the version in its path has "
                    "another CUDA major than torch's: one item `variable`, `path`, `toolkit`, `torch_cuda`, or none. "
-                   "A path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are not judged",
+                   "The version is the toolkit's files' where the toolchain facts read that folder, else the one "
+                   "its path names; a path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are "
+                   "`toolchain.toolkit-other-major`'s",
                    ("variable", "path", "toolkit", "torch_cuda"), _of_facts(system_libs.cuda_home_other_major)),
         *_rocm_derivations(),
     ]

@@ -33,6 +33,15 @@ def toolkit_version(path: str) -> tuple[int, int] | None:
     return None if not found else (int(found[-1][0]), int(found[-1][1]))
 
 
+def _file_version(facts: Facts, variable: str, path: str) -> tuple[int, int] | None:
+    """The version the toolkit's own files state (version.json, version.txt, cuda.h), when the toolchain facts
+    read the folder `variable` names: it beats the folder's name (a `/usr/local/cuda-12.1` symlinked to 12.4)."""
+    home = None if facts.toolchain is None else facts.toolchain.cuda_home
+    if home is None or home.source != variable or home.path != path:
+        return None
+    return major_minor(home.version)
+
+
 def _torch_cuda(facts: Facts) -> tuple[int, int] | None:
     """torch's CUDA runtime; None when torch/version.py could not be read."""
     return None if facts.torch is None else major_minor(facts.torch.cuda)
@@ -71,8 +80,9 @@ def cuda_home_other_major(facts: Facts) -> list[Item] | None:
     than torch's: one item, or none.
 
     torch takes `CUDA_HOME or CUDA_PATH` first (an empty CUDA_HOME falls through to CUDA_PATH, as in torch),
-    then `nvcc` on PATH and /usr/local/cuda; only the two variables are read here. Empty when neither names a
-    version, or without a CUDA torch.
+    then `nvcc` on PATH and /usr/local/cuda; only the two variables are read here (the others are
+    envcheck/derived/toolchain.py's). The version is the toolkit's files' where the toolchain facts read them, else
+    the one its path names. Empty when neither tells a version, or without a CUDA torch.
     """
     if without_cuda_torch(facts):
         return []
@@ -83,7 +93,7 @@ def cuda_home_other_major(facts: Facts) -> list[Item] | None:
         path = facts.env.get(variable, "")
         if not path:
             continue
-        version = toolkit_version(path)
+        version = _file_version(facts, variable, path) or toolkit_version(path)
         if version is None or version[0] == runtime[0]:
             return []
         return [{"variable": variable, "path": path, "toolkit": f"{version[0]}.{version[1]}",

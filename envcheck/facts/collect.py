@@ -17,10 +17,12 @@ from envcheck import __version__, _files
 from envcheck.errors import CollectError, FactsError
 from envcheck.facts import _collector
 from envcheck.facts.gpus import NvmlFacts
+from envcheck.facts.native_scan import collect_native
 from envcheck.facts.network import collect_network
 from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
+from envcheck.facts.toolchain_scan import collect_toolchain
 
 # Running the collector in another interpreter costs one interpreter start (~20-50 ms); a minute means it is stuck.
 _FOREIGN_TIMEOUT_S = 60.0
@@ -58,8 +60,11 @@ def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bo
     raw["envcheck_version"] = __version__
     raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
     facts = Facts.from_dict(raw, file=origin, origin=origin)
-    # The KFD topology is a few small sysfs files (milliseconds): read in line, unlike NVML.
-    return dataclasses.replace(facts, nvml=nvml.result(), rocm=collect_rocm(), network=collect_network())
+    # The KFD topology is a few small sysfs files (milliseconds): read in line, unlike NVML. The toolchain and
+    # native libraries are read from files here too, in envcheck's process: the checked interpreter runs on this
+    # machine, and these readers need envcheck's modules (the collector is stdlib-only).
+    return dataclasses.replace(facts, nvml=nvml.result(), rocm=collect_rocm(), network=collect_network(),
+                               toolchain=collect_toolchain(), native=collect_native(facts, use_cache=use_cache))
 
 
 def _installer_beside_envcheck(raw: dict[str, Any]) -> None:

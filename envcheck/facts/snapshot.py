@@ -17,10 +17,12 @@ from envcheck.facts._collector import SCHEMA, canonical_name
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
+from envcheck.facts.native import NativeFacts
 from envcheck.facts.network import NetworkFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
+from envcheck.facts.toolchain import ToolchainFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "check_schema"]
@@ -181,6 +183,10 @@ class Facts:
     rocm: RocmFacts | None = None  # AMD GPUs from the KFD topology; None: not collected (AMD rules are then unknown)
     network: NetworkFacts | None = None  # the machine's network interfaces; None: not collected (a saved snapshot
     # from before the field, a pasted report), and NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME are then not judged
+    toolchain: ToolchainFacts | None = None  # the CUDA toolkit and host compiler that build extensions; None: not
+    # collected (snapshots from a report, older envcheck): rules on it are then unknown
+    native: NativeFacts | None = None  # native libraries: LD_LIBRARY_PATH's CUDA libraries, ELF version needs,
+    # libstdc++, manylinux floors, Windows runtime DLLs; None: not collected
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -239,6 +245,10 @@ class Facts:
                                                     "devices": [asdict(d) for d in self.rocm.devices]},
             "network": None if self.network is None else {"interfaces": list(self.network.interfaces)},
         }
+        if self.toolchain is not None:  # absent (not null) when not collected: older readers ignore what they lack
+            out["toolchain"] = asdict(self.toolchain)
+        if self.native is not None:
+            out["native"] = _json_shape(asdict(self.native))
         out["python"]["path"] = list(self.python.path)
         return out
 
@@ -268,6 +278,8 @@ class Facts:
             provenance=r.text_map("provenance"),
             rocm=_optional(r.opt_obj("rocm"), RocmFacts.from_reader),  # absent before the field
             network=_optional(r.opt_obj("network"), NetworkFacts.from_reader),  # absent before the field
+            toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
+            native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
         )
 
 

@@ -1101,6 +1101,35 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     return {"status": "ok", "details": details, "cases": cases}
 
 
+_MAPS_LIMIT = 16 * 1024 * 1024  # a process maps a few thousand regions: some hundred KB of text
+
+
+def shared_objects_in_maps(text: str) -> list[str]:
+    """The shared objects a /proc/PID/maps text shows mapped, each once, in first-mapped order."""
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5].rsplit("/", 1)[-1]:
+            path = parts[5].strip()
+            if path.endswith(" (deleted)"):
+                path = path[: -len(" (deleted)")]
+            seen.setdefault(path, None)
+    return list(seen)
+
+
+def probe_loaded_libraries(ctx: Context) -> dict[str, Any]:
+    """The shared objects this process has mapped after `import torch` (Linux: /proc/self/maps)."""
+    if not sys.platform.startswith("linux"):
+        return {"status": "skipped", "message": "no /proc/self/maps on %s: only Linux lists mapped libraries"
+                % sys.platform}
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            text = fh.read(_MAPS_LIMIT)
+    except OSError as exc:
+        return {"status": "skipped", "message": "cannot read /proc/self/maps: %s" % (exc.strerror or exc)}
+    return {"status": "ok", "details": {"libraries": shared_objects_in_maps(text)}}
+
+
 def _torch_missing(ctx: Context) -> bool:
     ctx.import_torch()
     return ctx.torch is None

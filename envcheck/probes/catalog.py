@@ -39,6 +39,8 @@ PROBES: tuple[ProbeSpec, ...] = (
     ProbeSpec("extension-imports", "Imports every installed distribution that ships native extensions and builds "
               "on torch or NumPy, in crash-isolated children: the error each raises, if any.", needs_torch=False),
     ProbeSpec("safetensors", "A safetensors save/load round trip of a tensor.", needs_torch=True),
+    ProbeSpec("loaded-libraries", "The shared libraries the process has mapped after importing torch (Linux "
+              "/proc/self/maps): which cuDNN, cuBLAS, NCCL, libstdc++ ... were actually loaded, and from where."),
 )
 PROBE_NAMES = tuple(p.name for p in PROBES)
 # The probes that run work on CUDA devices: after one of them hangs (a wedged GPU), the runner skips the others.
