@@ -306,7 +306,7 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
           color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    from envcheck.api import checked, gather, read_project, with_project
+    from envcheck.api import checked, gather, memo_for, read_project, with_project
     from envcheck.engine import evaluate
     from envcheck.model import Target
     from envcheck.report import render
@@ -331,7 +331,8 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
                                              project)
         finally:
             progress.clear()
-        report = checked(evaluate(rules.chosen, facts), target if isinstance(target, Target) else None,
+        memo = None if snapshot is not None else memo_for(facts, not no_cache)
+        report = checked(evaluate(rules.chosen, facts, memo=memo), target if isinstance(target, Target) else None,
                          facts_file=facts_file)
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     for extra_fmt, extra_file in also:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from envcheck import __version__
 from envcheck.commands import choose, for_environment
 from envcheck.conditions import Context
+from envcheck.derived.walk_memo import Memo
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
 from envcheck.planner import plan_commands
@@ -16,9 +17,12 @@ from envcheck.rules import RulePack
 from envcheck.templates import render, render_argvs
 
 
-def evaluate(pack: RulePack, facts: Facts) -> Report:
-    """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict."""
-    ctx = Context(facts, pack.tables)
+def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Report:
+    """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict.
+
+    `memo`: where derived results that are costly and keyed by exactly their inputs (the requirement walk) are
+    remembered between runs (envcheck.cache.SignedMemo); the verdicts are the same with or without it."""
+    ctx = Context(facts, pack.tables, memo)
     findings: list[Finding] = []
     for rule in sorted(pack.rules, key=lambda r: r.id):
         try:

@@ -18,10 +18,11 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs
+from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs, walk_memo
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
 from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
+from envcheck.derived.walk_memo import Memo
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -143,6 +144,22 @@ def _walk(derived: Derived) -> _Walk:
             })
     ordered = sorted(problems.values(), key=lambda i: (i["package"].lower(), i["dependency"].lower(), i["via"]))
     return _Walk(ordered, invalid, incomplete)
+
+
+def _remembered_walk(derived: Derived) -> _Walk:
+    """The walk's result from `derived.memo` when its inputs are unchanged (envcheck/derived/walk_memo.py), else
+    computed and remembered there."""
+    memo = derived.memo
+    assert memo is not None
+    facts = derived.facts
+    entry, key = walk_memo.name(facts), walk_memo.key(facts)
+    payload = memo.load(entry, key)
+    found = None if payload is None else walk_memo.loads(payload, _UNSAT_FIELDS)
+    if found is not None:
+        return _Walk(*found)
+    walk = _walk(derived)
+    memo.store(entry, key, walk_memo.dumps(walk.problems, walk.invalid, walk.incomplete))
+    return walk
 
 
 def _unsatisfied(derived: Derived) -> list[Item] | None:
@@ -576,9 +593,10 @@ class Derived:
     `tables` are the rule pack's data tables, already parsed: a derivation reads them, never a file.
     """
 
-    def __init__(self, facts: Facts, tables: Tables = NO_TABLES) -> None:
+    def __init__(self, facts: Facts, tables: Tables = NO_TABLES, memo: Memo | None = None) -> None:
         self.facts = facts
         self.tables = tables
+        self.memo = memo  # where the requirement walk's result is remembered between runs (None: nowhere)
         self._values: dict[str, Any] = {}
         self._walk: _Walk | None = None
         self._companions: dict[str, companions.Companion] | None = None
@@ -595,7 +613,7 @@ class Derived:
     def walk(self) -> _Walk:
         """The requirement walk, done once per snapshot and shared by the derivations that need it."""
         if self._walk is None:
-            self._walk = _walk(self)
+            self._walk = _remembered_walk(self) if self.memo is not None else _walk(self)
         return self._walk
 
     def get(self, name: str) -> Any:
