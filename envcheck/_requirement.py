@@ -23,21 +23,18 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 __all__ = ["simple_requirement"]
 
 # packaging's whitespace is spaces and tabs only; a name ends with a letter or digit (a trailing '.', '-' or '_'
-# is read differently by its tokenizer, so such names go to it).
-_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_RELEASE = r"[0-9]+(?:\.[0-9]+)*"
-_PUBLIC = rf"{_RELEASE}(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?"
-# `~=` needs two release segments; `.*` follows only a plain release and only with `==` / `!=`.
-_CLAUSE = (rf"(?:(?:==|!=)[ \t]*{_RELEASE}\.\*|(?:==|!=|<=|>=|<|>)[ \t]*{_PUBLIC}"
-           rf"|~=[ \t]*[0-9]+(?:\.[0-9]+)+(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?)")
-_SIMPLE = re.compile(
-    rf"[ \t]*(?P<name>{_NAME})[ \t]*"
-    rf"(?:\[[ \t]*(?P<extras>{_NAME}(?:[ \t]*,[ \t]*{_NAME})*)[ \t]*\][ \t]*)?"
-    rf"(?:(?P<specs>{_CLAUSE}(?:[ \t]*,[ \t]*{_CLAUSE})*)"
-    rf"|\([ \t]*(?P<parenthesised>{_CLAUSE}(?:[ \t]*,[ \t]*{_CLAUSE})*)[ \t]*\))?[ \t]*"
-    r"(?:;(?P<marker>.*))?"
-)
-_COMMA = re.compile(r"[ \t]*,[ \t]*")
+# is read differently by its tokenizer, so such names go to it). The line is cut into its parts first, then each
+# extra and each clause is matched on its own: one pattern repeating the clause grammar took milliseconds to compile.
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_SHAPE = re.compile(r"[ \t]*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)[ \t]*"
+                    r"(?:\[(?P<extras>[^\]]*)\][ \t]*)?"
+                    r"(?:\((?P<parenthesised>[^()]*)\)|(?P<specs>[^;()@\[\]]*?))[ \t]*(?:;(?P<marker>.*))?")
+# One `OP VERSION` clause with a plain public version: `~=` needs two release segments, `.*` follows only a plain
+# release and only with `==` / `!=`.
+_CLAUSE = re.compile(r"(?:==|!=)[ \t]*[0-9]+(?:\.[0-9]+)*\.\*"
+                     r"|(?:==|!=|<=|>=|<|>|~=(?=[ \t]*[0-9]+\.[0-9]))[ \t]*[0-9]+(?:\.[0-9]+)*"
+                     r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?")
+_STRIP = " \t"
 _MARKERS: dict[str, Marker | None] = {}  # marker text -> packaging's reading of it (None: it does not parse)
 
 
@@ -55,8 +52,19 @@ def _marker(text: str) -> Marker | None:
 def simple_requirement(text: str) -> Requirement | None:
     """The Requirement packaging would make of `text` when `text` has the simple shape; None otherwise (which says
     nothing about whether packaging can parse it)."""
-    match = _SIMPLE.fullmatch(text)
+    match = _SHAPE.fullmatch(text)
     if match is None:
+        return None
+    extras_text, specs = match.group("extras"), match.group("specs")
+    if specs is None:  # `name (>=1.0)`: the older spelling
+        specs = match.group("parenthesised")
+        if not specs.strip(_STRIP):
+            return None
+    extras = [extra.strip(_STRIP) for extra in extras_text.split(",")] if extras_text is not None else []
+    if not all(_NAME.fullmatch(extra) for extra in extras):
+        return None  # also `[]` and `[a,]`, which packaging reads its own way
+    clauses = [clause.strip(_STRIP) for clause in specs.split(",")] if specs.strip(_STRIP) else []
+    if not all(_CLAUSE.fullmatch(clause) for clause in clauses):
         return None
     marker_text = match.group("marker")
     marker = None
@@ -64,16 +72,14 @@ def simple_requirement(text: str) -> Requirement | None:
         marker = _marker(marker_text)
         if marker is None:
             return None
-    specs = match.group("specs") or match.group("parenthesised")  # `name (>=1.0)`: the older spelling
     try:
-        specifier = SpecifierSet(_COMMA.sub(",", specs) if specs else "")
+        specifier = SpecifierSet(",".join(clauses))
     except InvalidSpecifier:
         return None
     req = Requirement.__new__(Requirement)
     req.name = match.group("name")
     req.url = None
-    extras = match.group("extras")
-    req.extras = set(_COMMA.split(extras)) if extras else set()
+    req.extras = set(extras)
     req.specifier = specifier
     req.marker = marker
     return req

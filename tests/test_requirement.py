@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import random
 
 import pytest
 from packaging.requirements import InvalidRequirement, Requirement
@@ -99,3 +100,23 @@ def test_simple_shapes_take_the_fast_way() -> None:
         assert simple_requirement(line) is not None, line
     for line in ["foo @ https://example.org/foo.whl", "foo===1.0", "foo==1.0+local", "foo==1!2.0", "foo;"]:
         assert simple_requirement(line) is None, line
+
+
+def test_random_lines_agree_with_packaging() -> None:
+    """Lines glued at random from requirement fragments: whatever the fast reading accepts, packaging reads the same."""
+    rng = random.Random(7)
+    fragments = ["foo", "Foo_bar", "a.b", "x-", "1", "[", "]", "[a]", "[a, b]", "[ ]", "(", ")", ">=", "<=", "==",
+                 "!=", "~=", "===", "<", ">", "1.0", "1.0.*", "2.0rc1", "1.0.post1", ".dev0", "+loc", "1!2", " ",
+                 "\t", ",", ";", " python_version < '3.9'", " extra == 'X_y'", "@ https://x/y.whl", "or", "and",
+                 "\n", "*", "a1", "v1", "-1", "_"]
+    accepted = 0
+    for _ in range(20000):
+        line = "".join(rng.choice(fragments) for _ in range(rng.randint(1, 8)))
+        fast = simple_requirement(line)
+        if fast is None:
+            continue
+        accepted += 1
+        slow = _packaging(line)
+        assert slow is not None, repr(line)
+        assert _same(fast, slow), repr(line)
+    assert accepted > 500
