@@ -254,6 +254,7 @@ def _requires_python(derived: Derived) -> list[Item] | None:
         # No interpreter version (a report that does not state it): nothing can be judged.
         return None if _metadata_unknown(facts) else out
     unknown_metadata = False
+    excluded: dict[str, bool] = {}  # per distinct Requires-Python: thousands of distributions share a handful
     for dists in facts.names.values():
         dist = dists[0]
         if not dist.requires_known:
@@ -261,11 +262,14 @@ def _requires_python(derived: Derived) -> list[Item] | None:
             continue
         if not dist.requires_python:
             continue
-        try:
-            spec = SpecifierSet(dist.requires_python)
-        except InvalidSpecifier:
-            continue
-        if not spec.contains(python, prereleases=True):
+        if dist.requires_python not in excluded:
+            try:
+                spec = SpecifierSet(dist.requires_python)
+            except InvalidSpecifier:
+                excluded[dist.requires_python] = False
+                continue
+            excluded[dist.requires_python] = not spec.contains(python, prereleases=True)
+        if excluded[dist.requires_python]:
             out.append({"name": dist.name, "version": dist.version, "requires_python": dist.requires_python,
                         "python": facts.python.version})
     if unknown_metadata and not out:
