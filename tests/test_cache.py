@@ -395,3 +395,14 @@ def test_cli_static_check_remembers_the_walk_unless_no_cache(tmp_path: Path) -> 
     third = runner.invoke(cli, args)
     assert first.exit_code == second.exit_code == third.exit_code
     assert first.output == second.output == third.output
+
+
+def test_the_remembered_walk_keeps_any_string_exactly(site: Path) -> None:
+    """Names that are not valid UTF-8 (a lone surrogate from a folder name) digest and round-trip unchanged."""
+    facts = _walk_facts(site)
+    odd = dataclasses.replace(facts.distributions[0], name="caf\udce9", requires=("x\ud800y",))
+    changed = dataclasses.replace(facts, distributions=(odd, *facts.distributions[1:]))
+    assert walk_memo.key(changed) != walk_memo.key(facts)
+    item = dict.fromkeys(derive._UNSAT_FIELDS, "caf\udce9 \ud800")
+    payload = walk_memo.dumps([item], {"caf\udce9": ["x\ud800y"]}, True)
+    assert walk_memo.loads(payload, derive._UNSAT_FIELDS) == ([item], {"caf\udce9": ["x\ud800y"]}, True)

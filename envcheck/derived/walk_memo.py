@@ -42,9 +42,10 @@ def _code_lines() -> list[str]:
 
     from envcheck import __version__, _packaging, _requirement
     from envcheck.derived import derive
+    from envcheck.facts import _collector  # canonical_name: how names and extras compare
 
     lines = [str(_FORMAT), __version__, packaging.__version__, sys.version]
-    for module in (derive, _packaging, _requirement, sys.modules[__name__]):
+    for module in (derive, _packaging, _requirement, _collector, sys.modules[__name__]):
         path = getattr(module, "__file__", None) or ""
         try:
             st = os.stat(path)  # noqa: PTH116 - a module's __file__ is a str
@@ -56,7 +57,7 @@ def _code_lines() -> list[str]:
 
 def name(facts: Facts) -> str:
     """The entry's name: one per checked interpreter, so that checking two environments in turn keeps both."""
-    return "walk-" + hashlib.sha256(facts.python.executable.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return "walk-" + hashlib.sha256(facts.python.executable.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def key(facts: Facts) -> str:
@@ -64,15 +65,16 @@ def key(facts: Facts) -> str:
     active = [(canonical, d.canonical_name, d.name, d.version, bool(d.problems), d.requires_known, d.requires)
               for canonical, (d, *_) in facts.names.items()]
     # JSON keeps every field and line apart (and is encoded in C: a 2,000-distribution key costs milliseconds).
+    # ASCII JSON: any string, a lone surrogate from an undecodable folder name included, encodes.
     text = json.dumps([_code_lines(), sorted(facts.python.marker_environment.items()),
-                       facts.distributions_complete, active], ensure_ascii=False)
-    h = hashlib.sha256(text.encode("utf-8", "surrogateescape"))
+                       facts.distributions_complete, active])
+    h = hashlib.sha256(text.encode("ascii"))
     return h.hexdigest()
 
 
 def dumps(problems: list[dict[str, str]], invalid: dict[str, list[str]], incomplete: bool) -> bytes:
-    return json.dumps({"problems": problems, "invalid": invalid, "incomplete": incomplete},
-                      ensure_ascii=False).encode("utf-8", "surrogateescape")
+    # ASCII JSON round-trips every string exactly, lone surrogates included.
+    return json.dumps({"problems": problems, "invalid": invalid, "incomplete": incomplete}).encode("ascii")
 
 
 def _strings(value: Any) -> bool:
@@ -82,8 +84,8 @@ def _strings(value: Any) -> bool:
 def loads(payload: bytes, fields: tuple[str, ...]) -> tuple[list[dict[str, str]], dict[str, list[str]], bool] | None:
     """What `dumps` wrote, with each problem holding exactly `fields` as strings; None for anything else."""
     try:
-        data = json.loads(payload.decode("utf-8", "surrogateescape"))
-    except (ValueError, RecursionError):
+        data = json.loads(payload.decode("ascii"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(data, dict) or set(data) != {"problems", "invalid", "incomplete"}:
         return None
