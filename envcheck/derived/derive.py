@@ -11,20 +11,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs, walk_memo
+from envcheck.derived import attention, builds, companions, extensions, gpu_compat, system_libs
 from envcheck.derived import project as project_derived
 from envcheck.derived.common import Item
 from envcheck.derived.tables import CUDA_DRIVER, NO_TABLES, TORCH_BUILDS, TORCH_COMPANIONS, XFORMERS, Tables
-from envcheck.derived.walk_memo import Memo
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
+
+if TYPE_CHECKING:
+    from envcheck.derived.walk_memo import Memo
 
 
 @dataclass(frozen=True)
@@ -146,11 +148,11 @@ def _walk(derived: Derived) -> _Walk:
     return _Walk(ordered, invalid, incomplete)
 
 
-def _remembered_walk(derived: Derived) -> _Walk:
-    """The walk's result from `derived.memo` when its inputs are unchanged (envcheck/derived/walk_memo.py), else
-    computed and remembered there."""
-    memo = derived.memo
-    assert memo is not None
+def _remembered_walk(derived: Derived, memo: Memo) -> _Walk:
+    """The walk's result from `memo` when its inputs are unchanged (envcheck/derived/walk_memo.py), else computed
+    and remembered there."""
+    from envcheck.derived import walk_memo
+
     facts = derived.facts
     entry, key = walk_memo.name(facts), walk_memo.key(facts)
     payload = memo.load(entry, key)
@@ -617,7 +619,7 @@ class Derived:
     def walk(self) -> _Walk:
         """The requirement walk, done once per snapshot and shared by the derivations that need it."""
         if self._walk is None:
-            self._walk = _remembered_walk(self) if self.memo is not None else _walk(self)
+            self._walk = _walk(self) if self.memo is None else _remembered_walk(self, self.memo)
         return self._walk
 
     def get(self, name: str) -> Any:
