@@ -48,6 +48,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     where.add_argument("--scale", metavar="N:M", help="a synthetic venv with N distributions and M extra rules")
     p.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "envcheck-scale",
                    help="where --scale builds (and reuses) its venv (default: $TMPDIR/envcheck-scale)")
+    p.add_argument("--ref", default=None, metavar="REF",
+                   help="first install envcheck from this commit (git archive) into the venv: a before/after pair "
+                        "of runs on one venv (--scale always installs, from the work tree without --ref)")
     p.add_argument("--uv", type=Path, default=None, metavar="PATH",
                    help="the uv to time (default: the venv's, else the one on PATH)")
     p.add_argument("--runs", type=int, default=15, help="timed rounds (default 15)")
@@ -59,14 +62,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def scale_venv(spec: str, workdir: Path) -> tuple[Path, Path | None]:
+def scale_venv(spec: str, workdir: Path, ref: str | None) -> tuple[Path, Path | None]:
     import scale
     from _common import envcheck_source
 
     n, m = (int(x) for x in spec.split(":"))
     workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="envcheck-src-") as scratch:
-        wheel = scale.build_wheel(Path(scratch) / "wheel", envcheck_source(None, Path(scratch)))
+        wheel = scale.build_wheel(Path(scratch) / "wheel", envcheck_source(ref, Path(scratch)))
         venv, rules = scale.make_case(workdir, wheel, n, m)
     return venv, rules if m else None
 
@@ -75,9 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     rules: Path | None = None
     if args.scale:
-        venv, rules = scale_venv(args.scale, args.workdir)
+        venv, rules = scale_venv(args.scale, args.workdir, args.ref)
     else:
         venv = args.venv.expanduser().resolve()
+        if args.ref is not None:
+            from _common import envcheck_source, install_envcheck
+
+            with tempfile.TemporaryDirectory(prefix="envcheck-src-") as scratch:
+                install_envcheck(str(venv / "bin" / "python"), str(envcheck_source(args.ref, Path(scratch))))
     python, envcheck = (str(venv / "bin" / x) for x in ("python", "envcheck"))
     uv = str(args.uv or (venv / "bin" / "uv" if (venv / "bin" / "uv").exists() else shutil.which("uv") or "uv"))
     for tool in (python, envcheck):
@@ -115,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     n_dists = count_distributions(python)
     wait_quiet(args.wait_quiet)
-    info = machine()
+    info = machine(args.ref)
     for round_no in range(args.warmup + args.runs):
         for series, env, before in plan:
             if before is not None:

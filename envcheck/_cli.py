@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envcheck import __version__
+from envcheck._checking import collected
+from envcheck._checking import probe_options as _probe_options
+from envcheck._checking import rule_set_for as _rule_set
 from envcheck._output import Seconds as _Seconds
 from envcheck._output import clip as _clip
 from envcheck._output import error_line as _error_line
-from envcheck._output import split as _split
 from envcheck._output import use_color as _use_color
 from envcheck._output import write as _write
 from envcheck.errors import EnvcheckError
@@ -27,7 +29,7 @@ from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
+    from envcheck.api import ProjectOptions
     from envcheck.facts.snapshot import Facts
     from envcheck.fix import Step
     from envcheck.model import Report, Target
@@ -135,12 +137,6 @@ class _ProgressLine:
             self.drawn = False
 
 
-def _probe_options(static: bool, timeout: float, no_cache: bool, progress: _ProgressLine) -> ProbeOptions:
-    from envcheck.api import ProbeOptions
-
-    return ProbeOptions(run=not static, timeout_s=timeout, use_cache=not no_cache, progress=progress)
-
-
 _python_option = click.option(
     "--python", "python", metavar="PATH",
     help="The interpreter to check (a venv's bin/python); envcheck need not be installed there. Default: "
@@ -171,14 +167,6 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
     return snapshot, Target(python=snapshot.python.executable, source="snapshot",
                             reason=f"from the report {name}: {read}; what it does not state is unknown "
                                    "(`envcheck facts` run on that machine states it)", in_process=False)
-
-
-def _target(python: str | None, facts_file: str | None = None) -> Target | str | None:
-    """What `gather` is to collect from: the discovered interpreter, or for --facts what was given (it refuses
-    --python beside --facts)."""
-    from envcheck.target import discover
-
-    return discover(python) if facts_file is None else python
 
 
 _config_option = click.option(
@@ -254,17 +242,6 @@ _checking_options = _options(_fail_on_option, _select_option, _ignore_option, _s
                              _no_cache_option, _python_option)
 
 
-def _rule_set(config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
-              ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str],
-              project: Any = None, *, no_cache: bool = False) -> RuleSet:
-    from envcheck import config as config_mod
-    from envcheck.api import rule_set
-
-    config = config_mod.resolve(config_file, no_config=no_config)
-    return rule_set(config, rule_dirs=rule_dirs, select=_split(select), ignore=_split(ignore), require=require,
-                    forbid=forbid, project=project, use_cache=not no_cache)
-
-
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
     pairs = []
     for value in values:
@@ -306,9 +283,8 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
           color: bool | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    from envcheck.api import checked, gather, read_project, with_project
+    from envcheck.api import checked
     from envcheck.engine import evaluate
-    from envcheck.model import Target
     from envcheck.report import render
 
     if report_file is not None:
@@ -318,21 +294,10 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
         facts, found = _from_report(report_file, python, facts_file)
         report = checked(evaluate(rules.chosen, facts), found)
     else:
-        project = read_project(_project_choice(), facts_file=facts_file)
-        snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
-        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid,
-                          project if snapshot is None else snapshot.project, no_cache=no_cache)
-        progress = _ProgressLine()
-        try:
-            target = _target(python, facts_file)
-            facts = snapshot or with_project(gather(rules.every, python=target,
-                                                    probes=_probe_options(static, probe_timeout, no_cache,
-                                                                          progress)),
-                                             project)
-        finally:
-            progress.clear()
-        report = checked(evaluate(rules.chosen, facts), target if isinstance(target, Target) else None,
-                         facts_file=facts_file)
+        report, rules = collected(_project_choice(), python=python, facts_file=facts_file, config_file=config_file,
+                                  no_config=no_config, rule_dirs=rule_dirs, select=select, ignore=ignore,
+                                  require=require, forbid=forbid, static=static, probe_timeout=probe_timeout,
+                                  no_cache=no_cache, progress=_ProgressLine())
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     for extra_fmt, extra_file in also:
         _write(render(report, extra_fmt, verbose=verbose), extra_file)

@@ -7,14 +7,13 @@ Used by the root command line (envcheck/_cli.py) and `envcheck fleet` (envcheck/
 from __future__ import annotations
 
 import math
-import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from envcheck._text import MAX_MESSAGE, clip, printable, split, use_color
 from envcheck.errors import EnvcheckError
 
 if TYPE_CHECKING:
@@ -22,41 +21,9 @@ if TYPE_CHECKING:
 else:  # click before 8.2 has no generic ParamType
     _FloatParam = click.ParamType
 
-MAX_MESSAGE = 1000  # characters of one error line
+__all__ = ["MAX_MESSAGE", "Seconds", "clip", "error_line", "printable", "split", "use_color", "write"]
+
 _DAY_S = 86400.0
-
-
-def split(values: Sequence[str]) -> list[str]:
-    """Repeated and comma-separated option values, flattened: ("a,b", "c") -> ["a", "b", "c"]."""
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
-
-
-def use_color(choice: bool | None, output: str | None) -> bool:
-    """--color/--no-color when given; else colour only on a terminal, never into a file or under NO_COLOR."""
-    if choice is not None:
-        return choice
-    if output or os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value disables colour
-        return False
-    return sys.stdout.isatty()
-
-
-def printable(text: str, encoding: str | None) -> str:
-    """`text` as `encoding` can carry it: what it cannot (a ✗ on a latin-1 or cp1252 terminal, a surrogate left
-    by a folder name that is not UTF-8) becomes "?", so that no report or message fails to be written."""
-    encoding = encoding or "utf-8"
-    try:
-        text.encode(encoding)
-    except UnicodeEncodeError:
-        return text.encode(encoding, errors="replace").decode(encoding)
-    except LookupError:  # an encoding Python does not know: ASCII is in every one
-        return text.encode("ascii", errors="replace").decode("ascii")
-    return text
-
-
-def clip(text: str, limit: int = MAX_MESSAGE) -> str:
-    """`text` cut to `limit` characters, saying how much was left out: a 100,000-character option value echoed
-    back in an error is still one readable line."""
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
 
 
 def error_line(message: str) -> None:

@@ -12,6 +12,7 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
+from envcheck._requirement import simple_requirement
 from envcheck.facts.snapshot import Facts
 
 __all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "marker_holds", "parse_requirement",
@@ -58,7 +59,8 @@ def parse_requirement(text: str) -> Requirement | None:
     """The PEP 508 requirement `text`, or None when it does not parse."""
     if text not in _REQUIREMENTS:
         try:
-            _REQUIREMENTS[text] = None if too_complex(text) else Requirement(text)
+            # The common simple lines are read without packaging's general parser, to the same Requirement.
+            _REQUIREMENTS[text] = None if too_complex(text) else simple_requirement(text) or Requirement(text)
         except InvalidRequirement:
             _REQUIREMENTS[text] = None
     return _REQUIREMENTS[text]

@@ -30,6 +30,7 @@ from envcheck.project.discover import Project
 from envcheck.rules import RulePack
 
 if TYPE_CHECKING:
+    from envcheck.derived.walk_memo import Memo
     from envcheck.probes.runner import Progress
 
 
@@ -264,7 +265,18 @@ def check(
         target = target_mod.own()
     # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
     facts = snapshot or with_project(gather(rules.every, python=target, probes=probes), project)
-    return checked(evaluate(rules.chosen, facts), target, facts_file=_path(facts_file))
+    memo = None if snapshot is not None else memo_for(facts, use_cache)
+    return checked(evaluate(rules.chosen, facts, memo=memo), target, facts_file=_path(facts_file))
+
+
+def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
+    """Where the evaluation of collected `facts` remembers its costly derived results between runs (the signed user
+    cache, never the checked environment); None with the cache off (--no-cache)."""
+    if not use_cache:
+        return None
+    from envcheck.cache import SignedMemo
+
+    return SignedMemo(avoid=(facts.python.prefix,))
 
 
 def checked(report: Report, target: Target | None, *, facts_file: str | None = None) -> Report:

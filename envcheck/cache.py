@@ -1,7 +1,8 @@
 """envcheck's cache on disk: where it lives, and entries that are verified before anything in them is trusted.
 
-Three things are cached there, each keyed so that any change misses: probe results (envcheck.probes.cache), the
-validated rule pack (envcheck.rules.load) and each distribution's parsed metadata (the collector).
+Four things are cached there, each keyed so that any change misses: probe results (envcheck.probes.cache), the
+validated rule pack (envcheck.rules.load), each distribution's parsed metadata (the collector) and the requirement
+walk's result (envcheck.derived.walk_memo, through `SignedMemo`: signed JSON, keyed by a digest of its inputs).
 
 The rule pack is cached as a pickle, because it is a tree of compiled objects (conditions, regexes, specifier sets,
 data tables) that JSON could only hold through a second serialiser for every condition class, kept in step by hand.
@@ -28,7 +29,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["cache_dir", "inside", "load_signed", "store_signed", "usable_dir"]
+__all__ = ["SignedMemo", "cache_dir", "inside", "load_signed", "store_signed", "usable_dir"]
 
 _MAGIC = b"envcheck-signed-1\n"
 _KEY_FILE = "key"
@@ -164,3 +165,17 @@ def store_signed(name: str, stamp: str, payload: bytes, avoid: Iterable[str] = (
         Path(fh.name).replace(_entry(directory, name))
     except OSError:
         pass
+
+
+class SignedMemo:
+    """`load_signed` / `store_signed` as a memo for derived results (envcheck.derived.walk_memo.Memo), never in or
+    under the `avoid` prefixes (the checked environment)."""
+
+    def __init__(self, avoid: Iterable[str] = ()) -> None:
+        self._avoid = tuple(avoid)
+
+    def load(self, name: str, key: str) -> bytes | None:
+        return load_signed(name, key, self._avoid)
+
+    def store(self, name: str, key: str, payload: bytes) -> None:
+        store_signed(name, key, payload, self._avoid)

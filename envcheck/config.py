@@ -8,7 +8,6 @@ business: it turns them into rules.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -22,7 +21,6 @@ from envcheck import _files
 from envcheck._packaging import too_complex
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
-from envcheck.probes.catalog import PROBE_NAMES
 
 ENVCHECK_TOML = "envcheck.toml"
 PYPROJECT = "pyproject.toml"
@@ -127,6 +125,8 @@ def _match(value: object, cfg: Config, key: str) -> str:
 
 
 def _probes(value: object, cfg: Config, key: str) -> tuple[str, ...]:
+    from envcheck.probes.catalog import PROBE_NAMES  # only a configuration that names probes needs them
+
     names = _strings(value, cfg, key)
     for i, name in enumerate(names):
         if name not in PROBE_NAMES:
@@ -192,6 +192,8 @@ def from_table(table: dict[str, Any], *, file: str | None = None, prefix: str = 
     cfg = Config(file=file, prefix=prefix)
     for key in table:
         if key not in KEYS:
+            import difflib
+
             close = difflib.get_close_matches(key, list(KEYS), n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(KEYS)}"
             raise cfg.error(key, f"unknown key ({hint})")

@@ -7,18 +7,20 @@ opens a file: a saved snapshot evaluates the same anywhere, and a bad table has 
 from __future__ import annotations
 
 from envcheck import __version__
-from envcheck.commands import choose, for_environment
+from envcheck.commands import choose
 from envcheck.conditions import Context
+from envcheck.derived.walk_memo import Memo
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
-from envcheck.planner import plan_commands
 from envcheck.rules import RulePack
-from envcheck.templates import render, render_argvs
 
 
-def evaluate(pack: RulePack, facts: Facts) -> Report:
-    """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict."""
-    ctx = Context(facts, pack.tables)
+def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Report:
+    """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict.
+
+    `memo`: where derived results that are costly and keyed by exactly their inputs (the requirement walk) are
+    remembered between runs (envcheck.cache.SignedMemo); the verdicts are the same with or without it."""
+    ctx = Context(facts, pack.tables, memo)
     findings: list[Finding] = []
     for rule in sorted(pack.rules, key=lambda r: r.id):
         try:
@@ -50,6 +52,11 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
+    # Only a rule that fires renders and plans commands: a clean check never imports the planner.
+    from envcheck.commands import for_environment
+    from envcheck.planner import plan_commands
+    from envcheck.templates import render, render_argvs
+
     facts = ctx.facts
     # torch-family installs are planned (envcheck/planner.py) before they are written for the installer.
     planned = plan_commands(render_argvs(rule.commands, facts, item), facts, ctx.derived.companions(), item)

@@ -1,9 +1,10 @@
-"""The caches of the static tier: the signed rule pack and each distribution's parsed metadata are reused only while
-nothing they depend on has changed, a corrupt or foreign entry is ignored, and nothing lands in the checked
-environment."""
+"""The caches of the static tier: the signed rule pack, each distribution's parsed metadata and the requirement walk's
+result are reused only while nothing they depend on has changed, a corrupt or foreign entry is ignored, and nothing
+lands in the checked environment."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -12,11 +13,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, write_dist
+from conftest import FIXTURES, collect_facts, write_dist
 
 from envcheck import cache, rules
 from envcheck._cli import cli
+from envcheck.derived import derive, walk_memo
+from envcheck.derived.derive import Derived
 from envcheck.facts import _collector
+from envcheck.facts.snapshot import Facts
 
 RULE = """
 [[rule]]
@@ -299,3 +303,106 @@ def test_metadata_cache_in_a_shared_directory_is_not_used(site: Path, tmp_path: 
     write_dist(site, "numpy", "2.1.0")
     _collect(site, shared)
     assert list(shared.iterdir()) == []
+
+
+# --- the requirement walk's result (envcheck.derived.walk_memo) ------------------------------------------------
+
+
+def _walk_facts(site: Path, *, torch_requires: str = "numpy>=2", numpy: str = "1.26.4") -> Facts:
+    write_dist(site, "numpy", numpy)
+    write_dist(site, "torch", "2.5.1", requires=[torch_requires, "filelock", "bad line ((", "nvidia-x; extra == 'cu'"])
+    write_dist(site, "accelerate", "1.0.0", requires=["torch[cu]>=2"])
+    return collect_facts(site)
+
+
+def _unsatisfied(facts: Facts, memo: cache.SignedMemo | None) -> object:
+    derived = Derived(facts, memo=memo)
+    return derived.get("requirements.unsatisfied"), derived.get("distributions.corrupt")
+
+
+def _no_walking(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(derived: object) -> None:
+        raise AssertionError("the requirements were walked although the remembered result was valid")
+
+    monkeypatch.setattr(derive, "_walk", refuse)
+
+
+def _walk_entries() -> list[Path]:
+    return sorted(cache.cache_dir().glob("walk-*.signed"))
+
+
+def test_the_walk_is_remembered(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second evaluation of unchanged facts takes the walk's result from the memo, identical to walking."""
+    facts = _walk_facts(site)
+    walked = _unsatisfied(facts, None)
+    assert walked[0]  # numpy conflicts, filelock and nvidia-x are missing: the walk has something to remember
+    assert _unsatisfied(facts, cache.SignedMemo()) == walked
+    assert len(_walk_entries()) == 1
+    _no_walking(monkeypatch)
+    assert _unsatisfied(facts, cache.SignedMemo()) == walked
+
+
+@pytest.mark.parametrize("change", ["requirement", "version", "marker-environment", "complete"])
+def test_a_changed_input_walks_again(site: Path, tmp_path: Path, change: str) -> None:
+    """Any change to what the walk reads is another key: the result is computed afresh, never the old one."""
+    facts = _walk_facts(site)
+    _unsatisfied(facts, cache.SignedMemo())
+    other = tmp_path / "other-site"
+    other.mkdir()
+    if change == "requirement":
+        changed = _walk_facts(other, torch_requires="numpy>=1")
+    elif change == "version":
+        changed = _walk_facts(other, numpy="2.1.0")
+    elif change == "marker-environment":
+        env = {**facts.python.marker_environment, "python_version": "3.9"}
+        changed = dataclasses.replace(facts, python=dataclasses.replace(facts.python, marker_environment=env))
+    else:
+        changed = dataclasses.replace(facts, distributions_complete=False)
+    assert walk_memo.key(changed) != walk_memo.key(facts)
+    assert _unsatisfied(changed, cache.SignedMemo()) == _unsatisfied(changed, None)
+
+
+@pytest.mark.parametrize("payload", [b"", b"not json", b"[]", b'{"problems": [], "invalid": {}}',
+                                     b'{"problems": [{"package": "x"}], "invalid": {}, "incomplete": false}',
+                                     b'{"problems": [], "invalid": {"x": [1]}, "incomplete": false}'])
+def test_a_malformed_remembered_walk_is_ignored(site: Path, payload: bytes) -> None:
+    """An entry that verifies but does not decode to exactly what the walk writes is walked again, not trusted."""
+    facts = _walk_facts(site)
+    cache.store_signed(walk_memo.name(facts), walk_memo.key(facts), payload)
+    assert _unsatisfied(facts, cache.SignedMemo()) == _unsatisfied(facts, None)
+
+
+def test_a_tampered_remembered_walk_is_ignored(site: Path) -> None:
+    """An entry whose bytes were changed after signing fails its HMAC and is walked again."""
+    facts = _walk_facts(site)
+    walked = _unsatisfied(facts, cache.SignedMemo())
+    entry = _walk_entries()[0]
+    forged = walk_memo.dumps([], {}, False)
+    data = entry.read_bytes()
+    entry.write_bytes(data[:data.index(b"{")] + forged)
+    assert _unsatisfied(facts, cache.SignedMemo()) == walked
+
+
+def test_cli_static_check_remembers_the_walk_unless_no_cache(tmp_path: Path) -> None:
+    """`envcheck --static` stores the walk in the user cache and prints the same report from it; --no-cache stores
+    nothing."""
+    runner = CliRunner()
+    args = ["check", "--static", "--no-config", "--no-project", "--format", "json"]
+    first = runner.invoke(cli, [*args, "--no-cache"])
+    assert not _walk_entries()
+    second = runner.invoke(cli, args)
+    assert len(_walk_entries()) == 1
+    third = runner.invoke(cli, args)
+    assert first.exit_code == second.exit_code == third.exit_code
+    assert first.output == second.output == third.output
+
+
+def test_the_remembered_walk_keeps_any_string_exactly(site: Path) -> None:
+    """Names that are not valid UTF-8 (a lone surrogate from a folder name) digest and round-trip unchanged."""
+    facts = _walk_facts(site)
+    odd = dataclasses.replace(facts.distributions[0], name="caf\udce9", requires=("x\ud800y",))
+    changed = dataclasses.replace(facts, distributions=(odd, *facts.distributions[1:]))
+    assert walk_memo.key(changed) != walk_memo.key(facts)
+    item = dict.fromkeys(derive._UNSAT_FIELDS, "caf\udce9 \ud800")
+    payload = walk_memo.dumps([item], {"caf\udce9": ["x\ud800y"]}, True)
+    assert walk_memo.loads(payload, derive._UNSAT_FIELDS) == ([item], {"caf\udce9": ["x\ud800y"]}, True)

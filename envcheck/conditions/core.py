@@ -15,6 +15,7 @@ from typing import Protocol
 from envcheck._packaging import marker_env
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import NO_TABLES, Tables
+from envcheck.derived.walk_memo import Memo
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 
@@ -42,9 +43,9 @@ class Context:
     """What a condition is evaluated against: the facts, and their derived facts computed with the rule pack's
     data tables (already parsed: evaluation opens no file)."""
 
-    def __init__(self, facts: Facts, tables: Tables = NO_TABLES) -> None:
+    def __init__(self, facts: Facts, tables: Tables = NO_TABLES, memo: Memo | None = None) -> None:
         self.facts = facts
-        self.derived = Derived(facts, tables)
+        self.derived = Derived(facts, tables, memo)
         self._marker_env: dict[str, str] | None = None
 
     @property

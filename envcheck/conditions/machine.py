@@ -16,7 +16,6 @@ from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, W
 from envcheck.conditions.environment import _Leaf
 from envcheck.facts.gpus import STATUSES, GpuDevice
 from envcheck.facts.probe_results import PROBE_STATUSES
-from envcheck.probes.catalog import PROBE_NAMES
 
 
 def _nvml_unknown(ctx: Context) -> Outcome | None:
@@ -217,6 +216,8 @@ def _p_driver(value: object, where: Where) -> Condition:
 
 
 def _p_probe(value: object, where: Where) -> Condition:
+    from envcheck.probes.catalog import PROBE_NAMES  # rule loading only: a cached pack never needs the catalogue
+
     table = _table(value, where, {"name", "case", "status", "error", "message"}, {"name"})
     name = _string(table["name"], where.at("name"))
     if name not in PROBE_NAMES:

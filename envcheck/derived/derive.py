@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
@@ -45,6 +45,9 @@ from envcheck.derived.tables import (
 )
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
+
+if TYPE_CHECKING:
+    from envcheck.derived.walk_memo import Memo
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,22 @@ def _walk(derived: Derived) -> _Walk:
     return _Walk(ordered, invalid, incomplete)
 
 
+def _remembered_walk(derived: Derived, memo: Memo) -> _Walk:
+    """The walk's result from `memo` when its inputs are unchanged (envcheck/derived/walk_memo.py), else computed
+    and remembered there."""
+    from envcheck.derived import walk_memo
+
+    facts = derived.facts
+    entry, key = walk_memo.name(facts), walk_memo.key(facts)
+    payload = memo.load(entry, key)
+    found = None if payload is None else walk_memo.loads(payload, _UNSAT_FIELDS)
+    if found is not None:
+        return _Walk(*found)
+    walk = _walk(derived)
+    memo.store(entry, key, walk_memo.dumps(walk.problems, walk.invalid, walk.incomplete))
+    return walk
+
+
 def _unsatisfied(derived: Derived) -> list[Item] | None:
     """The unsatisfied requirements; None (unknown) when none were found but some could not be judged."""
     walk = derived.walk()
@@ -259,6 +278,7 @@ def _requires_python(derived: Derived) -> list[Item] | None:
         # No interpreter version (a report that does not state it): nothing can be judged.
         return None if _metadata_unknown(facts) else out
     unknown_metadata = False
+    excluded: dict[str, bool] = {}  # per distinct Requires-Python: thousands of distributions share a handful
     for dists in facts.names.values():
         dist = dists[0]
         if not dist.requires_known:
@@ -266,11 +286,14 @@ def _requires_python(derived: Derived) -> list[Item] | None:
             continue
         if not dist.requires_python:
             continue
-        try:
-            spec = SpecifierSet(dist.requires_python)
-        except InvalidSpecifier:
-            continue
-        if not spec.contains(python, prereleases=True):
+        if dist.requires_python not in excluded:
+            try:
+                spec = SpecifierSet(dist.requires_python)
+            except InvalidSpecifier:
+                excluded[dist.requires_python] = False
+                continue
+            excluded[dist.requires_python] = not spec.contains(python, prereleases=True)
+        if excluded[dist.requires_python]:
             out.append({"name": dist.name, "version": dist.version, "requires_python": dist.requires_python,
                         "python": facts.python.version})
     if unknown_metadata and not out:
@@ -909,9 +932,10 @@ class Derived:
     `tables` are the rule pack's data tables, already parsed: a derivation reads them, never a file.
     """
 
-    def __init__(self, facts: Facts, tables: Tables = NO_TABLES) -> None:
+    def __init__(self, facts: Facts, tables: Tables = NO_TABLES, memo: Memo | None = None) -> None:
         self.facts = facts
         self.tables = tables
+        self.memo = memo  # where the requirement walk's result is remembered between runs (None: nowhere)
         self._values: dict[str, Any] = {}
         self._walk: _Walk | None = None
         self._companions: dict[str, companions.Companion] | None = None
@@ -928,7 +952,7 @@ class Derived:
     def walk(self) -> _Walk:
         """The requirement walk, done once per snapshot and shared by the derivations that need it."""
         if self._walk is None:
-            self._walk = _walk(self)
+            self._walk = _walk(self) if self.memo is None else _remembered_walk(self, self.memo)
         return self._walk
 
     def get(self, name: str) -> Any:

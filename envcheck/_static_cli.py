@@ -1,0 +1,84 @@
+"""`envcheck --static` and `envcheck check --static` with every other option at its default, run without click.
+
+This is the form pre-commit hooks and install scripts run on every commit and every install, and the CLI framework
+was about a tenth of it (bench/README.md). It runs the same check as `envcheck check` (envcheck/_checking.py) and
+answers byte for byte as the CLI does: the report on standard output, exit 0 clean, 1 findings at or above the
+configuration's fail-on (else error), 2 for a configuration or usage error, 3 for a bug, 130 when interrupted. The
+error paths hand their messages to the same functions the CLI uses (and import click for them).
+
+It is taken only where click would write to the standard streams as they are: not on Windows (click writes to its
+console through its own stream), not with an ASCII-encoded standard output (click re-wraps that one), not while a
+shell asks for completions (`_ENVCHECK_COMPLETE`). Anywhere else, and for any other argument list, the CLI runs.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["FORMS", "applies", "run"]
+
+FORMS = (("--static",), ("check", "--static"))
+_ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"  # as envcheck/_cli.py's ISSUES_URL
+
+
+def _plain_text_stream(stream: object) -> bool:
+    encoding = getattr(stream, "encoding", None)
+    if stream is None or not encoding or getattr(stream, "errors", None) is None:
+        return False
+    try:
+        return codecs.lookup(encoding).name != "ascii"
+    except LookupError:
+        return True  # click's own test (is_ascii_encoding) calls such an encoding not ASCII either
+
+
+def applies(argv: Sequence[str]) -> bool:
+    """Whether `argv` (without the program name) is the static check this module runs, here, as the CLI would."""
+    return (tuple(argv) in FORMS and sys.platform != "win32" and "_ENVCHECK_COMPLETE" not in os.environ
+            and _plain_text_stream(sys.stdout) and _plain_text_stream(sys.stderr))
+
+
+def _check() -> int:
+    from envcheck._checking import collected
+    from envcheck._text import printable, use_color
+    from envcheck.api import ProjectOptions
+    from envcheck.report import render
+
+    report, rules = collected(ProjectOptions(), python=None, facts_file=None, config_file=None, no_config=False,
+                              rule_dirs=(), select=(), ignore=(), require=(), forbid=(), static=True,
+                              probe_timeout=120.0, no_cache=False, progress=None)
+    text = printable(render(report, "text", color=use_color(None, None), verbose=False),
+                     getattr(sys.stdout, "encoding", None))
+    sys.stdout.write(text)  # what click.echo(text, nl=False, color=True) does on such a stream
+    sys.stdout.flush()
+    return 1 if report.at_or_above(rules.config.fail_on or "error") else 0
+
+
+def run() -> int:
+    """The exit code of the static check, its report written; errors reported as the CLI reports them."""
+    from envcheck.errors import EnvcheckError
+
+    try:
+        return _check()
+    except EnvcheckError as exc:
+        from envcheck._output import error_line
+
+        error_line(f"envcheck: error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        import click
+
+        click.echo("envcheck: interrupted", err=True)
+        return 130
+    except Exception as exc:  # the last line of defence, as in the CLI: a bug is exit 3 with one line
+        import click
+
+        from envcheck._output import error_line
+
+        error_line(f"envcheck: internal error: {type(exc).__name__}: {exc}")
+        click.echo(f"  please report it at {_ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
+        if os.environ.get("ENVCHECK_DEBUG"):
+            raise
+        return 3

@@ -1,0 +1,47 @@
+"""The text side of the command line's output, without the CLI framework: comma-separated option values, the colour
+decision, text a stream's encoding can carry, clipped messages.
+
+envcheck/_output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
+(envcheck/_static_cli.py) uses them directly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+MAX_MESSAGE = 1000  # characters of one error line
+
+
+def split(values: Sequence[str]) -> list[str]:
+    """Repeated and comma-separated option values, flattened: ("a,b", "c") -> ["a", "b", "c"]."""
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def use_color(choice: bool | None, output: str | None) -> bool:
+    """--color/--no-color when given; else colour only on a terminal, never into a file or under NO_COLOR."""
+    if choice is not None:
+        return choice
+    if output or os.environ.get("NO_COLOR"):  # https://no-color.org: any non-empty value disables colour
+        return False
+    return sys.stdout.isatty()
+
+
+def printable(text: str, encoding: str | None) -> str:
+    """`text` as `encoding` can carry it: what it cannot (a ✗ on a latin-1 or cp1252 terminal, a surrogate left
+    by a folder name that is not UTF-8) becomes "?", so that no report or message fails to be written."""
+    encoding = encoding or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return text.encode(encoding, errors="replace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: ASCII is in every one
+        return text.encode("ascii", errors="replace").decode("ascii")
+    return text
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """`text` cut to `limit` characters, saying how much was left out: a 100,000-character option value echoed
+    back in an error is still one readable line."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"

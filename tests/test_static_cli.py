@@ -1,0 +1,64 @@
+"""`envcheck --static` without click (envcheck/_static_cli.py) answers byte for byte as the click CLI does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck._static_cli import applies
+
+# The command as users run it (through envcheck/_entry.py), and the click CLI given the same arguments.
+ENTRY = "import sys; from envcheck._entry import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
+CLICK = "import sys; from envcheck._cli import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
+PROBE = ("import sys\nfrom envcheck._entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
+         "try:\n    console()\nfinally:\n    sys.stderr.write('click imported: %s' % ('click' in sys.modules))\n")
+
+
+def _run(code: str, args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "_ENVCHECK_COMPLETE")}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**environ, **env}, check=False)
+
+
+PROJECTS = {
+    "no project": None,
+    "an unmet requirement": '[project]\nname = "demo"\nversion = "1"\ndependencies = ["no-such-dist-xyz>=1"]\n',
+    "a configuration error": "[tool.envcheck]\nfail-on = \"sometimes\"\n",
+    "an unknown key": "[tool.envcheck]\nselekt = [\"EC01\"]\n",
+    "fail-on info": "[tool.envcheck]\nfail-on = \"info\"\n",
+}
+
+
+@pytest.mark.parametrize("args", [["--static"], ["check", "--static"]], ids=" ".join)
+@pytest.mark.parametrize("project", list(PROJECTS))
+def test_same_output_and_exit_code_as_the_click_cli(tmp_path: Path, project: str, args: list[str]) -> None:
+    """For each kind of project (none, findings, bad configuration), the fast path prints what click's CLI prints
+    and exits with its code."""
+    text = PROJECTS[project]
+    if text is not None:
+        (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+    fast, slow = _run(ENTRY, args, tmp_path), _run(CLICK, args, tmp_path)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
+    assert fast.returncode in (0, 1, 2)
+    if project == "a configuration error":
+        assert fast.returncode == 2 and "envcheck: error:" in fast.stderr
+
+
+def test_the_fast_path_imports_no_click(tmp_path: Path) -> None:
+    """`envcheck --static` runs without importing click; any other form imports it."""
+    assert _run(PROBE, ["--static"], tmp_path).stderr.endswith("click imported: False")
+    assert _run(PROBE, ["--static", "--no-cache"], tmp_path).stderr.endswith("click imported: True")
+    completing = _run(PROBE, ["--static"], tmp_path, _ENVCHECK_COMPLETE="bash_complete", COMP_WORDS="envcheck --st",
+                      COMP_CWORD="1")
+    assert "click imported: True" in completing.stderr
+
+
+def test_only_the_exact_forms_apply() -> None:
+    """Any other option, order or command goes to the CLI."""
+    assert applies(["--static"]) and applies(["check", "--static"])
+    for argv in ([], ["check"], ["--static", "-v"], ["--static", "check"], ["facts", "--static"], ["--Static"]):
+        assert not applies(argv)
