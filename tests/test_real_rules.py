@@ -115,7 +115,7 @@ def test_namesake_apex_is_not_nvidia_apex(tmp_path: Path) -> None:
 
 def test_library_pairs_that_break_each_other(tmp_path: Path) -> None:
     """Real peft 0.17.1 and trl 0.11.4 wheels next to transformers 5.0.0: peft's HybridCache import (EC1209), trl's
-    `tokenizer=` (EC1207) and its DPOTrainer import (EC1218) are found; the EncoderDecoderCache floor (EC1208) passes."""
+    `tokenizer=` (EC1207) and its DPOTrainer import (EC1218) are found; peft's transformers floor (EC1208) passes."""
     python = _venv(tmp_path / "venv")
     _pip(python, "--no-deps", "peft==0.17.1", "trl==0.11.4", "transformers==5.0.0")
     _, report = _check(python, "--static")
