@@ -1,7 +1,8 @@
 """Rules against real wheels from the package index, installed by real pip into throwaway venvs.
 
 A torchvision built for another torch, lightning next to pytorch-lightning, transformers next to a planted NVIDIA
-apex layout and next to PyPI's unrelated namesake `apex`, and a clean current environment (torch 2.13 CPU with the
+apex layout and next to PyPI's unrelated namesake `apex`, library pairs that break each other (peft and trl next to
+transformers 5), and a clean current environment (torch 2.13 CPU with the
 usual companions) on which envcheck must raise no alarm.
 """
 
@@ -110,6 +111,17 @@ def test_namesake_apex_is_not_nvidia_apex(tmp_path: Path) -> None:
     assert [f["status"] for f in _verdicts(report, "EC0301")] == ["pass"]
     assert [f["status"] for f in _verdicts(report, "EC0310")] == ["n/a"]
 
+
+
+def test_library_pairs_that_break_each_other(tmp_path: Path) -> None:
+    """Real peft 0.17.1 and trl 0.11.4 wheels next to transformers 5.0.0: peft's HybridCache import (EC1209), trl's
+    `tokenizer=` (EC1207) and its DPOTrainer import (EC1218) are found; peft's transformers floor (EC1208) passes."""
+    python = _venv(tmp_path / "venv")
+    _pip(python, "--no-deps", "peft==0.17.1", "trl==0.11.4", "transformers==5.0.0")
+    _, report = _check(python, "--static")
+    assert {rule_id: [f["status"] for f in _verdicts(report, rule_id)] for rule_id in (
+        "EC1207", "EC1208", "EC1209", "EC1218")} == {
+        "EC1207": ["fail"], "EC1208": ["pass"], "EC1209": ["fail"], "EC1218": ["warn"]}
 
 @pytest.mark.torch
 def test_clean_current_environment_raises_no_alarm(torch_python: str) -> None:
