@@ -115,3 +115,21 @@ def test_evidence_names_the_probe_or_the_version_range_that_decided() -> None:
     assert by_id["EC0503"].status is Status.INFO
     assert by_id["EC0503"].evidence.startswith("torch build: version")
     assert "probe transformer-fastpath (not run" in by_id["EC0503"].evidence
+
+
+def test_a_torch_requirement_no_wheel_satisfies_is_reported_once_without_an_install_command() -> None:
+    """On an Intel Mac a project's `torch>=2.3` is EC1601 (no wheel exists), not also EC9801 with a
+    `pip install 'torch>=2.3'` that cannot succeed; a requirement that can be installed stays EC9801's."""
+    from envcheck.project import rules as project_rules
+
+    def fired(case: dict[str, Any]) -> set[str]:
+        facts = _snapshot(case)
+        pack = PACK.only([*PACK.rules, *project_rules.rules(facts.project)])
+        return {f.rule_id for f in evaluate(pack, facts).findings if f.status.is_finding}
+
+    case = CASES["EC1601"]["fires"]
+    assert {"EC1601", "EC9801"} & fired(case) == {"EC1601"}
+    # torch 2.3 needs 2.2.x here: installable, so EC9801 reports it with its command.
+    installable = {**case, "facts": {"project": {**case["facts"]["project"], "requirements": [
+        {"requirement": "torch>=2.2,<2.3", "source": "pyproject.toml: project.dependencies[0]", "kind": "project"}]}}}
+    assert {"EC1601", "EC9801"} & fired(installable) == {"EC9801"}

@@ -497,6 +497,20 @@ def _without_wheel(kind: str) -> Callable[[Derived], Any]:
     return compute
 
 
+def _project_unmet(derived: Derived) -> Any:
+    """The project's unmet requirements, less those no torch wheel can satisfy on this platform and Python: for
+    `torch>=2.3` on macOS x86_64, `pip install 'torch>=2.3'` cannot succeed, and EC1601-EC1603 say what can."""
+    items = project_derived.unmet(derived.facts)
+    if not items:
+        return items
+    try:
+        hopeless = {(w["requirement"], w["source"]) for kind in ("platform", "python", "variant")
+                    for w in derived.get(f"torch.requirement-without-wheel-for-{kind}") or ()}
+    except LookupError:  # an evaluation without the build matrix (rules built by hand): nothing to leave out
+        return items
+    return [item for item in items if (item["requirement"], item["source"]) not in hopeless]
+
+
 def _release_needs(dependency: str, libraries: tuple[str, ...] | None,
                    with_release_only: bool = False) -> Callable[[Derived], Any]:
     def compute(derived: Derived) -> Any:
@@ -819,8 +833,10 @@ DERIVATIONS: dict[str, Derivation] = {
                    "for the checked interpreter; an installed project's own dependencies are left to "
                    "`requirements.unsatisfied`: `name`, `requirement`, `source` (\"requirements.txt:3\"), "
                    "`installed` (a version, or \"not installed\"), `install` (the requirement without its marker), "
-                   "`kind` (`missing` or `conflict`). Empty without a project",
-                   project_derived.UNMET_FIELDS, _of_facts(project_derived.unmet)),
+                   "`kind` (`missing` or `conflict`). A torch requirement no published wheel can satisfy here is "
+                   "left to `torch.requirement-without-wheel-for-*`, whose rules say what to do instead of "
+                   "installing it. Empty without a project",
+                   project_derived.UNMET_FIELDS, _project_unmet),
         Derivation("project.lock-drift",
                    "installed distributions whose version is none of those the project's lock pins for this "
                    "environment: `name`, `installed`, `locked`, `lock` (\"uv.lock\"), `sync` (\"uv sync\"), "
