@@ -149,6 +149,35 @@ def test_healthy_and_unrelated_distributions(torch_python: str, ext_site: Path) 
     assert _verdicts(result, "good-ext") == {}
 
 
+# A module that fails at import, and names where NumPy's C API table lives, as the NumPy headers it was built
+# against make `import_array()` name it (kept in the binary by its use in the module's docstring).
+_NUMPY_TABLE = """
+#include <Python.h>
+extern int envcheck_symbol_from_another_torch(void);
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "%%(name)s", "%s", -1, NULL};
+PyMODINIT_FUNC PyInit_%%(name)s(void) { envcheck_symbol_from_another_torch(); return PyModule_Create(&def); }
+"""
+
+
+def test_numpy_extensions_built_against_numpy_2_are_not_imported(torch_python: str, ext_site: Path) -> None:
+    """With NumPy 2 installed, an extension on NumPy alone whose module names NumPy 2's C API location cannot hit
+    the NumPy 1.x ABI break and is left out (named in the details); one built against NumPy 1.x's headers, and a
+    torch extension, are still imported."""
+    _extension(ext_site, torch_python, "np2-ext", "np2_ext", _NUMPY_TABLE % "numpy._core._multiarray_umath",
+               ("numpy>=1.22",))
+    _extension(ext_site, torch_python, "np1-ext", "np1_ext", _NUMPY_TABLE % "numpy.core._multiarray_umath",
+               ("numpy>=1.22",))
+    _extension(ext_site, torch_python, "torch-np2-ext", "torch_np2_ext",
+               _NUMPY_TABLE % "numpy._core._multiarray_umath", ("torch", "numpy"))
+    result = _probe(torch_python, ext_site)
+    numpy_major = subprocess.run([torch_python, "-c", "import numpy; print(numpy.__version__.split('.')[0])"],
+                                 capture_output=True, text=True, check=True, env=clean_env()).stdout.strip()
+    assert numpy_major == "2", "the torch test interpreter is expected to have NumPy 2"
+    assert result.details["numpy2_built"] == ["np2-ext"]
+    assert set(result.cases) == {"np1-ext", "torch-np2-ext"}
+    assert all(case["status"] == "error" for case in result.cases.values())
+
+
 def test_forked_importers_keep_crash_isolation(torch_python: str, ext_site: Path) -> None:
     """Run with the other probes, the importers are forked from the child that imported torch: an extension that
     aborts is still its own `crashed` case, the one after it still imports, and the probes after it keep their

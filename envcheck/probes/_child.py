@@ -812,6 +812,14 @@ _EXT_KNOWN = frozenset({"torch-scatter", "torch-sparse", "torch-cluster", "torch
                         "causal-conv1d", "mamba-ssm", "natten", "pytorch3d", "torch-tensorrt", "spconv"})
 _EXT_SKIP_DIRS = ("tests", "test", "testing", "_tests")
 _EXT_NESTED_MAX = 4  # nested extension modules imported per distribution, besides its top-level modules
+# NumPy's C API is the table that `import_array()` fetches from NumPy's `_multiarray_umath`: the headers of NumPy 2
+# name it `numpy._core._multiarray_umath` (and fall back to the old name on NumPy 1.x), those of NumPy 1.x only
+# `numpy.core._multiarray_umath`. A module built against NumPy 2's headers runs with NumPy 2 (the ABI break was
+# 1.x -> 2), so with NumPy 2 installed a distribution that builds only on NumPy and whose compiled modules name the
+# new location is not imported: pandas, SciPy, scikit-learn, matplotlib would cost seconds and cannot hit the break.
+_NUMPY2_HEADERS = b"numpy._core._multiarray_umath"
+_NUMPY1_HEADERS = b"numpy.core._multiarray_umath"
+_EXT_SCANNED_FILES = 64  # compiled modules read per distribution, until one uses NumPy's C API
 _EXT_MODULE_TIMEOUT_S = 60.0  # one import; importing torch the first time counts against the first module
 _EXT_BUDGET_S = 100.0  # the whole probe, under the runner's default per-probe timeout of 120 s
 
@@ -837,15 +845,16 @@ def _requires_bases(requires: list[str]) -> set[str]:
     return found
 
 
-def _ext_modules(dist: Any) -> tuple[list[str], int]:
-    """(modules to import, native files) of a distribution, from its RECORD: its top-level packages and
-    extension modules, then up to _EXT_NESTED_MAX nested Python extension modules (a file named with a CPython
-    extension suffix: `_C.cpython-311-x86_64-linux-gnu.so`, `_C.abi3.so`, `_C.pyd`; a bare `lib.so` is a shared
-    library that its package loads itself, not a module)."""
+def _ext_modules(dist: Any) -> tuple[list[str], int, list[str]]:
+    """(modules to import, native files, the first compiled modules' paths) of a distribution, from its RECORD: its
+    top-level packages and extension modules, then up to _EXT_NESTED_MAX nested Python extension modules (a file
+    named with a CPython extension suffix: `_C.cpython-311-x86_64-linux-gnu.so`, `_C.abi3.so`, `_C.pyd`; a bare
+    `lib.so` is a shared library that its package loads itself, not a module)."""
     import importlib.machinery
 
     tagged = tuple(s for s in importlib.machinery.EXTENSION_SUFFIXES if s != ".so")
     native, top, nested = 0, {}, []
+    files: list[str] = []
     for entry in dist.files or []:
         path = str(entry).replace("\\", "/")
         if path.startswith(("..", "/")) or ".dist-info/" in path or ".data/" in path:
@@ -855,6 +864,8 @@ def _ext_modules(dist: Any) -> tuple[list[str], int]:
         is_native = base.endswith((".so", ".pyd")) or ".so." in base
         native += is_native
         module_suffix = next((s for s in tagged if base.endswith(s)), None)
+        if module_suffix is not None and len(files) < _EXT_SCANNED_FILES:
+            files.append(str(dist.locate_file(entry)))
         if len(parts) == 2 and base == "__init__.py":
             top[parts[0]] = True
         elif len(parts) == 1 and module_suffix is not None:
@@ -864,13 +875,42 @@ def _ext_modules(dist: Any) -> tuple[list[str], int]:
             nested.append(".".join([*parts[:-1], base[: -len(module_suffix)]]))
     names = sorted((m for m in top if m.isidentifier()), key=lambda m: (m.startswith("_"), m))
     nested.sort(key=lambda m: (m.count("."), m))
-    return names + nested[:_EXT_NESTED_MAX], native
+    return names + nested[:_EXT_NESTED_MAX], native, files
 
 
-def _ext_targets() -> list[dict[str, Any]]:
-    """The distributions to import: native files in RECORD, and torch or NumPy underneath (declared, or known)."""
+def _built_for_numpy2(files: list[str]) -> bool:
+    """Whether the first of `files` that uses NumPy's C API was compiled against NumPy 2's headers (read, not
+    loaded; memory-mapped, so a large module costs a page-cache scan)."""
+    import mmap
+
+    for path in files:
+        try:
+            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                if data.find(_NUMPY2_HEADERS) >= 0:
+                    return True
+                if data.find(_NUMPY1_HEADERS) >= 0:
+                    return False
+        except (OSError, ValueError):  # unreadable or empty: import it, as before
+            return False
+    return False
+
+
+def _numpy_major() -> int | None:
     import importlib.metadata
 
+    try:
+        return int(importlib.metadata.version("numpy").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+
+
+def _ext_targets(numpy2_built: list[str] | None = None) -> list[dict[str, Any]]:
+    """The distributions to import: native files in RECORD, and torch or NumPy underneath (declared, or known).
+    With NumPy 2 installed, those on NumPy alone whose compiled modules were built against NumPy 2 are left out and
+    named in `numpy2_built`."""
+    import importlib.metadata
+
+    numpy2 = (_numpy_major() or 0) >= 2
     targets, seen = [], set()
     for dist in importlib.metadata.distributions():
         try:
@@ -886,12 +926,17 @@ def _ext_targets() -> list[dict[str, Any]]:
             bases = _requires_bases(dist.requires or [])
             if canonical not in _EXT_KNOWN and not bases:
                 continue
-            modules, native = _ext_modules(dist)
+            modules, native, files = _ext_modules(dist)
         except Exception:  # noqa: BLE001, S112 - corrupt metadata is another rule's finding
             continue
         if native and modules:
+            on_torch = canonical in _EXT_KNOWN or "torch" in bases
+            if numpy2 and not on_torch and _built_for_numpy2(files):
+                if numpy2_built is not None:
+                    numpy2_built.append(canonical)
+                continue
             targets.append({"name": canonical, "version": str(dist.version), "modules": modules,
-                            "torch": canonical in _EXT_KNOWN or "torch" in bases})
+                            "torch": on_torch})
     return sorted(targets, key=lambda t: t["name"])
 
 
@@ -1073,9 +1118,10 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     import tempfile
 
     start = time.monotonic()
-    targets = _ext_targets()
+    numpy2_built: list[str] = []
+    targets = _ext_targets(numpy2_built)
     if not targets:
-        return {"status": "ok", "details": {"distributions": 0, "modules": 0}}
+        return {"status": "ok", "details": {"distributions": 0, "modules": 0, "numpy2_built": sorted(numpy2_built)}}
     # Forked only when this child imported torch for the other probes (torch-import ran first and survived): an
     # import of torch that crashes must cost a grandchild, never this child and the cases of the other extensions.
     fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
@@ -1097,7 +1143,7 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
         case.update(version=t["version"], module=module, modules=[m for m, _ in tried])
         cases[t["name"]] = case
     details = {"distributions": len(targets), "modules": len(items), "wall_s": round(time.monotonic() - start, 3),
-               "importer": "fork" if fork else "spawn"}
+               "importer": "fork" if fork else "spawn", "numpy2_built": sorted(numpy2_built)}
     return {"status": "ok", "details": details, "cases": cases}
 
 
