@@ -10,9 +10,7 @@ metadata does not say which extras or groups the user meant to install.
 
 from __future__ import annotations
 
-from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
-
-from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.common import Item
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Facts
@@ -40,12 +38,8 @@ def unmet(facts: Facts) -> list[Item]:
         req = parse_requirement(declared.requirement)
         if req is None:  # a snapshot edited by hand; the project's own files were validated when read
             continue
-        if req.marker is not None:
-            try:
-                if not req.marker.evaluate(env):
-                    continue
-            except (UndefinedComparison, UndefinedEnvironmentName):
-                continue
+        if req.marker is not None and marker_holds(req.marker, env) is not True:
+            continue  # false here, or not decidable from what the snapshot states
         dist = facts.active(req.name)
         if dist is None:
             if declared.kind == "constraint":

@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envcheck import torch_builds as tb
-from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.builds import platform_key
 from envcheck.derived.common import Item
 from envcheck.facts._collector import canonical_name
@@ -75,12 +74,8 @@ def _declared(facts: Facts, unsatisfied: Iterable[Item]) -> list[tuple[str, str]
             if (req is None or canonical_name(req.name) != "torch" or req.url is not None
                     or declared.kind == "constraint"):  # a constraint limits torch where installed, needs none
                 continue
-            if req.marker is not None:
-                try:
-                    if not req.marker.evaluate(env):
-                        continue
-                except (UndefinedComparison, UndefinedEnvironmentName):
-                    continue
+            if req.marker is not None and marker_holds(req.marker, env) is not True:
+                continue  # false here, or not decidable from what the snapshot states
             out.append((declared.requirement, declared.source))
     for item in unsatisfied:
         if canonical_name(item["dependency"]) == "torch":
