@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,28 +111,38 @@ def _cached_needs(cache: FileCache, path: str) -> dict[str, list[str]] | None:
     return dict(value)
 
 
-def _shared_objects(cache: FileCache, dist: Distribution) -> list[str]:
-    """The shared objects a distribution installed (paths relative to its location), from its RECORD."""
+def _metadata_lines(cache: FileCache, dist: Distribution, name: str, limit: int,
+                    pick: Callable[[str], str | None]) -> list[str]:
+    """`pick` applied to each line of the distribution's metadata file `name` (RECORD, WHEEL), the lines it keeps,
+    remembered in `cache` while the file is unchanged; empty when the file is missing, larger than `limit` or
+    unreadable."""
     if not dist.metadata_dir:
         return []
-    record = os.path.join(dist.metadata_dir, "RECORD")  # noqa: PTH118 - per distribution per run: a Path costs more
-    file_stamp = stamp(record)
-    if file_stamp is None or file_stamp[1] > _MAX_RECORD_BYTES:
+    path = os.path.join(dist.metadata_dir, name)  # noqa: PTH118 - per distribution per run: a Path costs more
+    file_stamp = stamp(path)
+    if file_stamp is None or file_stamp[1] > limit:
         return []
-    cached = cache.get("record", record, file_stamp)
+    kind = name.lower()
+    cached = cache.get(kind, path, file_stamp)
     if isinstance(cached, list) and all(isinstance(p, str) for p in cached):
         return list(cached)
-    found: list[str] = []
     try:
-        with Path(record).open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                path = line.split(",", 1)[0].strip().strip('"')
-                if _SHARED_OBJECT.search(path) and not path.startswith(".."):
-                    found.append(path)
+        with Path(path).open(encoding="utf-8", errors="replace") as fh:
+            found = [kept for line in fh if (kept := pick(line)) is not None]
     except OSError:
         return []
-    cache.put("record", record, file_stamp, found)
+    cache.put(kind, path, file_stamp, found)
     return found
+
+
+def _shared_object(line: str) -> str | None:
+    path = line.split(",", 1)[0].strip().strip('"')
+    return path if _SHARED_OBJECT.search(path) and not path.startswith("..") else None
+
+
+def _shared_objects(cache: FileCache, dist: Distribution) -> list[str]:
+    """The shared objects a distribution installed (paths relative to its location), from its RECORD."""
+    return _metadata_lines(cache, dist, "RECORD", _MAX_RECORD_BYTES, _shared_object)
 
 
 # --- version needs of installed distributions --------------------------------------------------------------------
@@ -224,23 +234,12 @@ def manylinux_floor(tags: list[str]) -> tuple[str, str] | None:
     return None if best is None else (best[1], best[2])
 
 
+def _wheel_tag(line: str) -> str | None:
+    return line.split(":", 1)[1].strip() if line.lower().startswith("tag:") else None
+
+
 def _wheel_tags(cache: FileCache, dist: Distribution) -> list[str]:
-    if not dist.metadata_dir:
-        return []
-    wheel = os.path.join(dist.metadata_dir, "WHEEL")  # noqa: PTH118 - per distribution per run: a Path costs more
-    file_stamp = stamp(wheel)
-    if file_stamp is None or file_stamp[1] > _MAX_WHEEL_BYTES:
-        return []
-    cached = cache.get("wheel", wheel, file_stamp)
-    if isinstance(cached, list) and all(isinstance(t, str) for t in cached):
-        return list(cached)
-    try:
-        with Path(wheel).open(encoding="utf-8", errors="replace") as fh:
-            tags = [line.split(":", 1)[1].strip() for line in fh if line.lower().startswith("tag:")]
-    except OSError:
-        return []
-    cache.put("wheel", wheel, file_stamp, tags)
-    return tags
+    return _metadata_lines(cache, dist, "WHEEL", _MAX_WHEEL_BYTES, _wheel_tag)
 
 
 def wheel_floors(cache: FileCache, distributions: tuple[Distribution, ...]) -> tuple[WheelFloor, ...]:
