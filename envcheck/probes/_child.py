@@ -36,6 +36,9 @@ class Context:
         # Set by a case that left a sticky CUDA error: every later CUDA call of this process would raise it again,
         # so the child stops after the current probe and the runner starts a fresh one for the rest.
         self.poisoned: str | None = None
+        # The extension-imports probe's importer, started right after torch was imported so that it runs while the
+        # other probes do (see _ext_begin); collected when the probe's turn comes, last.
+        self.ext_begun: _ExtBegun | None = None
 
     def import_torch(self) -> dict[str, Any]:
         """Import torch once; the record of how that went (time, warnings, exception) is the torch-import probe."""
@@ -1038,11 +1041,22 @@ def _ext_fork(pending: list[dict[str, Any]], out_path: str) -> _Forked:
     return _Forked(pid)
 
 
-def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool = False) -> dict[str, dict[str, Any]]:
-    """Import `items` in grandchildren (forked from this process when `fork`); every item gets an outcome (a crash
-    or hang names the one it hit)."""
-    import signal
+def _ext_start(pending: list[dict[str, Any]], out_path: str, fork: bool) -> Any:
+    """One importer for `pending`: forked from this process, or a fresh interpreter of the checked environment."""
     import subprocess
+
+    if fork:
+        return _ext_fork(pending, out_path)
+    return subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _EXT_IMPORTER, json.dumps(pending), out_path],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool = False,
+             first: Any = None) -> dict[str, dict[str, Any]]:
+    """Import `items` in grandchildren (forked from this process when `fork`); every item gets an outcome (a crash
+    or hang names the one it hit). `first`: the first round's importer, already started on
+    `tmp`/imports-1.jsonl."""
+    import signal
 
     outcomes: dict[str, dict[str, Any]] = {}
     pending = list(items)
@@ -1054,14 +1068,12 @@ def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool 
             break
         round_no += 1
         out_path = os.path.join(tmp, f"imports-{round_no}.jsonl")
-        open(out_path, "w").close()
         proc: Any
-        if fork:
-            proc = _ext_fork(pending, out_path)
+        if round_no == 1 and first is not None:
+            proc = first
         else:
-            proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _EXT_IMPORTER, json.dumps(pending),
-                                     out_path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
+            open(out_path, "w").close()
+            proc = _ext_start(pending, out_path, fork)
         current, started = None, time.monotonic()
         offset, buffer = 0, ""
         hung = False
@@ -1114,26 +1126,68 @@ def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool 
     return outcomes
 
 
-def probe_extension_imports(ctx: Context) -> dict[str, Any]:
-    import tempfile
+class _ExtBegun:
+    """The extension-imports probe, begun: what it imports, and its first importer, already running."""
 
-    start = time.monotonic()
-    numpy2_built: list[str] = []
-    targets = _ext_targets(numpy2_built)
-    if not targets:
-        return {"status": "ok", "details": {"distributions": 0, "modules": 0, "numpy2_built": sorted(numpy2_built)}}
-    # Forked only when this child imported torch for the other probes (torch-import ran first and survived): an
-    # import of torch that crashes must cost a grandchild, never this child and the cases of the other extensions.
-    fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
-    with tempfile.TemporaryDirectory(prefix="envcheck-imports-") as tmp:
-        items: list[dict[str, str]] = []
+    def __init__(self, start: float, targets: list[dict[str, Any]], numpy2_built: list[str], fork: bool) -> None:
+        import tempfile
+
+        self.start, self.targets, self.numpy2_built, self.fork = start, targets, numpy2_built, fork
+        self.tmp = tempfile.TemporaryDirectory(prefix="envcheck-imports-")
+        self.items: list[dict[str, str]] = []
         for t in targets:
             for module in t["modules"]:
                 key = f"{t['name']}:{module}"
-                items.append({"key": key, "module": module, "stderr": os.path.join(tmp, f"{len(items)}.err")})
-        outcomes = _ext_run(items, tmp, start + _EXT_BUDGET_S, fork=fork)
+                self.items.append({"key": key, "module": module,
+                                   "stderr": os.path.join(self.tmp.name, f"{len(self.items)}.err")})
+        self.first: Any = None
+
+    def launch(self) -> None:
+        out_path = os.path.join(self.tmp.name, "imports-1.jsonl")
+        open(out_path, "w").close()
+        self.first = _ext_start(self.items, out_path, self.fork)
+
+
+def _ext_begin(ctx: Context) -> _ExtBegun:
+    """Find what to import and decide how. Forked only when this child imported torch (torch-import ran and
+    survived), before any probe touched CUDA or started a thread: an import of torch that crashes must cost a
+    grandchild, never this child and the cases of the other extensions."""
+    start = time.monotonic()
+    numpy2_built: list[str] = []
+    targets = _ext_targets(numpy2_built)
+    fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
+    return _ExtBegun(start, targets, numpy2_built, fork)
+
+
+def begin_extension_imports(ctx: Context) -> None:
+    """Start the importer now, in the background, so that the imports run while the other probes do; the
+    probe's own turn then only collects them. Anything that goes wrong here leaves the probe to run in its turn."""
+    try:
+        begun = _ext_begin(ctx)
+        if begun.targets:
+            begun.launch()
+        ctx.ext_begun = begun
+    except Exception:  # noqa: BLE001 - the probe runs from the start in its turn, and reports what fails then
+        ctx.ext_begun = None
+
+
+def probe_extension_imports(ctx: Context) -> dict[str, Any]:
+    begun, ctx.ext_begun = ctx.ext_begun, None
+    early = begun is not None and begun.first is not None
+    if begun is None:
+        begun = _ext_begin(ctx)
+    try:
+        if not begun.targets:
+            return {"status": "ok", "details": {"distributions": 0, "modules": 0,
+                                                "numpy2_built": sorted(begun.numpy2_built)}}
+        # Later rounds (after a crash) of an importer started early are fresh interpreters: by now other probes
+        # have run torch's thread pools in this process, and a fork would copy them mid-flight.
+        outcomes = _ext_run(begun.items, begun.tmp.name, begun.start + _EXT_BUDGET_S,
+                            fork=begun.fork and not early, first=begun.first)
+    finally:
+        begun.tmp.cleanup()
     cases: dict[str, dict[str, Any]] = {}
-    for t in targets:
+    for t in begun.targets:
         # The case is the distribution: its first failing module's outcome (what a user's import hits first),
         # else the first module's.
         tried = [(m, outcomes.get(f"{t['name']}:{m}", {"status": "skipped"})) for m in t["modules"]]
@@ -1142,8 +1196,9 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
                 and v not in (None, "", [])}
         case.update(version=t["version"], module=module, modules=[m for m, _ in tried])
         cases[t["name"]] = case
-    details = {"distributions": len(targets), "modules": len(items), "wall_s": round(time.monotonic() - start, 3),
-               "importer": "fork" if fork else "spawn", "numpy2_built": sorted(numpy2_built)}
+    details = {"distributions": len(begun.targets), "modules": len(begun.items),
+               "wall_s": round(time.monotonic() - begun.start, 3), "importer": "fork" if begun.fork else "spawn",
+               "background": early, "numpy2_built": sorted(begun.numpy2_built)}
     return {"status": "ok", "details": details, "cases": cases}
 
 
@@ -1202,7 +1257,13 @@ def main(argv: list[str]) -> None:
             # Before the first start event, under the runner's longer import bound: an import that is slow (a cold
             # network filesystem) is not charged to the first probe of a fresh child.
             ctx.import_torch()
-        for item in request["probes"]:
+        probes = list(request["probes"])
+        ext = next((item for item in probes if item["name"] == "extension-imports"), None)
+        if ext is not None and len(probes) > 1 and not (ext.get("needs_torch", True) and ctx.torch is None):
+            # The imports run in a grandchild while the other probes run here; the result is collected last.
+            begin_extension_imports(ctx)
+            probes = [item for item in probes if item is not ext] + [ext]
+        for item in probes:
             name = item["name"]
             _write(out, {"event": "start", "probe": name})
             start = time.perf_counter()

@@ -248,8 +248,10 @@ def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> su
     return proc
 
 
-# Probes that run first in the shared child, in this order: torch-import, then extension-imports, which forks its
-# importers from the child while it is still single-threaded and CUDA is not initialised (no other probe has run).
+# Probes asked first of the shared child, in this order: torch-import, then extension-imports. The child starts
+# extension-imports' importer right after importing torch, forked while it is still single-threaded and CUDA is not
+# initialised (no other probe has run), lets it import in the background while the other probes run, and collects
+# its result last.
 FIRST = ("torch-import", "extension-imports")
 
 
