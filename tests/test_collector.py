@@ -251,3 +251,34 @@ def test_partial_install_leftovers(tmp_path: Path) -> None:
     facts = collect_facts(site, other)
     assert facts.partial_installs == (str(site / "~orch"), str(site / "~orch-2.5.1.dist-info"))
     assert [(d.name, d.version) for d in facts.distributions] == [("torch", "2.6.0")]
+
+
+def test_folders_are_listed_as_importlib_metadata_finds_them(tmp_path: Path) -> None:
+    """The listing that spares a warm collector importlib.metadata finds exactly its folders, in its order: on
+    this interpreter's own path, and on a folder of awkward names (spellings of one name, egg-info, a pip
+    leftover, upper case, a folder that is no distribution) behind a path entry that does not exist."""
+    import importlib.metadata
+
+    odd = tmp_path / "odd-site"
+    for folder in ("Foo_Bar-1.0.dist-info", "zeta-2.0.dist-info", "foo.bar-2.0.dist-info", "legacy-0.1.egg-info",
+                   "~orch-2.5.1.dist-info", "UPPER-3.0.DIST-INFO", "notadist", "alpha-1.0.dist-info"):
+        (odd / folder).mkdir(parents=True)
+    for path in ([p for p in sys.path if p and os.path.isabs(p)], [str(tmp_path / "missing"), str(odd)]):
+        listed = _collector._listed(path)
+        if listed is None:
+            pytest.skip(f"Python {sys.version_info[:2]} or this sys.meta_path is left to importlib.metadata")
+        assert listed == [str(d._path) for d in importlib.metadata.distributions(path=path)]  # type: ignore[attr-defined]
+
+
+def test_a_warm_collection_equals_a_cold_one(site: Path, tmp_path: Path) -> None:
+    """With every distribution in the metadata cache (listed without importlib.metadata), the facts are the ones
+    a collection without the cache reads."""
+    write_dist(site, "alpha", "1.0", requires=["beta>=2"])
+    write_dist(site, "Beta", "2.1")
+    request = {"cache_dir": str(tmp_path / "cache")}
+    (tmp_path / "cache").mkdir(mode=0o700)
+    cold = _collector.collect({}, path=[str(site)])["distributions"]
+    first = _collector.collect(request, path=[str(site)])["distributions"]
+    warm = _collector.collect(request, path=[str(site)])["distributions"]
+    assert cold == first == warm
+    assert [d["name"] for d in warm] == ["alpha", "Beta"]

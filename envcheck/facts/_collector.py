@@ -23,10 +23,13 @@ import stat
 import sys
 from typing import Any
 
-try:  # Python >= 3.8
-    import importlib.metadata as _metadata
-except ImportError:  # pragma: no cover - only reached on Python 3.7 and older, reported below
-    _metadata = None  # type: ignore[assignment]
+
+def _metadata() -> Any:
+    """importlib.metadata, imported only when needed: through the email package its import is a third of what
+    the collector costs in another interpreter, and a warm cache with _listed() needs none of it."""
+    import importlib.metadata
+
+    return importlib.metadata
 
 # Bumped whenever the shape of the snapshot changes (2: `distributions[].top_level` dropped; 3: `project` added, and
 # the markers of unknowns, `distributions_complete` and `distributions[].requires_known`, and `provenance`);
@@ -361,36 +364,89 @@ def _write_cache(file: str, entries: dict[str, Any]) -> None:
         pass
 
 
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
+
+
+def _listed(path: list[str]) -> list[str] | None:
+    """The metadata folders `importlib.metadata.distributions(path=path)` finds, in its order, without importing
+    it; None where that cannot be known for sure, and the caller asks importlib.metadata itself.
+
+    Its standard finder lists each path entry's children and, per entry, yields every `*.dist-info` and
+    `*.egg-info` folder grouped by normalised name in first-seen order (`importlib.metadata.Lookup`, as in
+    CPython 3.11 to 3.13). Not mirrored: another finder on sys.meta_path that finds distributions, a zip file or an
+    `.egg` on the path, a relative entry, other Pythons; a test compares the two on real environments."""
+    import pathlib
+
+    if not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        return None
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+        return None
+    out: list[str] = []
+    for root in path:
+        if not root or not os.path.isabs(root) or root.lower().endswith(".egg"):
+            return None
+        try:
+            children = os.listdir(root)
+        except OSError:
+            if os.path.exists(root):  # a zip file (or an unreadable folder): importlib.metadata's own business
+                return None
+            continue
+        groups: dict[str, list[str]] = {}
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")):
+                name = low.rpartition(".")[0].partition("-")[0]
+                groups.setdefault(_normalized(name), []).append(str(pathlib.Path(root, child)))
+        for group in groups.values():
+            out.extend(group)
+    return out
+
+
 def _distributions(path: list[str], cache_dir: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
     out: list[dict[str, Any]] = []
-    try:
-        found = list(_metadata.distributions(path=path))
-    except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
-        return [], ["listing distributions failed: %s: %s" % (type(exc).__name__, exc)]
     cache_file = _cache_file(cache_dir)
+    # With a cache, most distributions come from it: list their folders without importlib.metadata when possible.
+    found: list[Any] | None = _listed(path) if cache_file else None
+    if found is None:
+        try:
+            found = list(_metadata().distributions(path=path))
+        except Exception as exc:  # noqa: BLE001 - an unreadable path entry must not lose the others
+            return [], ["listing distributions failed: %s: %s" % (type(exc).__name__, exc)]
     cached = _read_cache(cache_file)
     fresh: dict[str, Any] = {}
-    for dist in found:
-        if os.path.basename(str(getattr(dist, "_path", "") or "").rstrip("/\\")).startswith("~"):
+    for entry in found:
+        listed = isinstance(entry, str)  # a folder from _listed(): a PathDistribution, made when it must be read
+        dist = None if listed else entry
+        if os.path.basename((entry if listed else str(getattr(dist, "_path", "") or "")).rstrip("/\\")).startswith("~"):
             # pip's leftover of an interrupted run (`~orch-2.5.1.dist-info`, a partial install): pip and
             # importlib.metadata.version() ignore it, so it must not count as an install, let alone the active one.
             continue
-        meta_dir = str(getattr(dist, "_path", "") or "") if cache_file else ""
-        stamp = _stamp(meta_dir) if meta_dir and type(dist) is _metadata.PathDistribution else None
+        stamp: list[Any] | None
+        if listed:
+            meta_dir = entry
+            stamp = _stamp(meta_dir)
+        else:
+            meta_dir = str(getattr(dist, "_path", "") or "") if cache_file else ""
+            stamp = _stamp(meta_dir) if meta_dir and type(dist) is _metadata().PathDistribution else None
         if stamp is not None:
-            entry = cached.get(meta_dir)
-            if (isinstance(entry, list) and len(entry) == 2 and entry[0] == stamp and _valid_fact(entry[1])
-                    and entry[1]["metadata_dir"] == meta_dir):
-                fresh[meta_dir] = entry
-                out.append(dict(entry[1], requires=list(entry[1]["requires"]), problems=list(entry[1]["problems"])))
+            hit = cached.get(meta_dir)
+            if (isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp and _valid_fact(hit[1])
+                    and hit[1]["metadata_dir"] == meta_dir):
+                fresh[meta_dir] = hit
+                out.append(dict(hit[1], requires=list(hit[1]["requires"]), problems=list(hit[1]["problems"])))
                 continue
         try:
+            if dist is None:
+                import pathlib
+
+                dist = _metadata().PathDistribution(pathlib.Path(meta_dir))
             fact = _distribution(dist)
             out.append(fact)
             if stamp is not None and _stamp(meta_dir) == stamp:  # unchanged while it was read
                 fresh[meta_dir] = [stamp, fact]
         except Exception as exc:  # noqa: BLE001 - one corrupt folder is a fact about that folder
-            meta_dir = str(getattr(dist, "_path", "") or "")
+            meta_dir = entry if listed else str(getattr(dist, "_path", "") or "")
             name, version = _folder_name_guess(meta_dir)
             out.append({
                 "name": name, "canonical_name": canonical_name(name), "version": version,
@@ -751,8 +807,8 @@ def collect(request: dict[str, Any] | None = None, path: list[str] | None = None
     path = list(path) if path is not None else search_path()
     problems: list[str] = []
     distributions: list[dict[str, Any]]
-    if _metadata is None:
-        distributions = []  # type: ignore[unreachable]
+    if sys.version_info < (3, 8):
+        distributions = []
         problems.append("Python %s has no importlib.metadata (Python >= 3.8 needed)" % platform.python_version())
     else:
         distributions, listing_problems = _distributions(path, request.get("cache_dir"))
