@@ -210,15 +210,27 @@ def load(extra_dirs: Iterable[Path] = (), *, use_cache: bool = True, avoid: Sequ
     edited, added or removed file is a miss; `use_cache=False` (--no-cache) neither reads nor writes it."""
     dirs = [builtin_rules_dir(), *extra_dirs]
     stamp = _pack_stamp(dirs) if use_cache else None
+    entry = _pack_entry(dirs)
     if stamp is not None:
-        cached = _cached_pack(stamp, avoid)
+        cached = _cached_pack(entry, stamp, avoid)
         if cached is not None:
             return cached
     rules = tuple(rule for f in load_files(dirs) for rule in f.rules)
     pack = RulePack(rules, tables_mod.load(dirs))
     if stamp is not None:
-        _store_pack(pack, stamp, avoid)
+        _store_pack(pack, entry, stamp, avoid)
     return pack
+
+
+def _pack_entry(dirs: Sequence[Path]) -> str:
+    """The cache entry of a pack made of these rule directories: one per set of directories, so that projects with
+    their own `rule-dirs` (or `--rules`) do not evict each other's pack, or the shipped one, on every run."""
+    import hashlib
+
+    if len(dirs) <= 1:
+        return "rule-pack"
+    joined = "\0".join(str(d.absolute()) for d in dirs)
+    return "rule-pack-" + hashlib.sha256(joined.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def _tree_lines(top: str, suffix: str, lines: list[str]) -> None:
@@ -254,10 +266,10 @@ def _pack_stamp(dirs: Sequence[Path]) -> str | None:
     return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _cached_pack(stamp: str, avoid: Sequence[str]) -> RulePack | None:
+def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | None:
     from envcheck import cache
 
-    payload = cache.load_signed("rule-pack", stamp, avoid)
+    payload = cache.load_signed(entry, stamp, avoid)
     if payload is None:
         return None
     import gc
@@ -276,7 +288,7 @@ def _cached_pack(stamp: str, avoid: Sequence[str]) -> RulePack | None:
     return pack if isinstance(pack, RulePack) else None
 
 
-def _store_pack(pack: RulePack, stamp: str, avoid: Sequence[str]) -> None:
+def _store_pack(pack: RulePack, entry: str, stamp: str, avoid: Sequence[str]) -> None:
     import pickle
 
     from envcheck import cache
@@ -285,7 +297,7 @@ def _store_pack(pack: RulePack, stamp: str, avoid: Sequence[str]) -> None:
         payload = pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - a table or condition that cannot be pickled: the pack is just not cached
         return
-    cache.store_signed("rule-pack", stamp, payload, avoid)
+    cache.store_signed(entry, stamp, payload, avoid)
 
 
 def matches(selector: str, rule_id: str, name: str) -> bool:

@@ -63,6 +63,20 @@ def test_second_load_is_served_from_the_cache(monkeypatch: pytest.MonkeyPatch, t
     assert second.tables.parsed.keys() == first.tables.parsed.keys()
 
 
+def test_packs_of_different_rule_directories_do_not_evict_each_other(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """Two projects with their own rule directories, checked in turn, each find their pack cached (one entry per
+    set of directories), as does the shipped pack."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _rule_dir(tmp_path / "a")
+    second = _rule_dir(tmp_path / "b", summary="second text")
+    packs = {key: rules.load(dirs) for key, dirs in (("shipped", []), ("a", [first]), ("b", [second]))}
+    _no_parsing(monkeypatch)
+    assert {key: rules.load(dirs) for key, dirs in (("b", [second]), ("shipped", []), ("a", [first]))} == packs
+    assert len(list(cache.cache_dir().glob("rule-pack*.signed"))) == 3
+
+
 def test_cache_directory_and_key_are_private() -> None:
     """The cache directory is created 0700 and the signing key 0600, so nobody else can plant or read entries."""
     rules.load()
