@@ -30,7 +30,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived.common import Item
+from envcheck.derived.common import Item, release_table
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -136,16 +136,8 @@ def merged(tables: Iterable[CompanionTable]) -> dict[str, Companion]:
     return {name: companion for table in tables for name, companion in table.companions.items()}
 
 
-def _companion(file: str, name: str, table: object) -> Companion:
-    if not isinstance(table, dict) or not isinstance(table.get("releases"), dict) or not table["releases"]:
-        raise RuleError(file, "expected a table with a non-empty [NAME.releases] table", key=name)
-    unknown = set(table) - _COMPANION_KEYS
-    if unknown:
-        raise RuleError(file, f"unknown key (expected {', '.join(sorted(_COMPANION_KEYS))})",
-                        key=f"{name}.{sorted(unknown)[0]}")
-    symptom = table.get("symptom")
-    if not isinstance(symptom, str) or not symptom.strip():
-        raise RuleError(file, "expected the error a mismatched build raises, as a string", key=f"{name}.symptom")
+def _companion(file: str, name: str, raw: object) -> Companion:
+    table, symptom = release_table(file, name, raw, _COMPANION_KEYS, "the error a mismatched build raises")
     cuda_match = _cuda_match(file, table.get("cuda-match"), f"{name}.cuda-match")
     defaults = _builds(file, table, name)
     releases = []
@@ -164,7 +156,7 @@ def _companion(file: str, name: str, table: object) -> Companion:
         pypi = {**defaults, **_builds(file, row, where)}
         row_match = _cuda_match(file, row.get("cuda-match"), f"{where}.cuda-match") or cuda_match
         releases.append(Release(key, versions, torch, pypi, row_match))
-    return Companion(name, symptom.strip(), tuple(releases))
+    return Companion(name, symptom, tuple(releases))
 
 
 def _builds(file: str, table: dict[str, object], where: str) -> dict[str, Build]:

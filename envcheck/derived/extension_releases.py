@@ -33,6 +33,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envcheck.derived.common import release_table
 from envcheck.errors import RuleError
 
 __all__ = ["APPLIES", "ExtensionTable", "Library", "Row", "parse"]
@@ -120,16 +121,8 @@ def parse(data: dict[str, Any], file: str) -> ExtensionTable:
     return ExtensionTable({name: _library(file, name, table) for name, table in data.items()})
 
 
-def _library(file: str, name: str, table: object) -> Library:
-    if not isinstance(table, dict) or not isinstance(table.get("releases"), dict) or not table["releases"]:
-        raise RuleError(file, "expected a table with a non-empty [NAME.releases] table", key=name)
-    unknown = set(table) - _LIBRARY_KEYS
-    if unknown:
-        raise RuleError(file, f"unknown key (expected {', '.join(sorted(_LIBRARY_KEYS))})",
-                        key=f"{name}.{sorted(unknown)[0]}")
-    symptom = table.get("symptom")
-    if not isinstance(symptom, str) or not symptom.strip():
-        raise RuleError(file, "expected how a mismatched release fails, as a string", key=f"{name}.symptom")
+def _library(file: str, name: str, raw: object) -> Library:
+    table, symptom = release_table(file, name, raw, _LIBRARY_KEYS, "how a mismatched release fails")
     applies = table.get("applies-to", "all")
     if applies not in APPLIES:
         raise RuleError(file, f"expected one of {', '.join(APPLIES)}, got {applies!r}", key=f"{name}.applies-to")
@@ -137,7 +130,7 @@ def _library(file: str, name: str, table: object) -> Library:
     if not isinstance(decides, bool):
         raise RuleError(file, f"expected true or false, got {decides!r}", key=f"{name}.import-decides")
     rows = tuple(_row(file, f"{name}.releases.{key}", key, row) for key, row in table["releases"].items())
-    return Library(name, symptom.strip(), str(applies), decides, rows)
+    return Library(name, symptom, str(applies), decides, rows)
 
 
 def _row(file: str, where: str, key: str, row: object) -> Row:
