@@ -364,10 +364,6 @@ def _write_cache(file: str, entries: dict[str, Any]) -> None:
         pass
 
 
-def _normalized(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower().replace("-", "_")
-
-
 def _listed(path: list[str]) -> list[str] | None:
     """The metadata folders `importlib.metadata.distributions(path=path)` finds, in its order, without importing
     it; None where that cannot be known for sure, and the caller asks importlib.metadata itself.
@@ -397,7 +393,9 @@ def _listed(path: list[str]) -> list[str] | None:
             low = child.lower()
             if low.endswith((".dist-info", ".egg-info")):
                 name = low.rpartition(".")[0].partition("-")[0]
-                groups.setdefault(_normalized(name), []).append(str(pathlib.Path(root, child)))
+                # importlib.metadata groups by `Prepared.normalize`, PEP 503's name with `_` for `-`: the same
+                # groups as canonical_name's.
+                groups.setdefault(canonical_name(name), []).append(str(pathlib.Path(root, child)))
         for group in groups.values():
             out.extend(group)
     return out
