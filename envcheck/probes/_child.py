@@ -1162,12 +1162,15 @@ def _ext_begin(ctx: Context) -> _ExtBegun:
 def begin_extension_imports(ctx: Context) -> None:
     """Start the importer now, in the background, so that the imports run while the other probes do; the
     probe's own turn then only collects them. Anything that goes wrong here leaves the probe to run in its turn."""
+    begun = None
     try:
         begun = _ext_begin(ctx)
         if begun.targets:
             begun.launch()
         ctx.ext_begun = begun
     except Exception:  # noqa: BLE001 - the probe runs from the start in its turn, and reports what fails then
+        if begun is not None:
+            begun.tmp.cleanup()  # this process ends with os._exit: no finaliser would remove the folder
         ctx.ext_begun = None
 
 
