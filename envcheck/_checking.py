@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from envcheck._text import split
 
 if TYPE_CHECKING:
+    from envcheck._replay import Recording
     from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
     from envcheck.model import Report, Target
 
@@ -54,8 +55,10 @@ def rule_set_for(config_file: str | None, no_config: bool, rule_dirs: Sequence[P
 def collected(project_options: ProjectOptions, *, python: str | None, facts_file: str | None,
               config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
               ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str], static: bool,
-              probe_timeout: float, no_cache: bool, progress: ProgressLine | None) -> tuple[Report, RuleSet]:
-    """The report of `envcheck check` on a collected environment (or a saved snapshot, --facts), with its rules."""
+              probe_timeout: float, no_cache: bool, progress: ProgressLine | None,
+              recording: Recording | None = None) -> tuple[Report, RuleSet]:
+    """The report of `envcheck check` on a collected environment (or a saved snapshot, --facts), with its rules;
+    `recording` is told what was collected (a static check that may be replayed: envcheck/_replay.py)."""
     from envcheck.api import checked, gather, memo_for, read_project, with_project
     from envcheck.engine import evaluate
     from envcheck.model import Target
@@ -67,7 +70,8 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
     try:
         target = target_for(python, facts_file)
         facts = snapshot or with_project(gather(rules.every, python=target,
-                                                probes=probe_options(static, probe_timeout, no_cache, progress)),
+                                                probes=probe_options(static, probe_timeout, no_cache, progress),
+                                                recording=recording),
                                          project)
     finally:
         if progress is not None:

@@ -25,7 +25,7 @@ def console() -> None:
         from envcheck._static_cli import run
 
         try:
-            code = run()
+            code = run(sys.argv[1:])
         finally:
             import gc
 

@@ -16,7 +16,13 @@ from __future__ import annotations
 import codecs
 import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not typing's: this is the path pre-commit takes on every commit
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from envcheck._replay import Recording
 
 __all__ = ["FORMS", "applies", "run"]
 
@@ -40,28 +46,50 @@ def applies(argv: Sequence[str]) -> bool:
             and _plain_text_stream(sys.stdout) and _plain_text_stream(sys.stderr))
 
 
-def _check() -> int:
+def _check(recording: Recording | None) -> tuple[str, int, list[Path]]:
+    """The report's text, the exit code, and the rule directories the pack was made of."""
     from envcheck._checking import collected
     from envcheck._text import printable, use_color
     from envcheck.api import ProjectOptions
     from envcheck.report import render
+    from envcheck.rules import builtin_rules_dir
 
     report, rules = collected(ProjectOptions(), python=None, facts_file=None, config_file=None, no_config=False,
                               rule_dirs=(), select=(), ignore=(), require=(), forbid=(), static=True,
-                              probe_timeout=120.0, no_cache=False, progress=None)
+                              probe_timeout=120.0, no_cache=False, progress=None, recording=recording)
     text = printable(render(report, "text", color=use_color(None, None), verbose=False),
                      getattr(sys.stdout, "encoding", None))
+    code = 1 if report.at_or_above(rules.config.fail_on or "error") else 0
+    return text, code, [builtin_rules_dir(), *rules.config.rule_dirs]
+
+
+def _write(text: str) -> None:
     sys.stdout.write(text)  # what click.echo(text, nl=False, color=True) does on such a stream
     sys.stdout.flush()
-    return 1 if report.at_or_above(rules.config.fail_on or "error") else 0
 
 
-def run() -> int:
-    """The exit code of the static check, its report written; errors reported as the CLI reports them."""
+def run(argv: Sequence[str] = FORMS[0]) -> int:
+    """The exit code of the static check `argv` (one of FORMS), its report written; errors reported as the CLI
+    reports them. The report of the last run is written again while nothing it read has changed
+    (envcheck/_replay.py)."""
+    from envcheck import _replay
     from envcheck.errors import EnvcheckError
 
     try:
-        return _check()
+        replayed = _replay.replayed(argv)
+        if replayed is not None:
+            _write(replayed[0])
+            return replayed[1]
+        recording = _replay.Recording.start(argv)
+        try:
+            text, code, rule_dirs = _check(recording)
+        finally:
+            if recording is not None:
+                recording.stop()
+        _write(text)
+        if recording is not None:
+            recording.store(text, code, rule_dirs)
+        return code
     except EnvcheckError as exc:
         from envcheck._output import error_line
 

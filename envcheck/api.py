@@ -30,6 +30,7 @@ from envcheck.project.discover import Project
 from envcheck.rules import RulePack
 
 if TYPE_CHECKING:
+    from envcheck._replay import Recording
     from envcheck.derived.walk_memo import Memo
     from envcheck.probes.runner import Progress
 
@@ -59,12 +60,12 @@ class ProbeOptions:
 
 
 def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_file: str | None = None,
-           probes: ProbeOptions = ProbeOptions(run=False)) -> Facts:
+           probes: ProbeOptions = ProbeOptions(run=False), recording: Recording | None = None) -> Facts:
     """Facts from a saved snapshot, another interpreter, or this one; with probe results unless `probes.run` is off.
 
     `python`: None is the running interpreter, a path another one (run in a child process), a `Target` (from
     `envcheck.target.discover`) either, as its `in_process` says. A saved snapshot is evaluated as it is: its probe
-    results (if any) are the evidence, nothing is re-run.
+    results (if any) are the evidence, nothing is re-run. `recording`: see `envcheck.facts.collect.collect`.
     """
     if facts_file is not None:
         if python is not None:
@@ -72,7 +73,8 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         return collect_mod.load(facts_file)
     if isinstance(python, Target):
         python = None if python.in_process else python.python
-    facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache)
+    facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
+                                recording=recording)
     if not probes.run:
         return facts
     from envcheck.probes import run_probes  # only when probes run: --static never loads the runner

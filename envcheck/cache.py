@@ -25,9 +25,11 @@ import hashlib
 import hmac
 import os
 import sys
-import tempfile
-from collections.abc import Iterable
 from pathlib import Path
+
+TYPE_CHECKING = False  # not typing's: a replayed static check reads its entry through here
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["SignedMemo", "cache_dir", "inside", "load_signed", "store_signed", "usable_dir"]
 
@@ -159,6 +161,8 @@ def store_signed(name: str, stamp: str, payload: bytes, avoid: Iterable[str] = (
     if secret is None:
         return
     data = b"".join([_MAGIC, stamp.encode(), b"\n", _mac(secret, name, stamp, payload), payload])
+    import tempfile  # only when writing: a replayed check reads its entry and writes nothing
+
     try:
         with tempfile.NamedTemporaryFile("wb", dir=directory, delete=False, suffix=".tmp") as fh:
             fh.write(data)

@@ -12,9 +12,7 @@ mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 from envcheck import _files
 from envcheck._resources import builtin_rules_dir
+from envcheck._stamps import pack_stamp
 from envcheck.conditions import ALWAYS, Where, parse
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS
@@ -39,7 +38,6 @@ _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundr
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
 _OPTIONAL = ("commands", "applies", "when", "foreach")
-_PACK_FORMAT = 1  # bumped when a cached pack's meaning changes without a change to envcheck's code
 
 
 @dataclass(frozen=True)
@@ -209,7 +207,7 @@ def load(extra_dirs: Iterable[Path] = (), *, use_cache: bool = True, avoid: Sequ
     `avoid`, the checked environment) under a stamp of every rule and table file and of envcheck's own code, so an
     edited, added or removed file is a miss; `use_cache=False` (--no-cache) neither reads nor writes it."""
     dirs = [builtin_rules_dir(), *extra_dirs]
-    stamp = _pack_stamp(dirs) if use_cache else None
+    stamp = pack_stamp(dirs) if use_cache else None
     entry = _pack_entry(dirs)
     if stamp is not None:
         cached = _cached_pack(entry, stamp, avoid)
@@ -231,39 +229,6 @@ def _pack_entry(dirs: Sequence[Path]) -> str:
         return "rule-pack"
     joined = "\0".join(str(d.absolute()) for d in dirs)
     return "rule-pack-" + hashlib.sha256(joined.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def _tree_lines(top: str, suffix: str, lines: list[str]) -> None:
-    """A line per file ending in `suffix` under `top` (recursively) and per folder, with its inode, mtime and size:
-    a file added, removed, edited or replaced changes at least one of them."""
-    st = os.stat(top)  # noqa: PTH116 - os.scandir below yields plain strings; Path objects would cost more here
-    lines.append(f"{top}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_size}")
-    with os.scandir(top) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.is_dir() and entry.name != "__pycache__":
-                _tree_lines(entry.path, suffix, lines)
-            elif entry.name.endswith(suffix) and entry.is_file():
-                st = entry.stat()
-                lines.append(f"{entry.path}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_size}")
-
-
-def _pack_stamp(dirs: Sequence[Path]) -> str | None:
-    """A digest of everything a loaded pack depends on: envcheck's version and code (an editable checkout changes
-    without a new version; the pickled classes must match), the interpreter, and every rule and table file."""
-    import hashlib
-
-    from envcheck import __version__
-
-    lines = [__version__, sys.version, str(_PACK_FORMAT)]
-    try:
-        _tree_lines(str(Path(__file__).parent), ".py", lines)
-        for directory in dirs:
-            lines.append(f"dir\0{directory.absolute()}")
-            if directory.is_dir():  # a missing one is an error on load, never cached
-                _tree_lines(str(directory.absolute()), ".toml", lines)
-    except OSError:
-        return None
-    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | None:

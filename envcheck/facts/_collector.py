@@ -12,7 +12,6 @@ package's `__init__`. Every failure becomes a recorded problem, never an excepti
 
 from __future__ import annotations
 
-import ast
 import importlib.machinery
 import json
 import os
@@ -21,7 +20,10 @@ import re
 import shutil
 import stat
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: the collector imports nothing it does not need at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _metadata() -> Any:
@@ -372,8 +374,6 @@ def _listed(path: list[str]) -> list[str] | None:
     `*.egg-info` folder grouped by normalised name in first-seen order (`importlib.metadata.Lookup`, as in
     CPython 3.11 to 3.13). Not mirrored: another finder on sys.meta_path that finds distributions, a zip file or an
     `.egg` on the path, a relative entry, other Pythons; a test compares the two on real environments."""
-    import pathlib
-
     if not (3, 11) <= sys.version_info[:2] <= (3, 13):
         return None
     if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
@@ -388,6 +388,9 @@ def _listed(path: list[str]) -> list[str] | None:
             if os.path.exists(root):  # a zip file (or an unreadable folder): importlib.metadata's own business
                 return None
             continue
+        # str(pathlib.Path(root, child)), as importlib.metadata names the folder; a plain join gives the same text
+        # for a normalised root, without importing pathlib.
+        plain = os.path.normpath(root) == root and not root.startswith("//")
         groups: dict[str, list[str]] = {}
         for child in children:
             low = child.lower()
@@ -395,10 +398,17 @@ def _listed(path: list[str]) -> list[str] | None:
                 name = low.rpartition(".")[0].partition("-")[0]
                 # importlib.metadata groups by `Prepared.normalize`, PEP 503's name with `_` for `-`: the same
                 # groups as canonical_name's.
-                groups.setdefault(canonical_name(name), []).append(str(pathlib.Path(root, child)))
+                folder = os.path.join(root, child) if plain else _path_text(root, child)
+                groups.setdefault(canonical_name(name), []).append(folder)
         for group in groups.values():
             out.extend(group)
     return out
+
+
+def _path_text(root: str, child: str) -> str:
+    import pathlib
+
+    return str(pathlib.Path(root, child))
 
 
 def _distributions(path: list[str], cache_dir: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
@@ -728,6 +738,8 @@ def _source_fact(relative: str, patterns: list[str], path: list[str]) -> dict[st
 
 
 def _literal_assignments(text: str) -> dict[str, Any]:
+    import ast  # only where torch is installed: its version.py is read as literals
+
     values: dict[str, Any] = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

@@ -3,29 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import socket
-import subprocess
-import sysconfig
-import tempfile
 import threading
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
-from envcheck import __version__, _files
-from envcheck.errors import CollectError, FactsError
-from envcheck.facts import _collector
+from envcheck import _files
+from envcheck.errors import FactsError
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.native_scan import collect_native
 from envcheck.facts.network import collect_network
 from envcheck.facts.nvml import collect_nvml
+from envcheck.facts.raw import collect_raw
 from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
 from envcheck.facts.toolchain_scan import collect_toolchain
 
-# Running the collector in another interpreter costs one interpreter start (~20-50 ms); a minute means it is stuck.
-_FOREIGN_TIMEOUT_S = 60.0
+if TYPE_CHECKING:
+    from envcheck._replay import Recording
 
 
 def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, Any]:
@@ -36,43 +31,37 @@ def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, An
     }
 
 
-def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bool = True) -> Facts:
+def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bool = True,
+            recording: Recording | None = None) -> Facts:
     """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck).
 
     NVML facts are machine-wide and always come from envcheck's own process: the checked interpreter need not
     have the bindings. They are read in a thread while the distributions are scanned, because NVML's
     initialisation can take a noticeable time on a GPU machine (the GPUs wake up without a persistence daemon).
-    """
-    nvml = _Background(collect_nvml)
-    if use_cache:  # each distribution's parsed metadata, reused while its files are unchanged (envcheck.cache)
-        from envcheck.cache import usable_dir
 
-        directory = usable_dir()
-        if directory is not None:
-            request = {**request, "cache_dir": str(directory)}
-    if python is None:
-        raw = _collector.collect(request)
-        origin = "local"
-    else:
-        raw = _collect_foreign(python, request)
-        origin = f"python:{python}"
-    _installer_beside_envcheck(raw)
-    raw["envcheck_version"] = __version__
-    raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
+    `recording` (a static check that may be replayed, envcheck/_replay.py) is told the collector's answer and the
+    NVML and network facts: a replay collects those again and compares. What the other readers read (the KFD
+    topology, the toolchain's and native libraries' files) it witnesses file by file.
+    """
+    with nullcontext() if recording is None else recording.paused():
+        nvml = _Background(collect_nvml)
+        if use_cache:  # each distribution's parsed metadata, reused while its files are unchanged (envcheck.cache)
+            from envcheck.cache import usable_dir
+
+            directory = usable_dir()
+            if directory is not None:
+                request = {**request, "cache_dir": str(directory)}
+        raw = collect_raw(request, python)
+        machine = (nvml.result(), collect_network())
+        if recording is not None:
+            recording.collected(python, request, raw, *machine)
+    origin = "local" if python is None else f"python:{python}"
     facts = Facts.from_dict(raw, file=origin, origin=origin)
     # The KFD topology is a few small sysfs files (milliseconds): read in line, unlike NVML. The toolchain and
     # native libraries are read from files here too, in envcheck's process: the checked interpreter runs on this
     # machine, and these readers need envcheck's modules (the collector is stdlib-only).
-    return dataclasses.replace(facts, nvml=nvml.result(), rocm=collect_rocm(), network=collect_network(),
+    return dataclasses.replace(facts, nvml=machine[0], rocm=collect_rocm(), network=machine[1],
                                toolchain=collect_toolchain(), native=collect_native(facts, use_cache=use_cache))
-
-
-def _installer_beside_envcheck(raw: dict[str, Any]) -> None:
-    """A uv that envcheck's own environment has (`pipx install envcheck-ml`, uv in envcheck's venv) can install
-    into the checked one too (`uv pip --python PATH`): use it where the checked interpreter found none."""
-    installer = raw.get("installer")
-    if isinstance(installer, dict) and installer.get("uv") is None:
-        installer["uv"] = _collector.tool_command("uv", sysconfig.get_path("scripts"))
 
 
 class _Background:
@@ -97,51 +86,6 @@ class _Background:
             return NvmlFacts(status="error", reason="collecting NVML facts failed", driver_version=None,
                              cuda_driver_version=None, devices=())
         return self._value
-
-
-def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
-    source = Path(_collector.__file__).read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="envcheck-") as tmp:
-        out = Path(tmp) / "facts.json"
-        # `python -` reads the program from stdin, so sys.path[0] is the working directory, as for `python -m`.
-        # The facts come back through a file: a .pth hook that prints must not corrupt them.
-        try:
-            # errors="replace": what the interpreter prints to stderr is shown, whatever its encoding.
-            proc = subprocess.run(
-                [python, "-", json.dumps(request), str(out)],
-                input=source, capture_output=True, encoding="utf-8", errors="replace", timeout=_FOREIGN_TIMEOUT_S,
-                check=False,
-            )
-        except FileNotFoundError:
-            raise CollectError(f"--python {python}: no such file") from None
-        except PermissionError:
-            raise CollectError(f"--python {python}: not executable") from None
-        except OSError as exc:
-            raise CollectError(f"--python {python}: cannot run it ({exc.strerror or exc})") from None
-        except subprocess.TimeoutExpired:
-            raise CollectError(f"--python {python}: no answer within {_FOREIGN_TIMEOUT_S:.0f} s") from None
-        if proc.returncode != 0 or not out.exists():
-            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            if tail.startswith("SyntaxError"):
-                # The collector needs Python 3.8 (`from __future__ import annotations`, importlib.metadata).
-                raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
-                                   f"(Python 3.8 or later is needed): {tail}")
-            raise CollectError(f"--python {python}: the fact collector failed (exit {proc.returncode}): {tail}")
-        def unusable(_file: str, why: str) -> CollectError:
-            return CollectError(f"--python {python}: the fact collector's output cannot be used: {why}")
-
-        # The interpreter may be anything that answers to `python -`: its output is read like any input file.
-        data = _files.load_json(out, error=unusable)
-        info = data.get("python") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or not isinstance(info, dict):
-            raise unusable(str(out), "not a facts object with a 'python' table")
-        version = str(info.get("version", ""))[:64]
-        if tuple(int(p) for p in version.split(".")[:2] if p.isascii() and p.isdigit()) < (3, 8):
-            # Without importlib.metadata no distribution can be listed, and every package rule would pass
-            # vacuously: refuse rather than report a clean environment that was never looked at.
-            raise CollectError(f"--python {python}: Python {version} cannot be checked (Python 3.8 or later is "
-                               "needed to list installed distributions)")
-        return data
 
 
 def load(file: str) -> Facts:

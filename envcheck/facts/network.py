@@ -6,10 +6,10 @@ subprocess, no address lookups. Interfaces are named as the kernel names them (`
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 
 from envcheck.facts._reader import Reader
+from envcheck.facts.raw import interface_names
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,5 @@ class NetworkFacts:
 
 def collect_network() -> NetworkFacts | None:
     """This machine's interfaces; None where the platform cannot list them (a sandbox without netlink)."""
-    try:
-        names = socket.if_nameindex()
-    except (OSError, AttributeError):
-        return None
-    return NetworkFacts(interfaces=tuple(sorted({name for _, name in names})))
+    names = interface_names()
+    return None if names is None else NetworkFacts(interfaces=names)

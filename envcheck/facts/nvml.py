@@ -12,18 +12,21 @@ thread does not keep the process alive) and the facts say "timeout".
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import sys
 import threading
 import warnings
-from collections.abc import Callable
-from pathlib import Path
-from types import ModuleType
-from typing import Any
 
-from envcheck.facts.gpus import GpuDevice, NvmlFacts
+# The model's classes are imported where facts are built, not here: a replayed static check (envcheck/_replay.py)
+# asks `without_library` alone on a machine without NVIDIA's driver, and must not pay for the dataclasses.
+TYPE_CHECKING = False  # not typing's, for the same reason
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any
+
+    from envcheck.facts.gpus import GpuDevice, NvmlFacts
 
 NO_DRIVER_REASON = "NVML library not found: no NVIDIA driver is installed"
 DEFAULT_TIMEOUT_S = 30.0  # generous: initializing 8 GPUs without persistence mode takes seconds each
@@ -79,13 +82,19 @@ def collect_nvml(timeout_s: float = DEFAULT_TIMEOUT_S) -> NvmlFacts:
     return box[0]
 
 
+def without_library() -> tuple[str, str] | None:
+    """(status, reason) when NVML's library does not load here (nothing else is then asked), else None."""
+    if _library_present(sys.platform):
+        return None
+    platform = _platform_without_nvml()
+    return ("no-driver", NO_DRIVER_REASON) if platform is None else ("unavailable", platform)
+
+
 def _collect_unbounded() -> NvmlFacts:
-    if not _library_present(sys.platform):
+    absent = without_library()
+    if absent is not None:
         # Not importing the bindings at all keeps a machine without a driver at no measurable cost.
-        platform = _platform_without_nvml()
-        if platform is not None:
-            return _failed("unavailable", platform)
-        return _failed("no-driver", NO_DRIVER_REASON)
+        return _failed(*absent)
     try:
         with warnings.catch_warnings():
             # PyPI `pynvml` 13 is a deprecated wrapper around nvidia-ml-py whose .pth import hook warns on the
@@ -104,6 +113,8 @@ def _collect_unbounded() -> NvmlFacts:
 def _library_present(platform: str) -> bool:
     """Whether the NVML shared library loads, looked for where nvidia-ml-py looks for it."""
     if platform.startswith("win"):
+        from pathlib import Path
+
         return any(p.is_file() for p in (
             # os.environ is case-insensitive on Windows, where these are spelt WINDIR and ProgramFiles.
             Path(os.environ.get("WINDIR", "C:/Windows"), "System32", "nvml.dll"),  # DCH drivers
@@ -136,12 +147,12 @@ def _in_container() -> bool:
 
 
 def _exists(path: str) -> bool:
-    return Path(path).exists()
+    return os.path.exists(path)  # noqa: PTH110 - no pathlib here (see the imports)
 
 
 def _read_bytes(path: str) -> bytes:
     try:
-        with Path(path).open("rb") as fh:
+        with open(path, "rb") as fh:  # noqa: PTH123 - no pathlib here (see the imports)
             return fh.read(4096)
     except OSError:
         return b""
@@ -159,10 +170,14 @@ def _init_failure(nv: ModuleType, exc: BaseException) -> NvmlFacts:
 
 
 def _failed(status: str, reason: str) -> NvmlFacts:
+    from envcheck.facts.gpus import NvmlFacts
+
     return NvmlFacts(status=status, reason=reason, driver_version=None, cuda_driver_version=None, devices=())
 
 
 def _collect(nv: ModuleType) -> NvmlFacts:
+    from envcheck.facts.gpus import NvmlFacts
+
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
@@ -180,6 +195,8 @@ def _collect(nv: ModuleType) -> NvmlFacts:
         return NvmlFacts(status="ok", reason=None, driver_version=driver, cuda_driver_version=cuda, devices=devices)
     finally:
         # nvmlInit is reference-counted: without the matching shutdown a long-lived caller leaks the handle.
+        import contextlib  # here: a machine without the driver never gets this far
+
         with contextlib.suppress(nv.NVMLError):
             nv.nvmlShutdown()
 
@@ -202,6 +219,8 @@ def _cuda_driver_version(nv: ModuleType) -> str | None:
 
 def _device(nv: ModuleType, index: int) -> GpuDevice:
     """One GPU; a failure keeps what was read before it in the device and names itself in `error`."""
+    from envcheck.facts.gpus import GpuDevice
+
     reader = _DeviceReader(nv)
     handle = reader.read(lambda: nv.nvmlDeviceGetHandleByIndex(index))
     if handle is None:

@@ -1,0 +1,104 @@
+"""Facts as read, before they become the snapshot model: the collector's answer for the checked interpreter (the
+JSON-ready dict it writes) and the machine's network interfaces.
+
+Kept apart from envcheck/facts/collect.py (which builds the model from them, and adds the machine's other facts) so
+that this imports nothing but the standard library and the collector: envcheck/_replay.py reads these again to
+tell whether a remembered check still holds, without the cost of the model's dataclasses.
+"""
+
+from __future__ import annotations
+
+import socket
+import sysconfig
+
+from envcheck import __version__
+from envcheck.errors import CollectError
+from envcheck.facts import _collector
+
+TYPE_CHECKING = False  # not typing's: see the module's docstring
+if TYPE_CHECKING:
+    from typing import Any
+
+# Running the collector in another interpreter costs one interpreter start (~20-50 ms); a minute means it is stuck.
+_FOREIGN_TIMEOUT_S = 60.0
+
+
+def collect_raw(request: dict[str, Any], python: str | None = None) -> dict[str, Any]:
+    """The collector's facts of this interpreter (`python` None) or of the one at `python`, with what envcheck's
+    own process adds: a uv beside envcheck, envcheck's version and the host name. `request` may name a
+    `cache_dir` for the distributions' parsed metadata."""
+    raw = _collector.collect(request) if python is None else _collect_foreign(python, request)
+    _installer_beside_envcheck(raw)
+    raw["envcheck_version"] = __version__
+    raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
+    return raw
+
+
+def interface_names() -> tuple[str, ...] | None:
+    """The names of this machine's network interfaces, sorted (`socket.if_nameindex()`: one system call, no
+    subprocess, no address lookups); None where the platform cannot list them (a sandbox without netlink)."""
+    try:
+        names = socket.if_nameindex()
+    except (OSError, AttributeError):
+        return None
+    return tuple(sorted({name for _, name in names}))
+
+
+def _installer_beside_envcheck(raw: dict[str, Any]) -> None:
+    """A uv that envcheck's own environment has (`pipx install envcheck-ml`, uv in envcheck's venv) can install
+    into the checked one too (`uv pip --python PATH`): use it where the checked interpreter found none."""
+    installer = raw.get("installer")
+    if isinstance(installer, dict) and installer.get("uv") is None:
+        installer["uv"] = _collector.tool_command("uv", sysconfig.get_path("scripts"))
+
+
+def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    source = Path(_collector.__file__).read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory(prefix="envcheck-") as tmp:
+        out = Path(tmp) / "facts.json"
+        # `python -` reads the program from stdin, so sys.path[0] is the working directory, as for `python -m`.
+        # The facts come back through a file: a .pth hook that prints must not corrupt them.
+        try:
+            # errors="replace": what the interpreter prints to stderr is shown, whatever its encoding.
+            proc = subprocess.run(
+                [python, "-", json.dumps(request), str(out)],
+                input=source, capture_output=True, encoding="utf-8", errors="replace", timeout=_FOREIGN_TIMEOUT_S,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise CollectError(f"--python {python}: no such file") from None
+        except PermissionError:
+            raise CollectError(f"--python {python}: not executable") from None
+        except OSError as exc:
+            raise CollectError(f"--python {python}: cannot run it ({exc.strerror or exc})") from None
+        except subprocess.TimeoutExpired:
+            raise CollectError(f"--python {python}: no answer within {_FOREIGN_TIMEOUT_S:.0f} s") from None
+        if proc.returncode != 0 or not out.exists():
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            if tail.startswith("SyntaxError"):
+                # The collector needs Python 3.8 (`from __future__ import annotations`, importlib.metadata).
+                raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
+                                   f"(Python 3.8 or later is needed): {tail}")
+            raise CollectError(f"--python {python}: the fact collector failed (exit {proc.returncode}): {tail}")
+        from envcheck import _files
+
+        def unusable(_file: str, why: str) -> CollectError:
+            return CollectError(f"--python {python}: the fact collector's output cannot be used: {why}")
+
+        # The interpreter may be anything that answers to `python -`: its output is read like any input file.
+        data = _files.load_json(out, error=unusable)
+        info = data.get("python") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(info, dict):
+            raise unusable(str(out), "not a facts object with a 'python' table")
+        version = str(info.get("version", ""))[:64]
+        if tuple(int(p) for p in version.split(".")[:2] if p.isascii() and p.isdigit()) < (3, 8):
+            # Without importlib.metadata no distribution can be listed, and every package rule would pass
+            # vacuously: refuse rather than report a clean environment that was never looked at.
+            raise CollectError(f"--python {python}: Python {version} cannot be checked (Python 3.8 or later is "
+                               "needed to list installed distributions)")
+        return data
