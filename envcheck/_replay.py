@@ -7,7 +7,8 @@ next run with the same interpreter in the same folder writes the recorded report
 these still hold, and otherwise checks afresh (and records again):
 
 - the same envcheck, interpreter, working directory, command, standard streams (a terminal or not, encodings) and
-  environment variables: all of them but the few that shells and terminals change per session (`_VOLATILE`);
+  environment variables: all of them but the few that shells and terminals change per session and git and
+  pre-commit per hook call (`_VOLATILE`; `git commit -a` names a new index file each time);
 - every answer the run got from the file system outside the collection below: each `os.stat` and `os.lstat` (a
   missing path stays missing; a regular file keeps its device, inode, size, mtime, mode and owner; anything else
   its device, inode, mode and owner), each `os.access`, each file opened for reading (as `os.stat` sees it after
@@ -15,9 +16,13 @@ these still hold, and otherwise checks afresh (and records again):
   Reads are seen through the interpreter's audit hooks (`open`, `os.listdir`, `os.scandir`: imports included)
   and through `os.stat`, `os.lstat` and `os.access`, wrapped for the length of the run;
 - the rule pack's stamp (envcheck/_stamps.py: envcheck's code and every rule and table file);
-- the collector's answer for the checked interpreter (in this process or another), NVML's and the network
-  interfaces': collected again and compared by digest. These go through another process, a driver library and
-  system calls that no hook sees, and their own reads are not witnessed.
+- the collector's answer for the checked interpreter (in this process or another), NVML's (on a machine without
+  NVIDIA's driver: that its library still does not load) and the network interfaces': read again and compared by
+  digest. These go through another process, a driver library and system calls that no hook sees, so their own
+  reads are not witnessed but repeated.
+
+Not witnessed: what the C library reads for itself (a group's name for the owner of /dev/kfd), and a file changed
+in place with its size and mtime put back. Both also go unnoticed by the per-file caches this one sits on.
 
 A run is not recorded when anything in it is unusual: a file written outside envcheck's cache directory (a first
 run that writes bytecode), a read under /proc (answers that differ per process), a file that answered differently
@@ -56,6 +61,7 @@ _VOLATILE = frozenset({
     "KITTY_WINDOW_ID", "KITTY_PID", "WEZTERM_PANE", "ITERM_SESSION_ID", "VSCODE_GIT_IPC_HANDLE",
     "VSCODE_IPC_HOOK_CLI", "VSCODE_GIT_ASKPASS_MAIN", "VSCODE_GIT_ASKPASS_NODE", "VSCODE_GIT_ASKPASS_EXTRA_ARGS",
 })
+_VOLATILE_PREFIXES = ("GIT_", "PRE_COMMIT_")  # a hook's git index, refs and message file: never read by a rule
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PER_PROCESS = ("/proc/",)
 
@@ -65,7 +71,7 @@ _hook_installed = False
 
 
 def _env_items() -> list[list[str]]:
-    return sorted([k, v] for k, v in os.environ.items() if k not in _VOLATILE)
+    return sorted([k, v] for k, v in os.environ.items() if k not in _VOLATILE and not k.startswith(_VOLATILE_PREFIXES))
 
 
 def _stream(stream: Any) -> list[Any]:
@@ -227,7 +233,9 @@ class Recording:
         self.pauses = 0
         self.spoiled: str | None = None
         self._reads: dict[tuple[str, str], Any] = {}
-        self._skip = tuple({os.path.abspath(cache_dir) + os.sep, os.path.realpath(cache_dir) + os.sep})  # noqa: PTH100
+        folders = {os.path.abspath(cache_dir), os.path.realpath(cache_dir)}  # noqa: PTH100
+        self._skip_folders = frozenset(folders)
+        self._skip = tuple(folder + os.sep for folder in folders)
         self._collected: dict[str, Any] | None = None
         self._saved: tuple[Any, Any, Any, Any] | None = None
 
@@ -275,7 +283,7 @@ class Recording:
         if name is None:
             self.spoil("a read that names no path")
             return
-        if name.startswith(self._skip):
+        if name.startswith(self._skip) or name in self._skip_folders:
             return  # envcheck's own cache: its entries are verified where they are read
         if writing:
             self.spoil(f"a file written: {name}")
