@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,14 +74,22 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         return collect_mod.load(facts_file)
     if isinstance(python, Target):
         python = None if python.in_process else python.python
-    facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
-                                recording=recording)
     if not probes.run:
-        return facts
-    from envcheck.probes import run_probes  # only when probes run: --static never loads the runner
+        return collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
+                                   recording=recording)
+    from envcheck.probes import begin_probes, run_probes  # only when probes run: --static never loads the runner
 
+    # The probes' child imports torch while the static facts are collected; with cached results it is ended.
+    child = begin_probes(python or sys.executable)
+    try:
+        facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
+                                    recording=recording)
+    except BaseException:
+        if child is not None:
+            child.close()
+        raise
     results, _ = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache,
-                            progress=probes.progress)
+                            progress=probes.progress, child=child)
     return dataclasses.replace(facts, probes=results)
 
 

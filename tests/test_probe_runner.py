@@ -265,3 +265,52 @@ def test_one_hung_gpu_costs_one_timeout() -> None:
         assert results[name].status == "skipped"
         assert "the sdpa probe timed out" in str(results[name].message)
     assert results["fine"].status == "ok"
+
+
+def test_a_child_started_early_runs_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`start` begins the shared child (its slow import runs meanwhile); `run` uses it rather than a second one,
+    and its results are the same as a child started by `run`."""
+    from envcheck.probes import runner
+
+    opts = _opts(env=_slow_torch(tmp_path, 1.0), timeout_s=30.0, extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE)
+    child = runner.start(["after-import"], opts)
+    assert child is not None
+    time.sleep(1.0)  # the caller's own work; the child imports meanwhile
+    spawned: list[object] = []
+    real_spawn = runner._spawn
+    monkeypatch.setattr(runner, "_spawn", lambda *a: spawned.append(a) or real_spawn(*a))
+    early = run(["after-import"], opts, child)
+    assert spawned == []  # no second child
+    assert early["after-import"].details == {"torch": "0+slow"}
+    assert {k: v.status for k, v in early.items()} == {k: v.status for k, v in run(["after-import"], opts).items()}
+    assert len(spawned) == 1
+    assert not Path(child.out_path).parent.exists()  # its folder is gone with it
+
+
+def test_a_child_started_for_another_interpreter_is_ended(tmp_path: Path) -> None:
+    """A child begun for another interpreter (or other probes) is killed, and `run` starts the right one."""
+    from envcheck.probes import runner
+
+    other = runner.start(["hang"], _opts())
+    assert other is not None
+    results = run(["fine"], _opts(), other)
+    assert results["fine"].status == "ok"
+    assert other.proc.returncode is not None and not Path(other.out_path).parent.exists()
+
+
+def test_cached_results_end_the_early_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every result in the probe cache, the child begun before collection is killed, not waited for."""
+    from conftest import build_facts
+
+    from envcheck.facts.probe_results import ProbeResult
+    from envcheck.probes import cache, run_probes, runner
+
+    facts = build_facts()
+    monkeypatch.setattr(cache, "load", lambda key: {"hang": ProbeResult(status="ok")})
+    child = runner.start(["hang"], _opts())
+    assert child is not None
+    started = time.monotonic()
+    results, cached = run_probes(facts, ["hang"], child=child)
+    assert cached and results["hang"].status == "ok"
+    assert time.monotonic() - started < 30
+    assert child.proc.returncode is not None and not Path(child.out_path).parent.exists()

@@ -14,9 +14,18 @@ from envcheck.probes.catalog import PROBE_NAMES
 if TYPE_CHECKING:
     from envcheck.facts.probe_results import ProbeResult
     from envcheck.facts.snapshot import Facts
-    from envcheck.probes.runner import Progress
+    from envcheck.probes.runner import Child, Progress
 
-__all__ = ["PROBE_NAMES", "run_probes"]
+__all__ = ["PROBE_NAMES", "begin_probes", "run_probes"]
+
+
+def begin_probes(python: str, names: Sequence[str] = PROBE_NAMES) -> Child | None:
+    """Start the probes' shared child for the interpreter at `python` before the facts are collected, so that its
+    `import torch` (seconds) runs while envcheck collects (a fraction of a second); give it to `run_probes`, which
+    ends it when the results come from the cache instead. None when it cannot be started."""
+    from envcheck.probes import runner
+
+    return runner.start(names, runner.RunOptions(python=python))
 
 
 def run_probes(
@@ -26,8 +35,11 @@ def run_probes(
     timeout_s: float = 120.0,
     use_cache: bool = True,
     progress: Progress | None = None,
+    child: Child | None = None,
 ) -> tuple[dict[str, ProbeResult], bool]:
-    """(results, from_cache) for the probes `names`, run with the interpreter the facts describe."""
+    """(results, from_cache) for the probes `names`, run with the interpreter the facts describe; `child` is the
+    shared child begun by `begin_probes` (used if it was started for these probes and this interpreter, else
+    ended)."""
     # Imported here: reading the catalogue (rule validation does) must not load the runner and hashlib.
     from envcheck.probes import cache, runner
 
@@ -36,9 +48,11 @@ def run_probes(
     if use_cache:
         cached = cache.load(key)
         if cached is not None and all(n in cached for n in names):
+            if child is not None:
+                child.close()
             return cached, True
     results = runner.run(names, runner.RunOptions(python=facts.python.executable, timeout_s=timeout_s,
-                                                  progress=progress))
+                                                  progress=progress), child)
     cache.store(key, results)
     return results, False
 

@@ -157,64 +157,115 @@ def _result(raw: object, name: str) -> ProbeResult:
         return ProbeResult(status="error", error_class="BadProbeResult", message=f"unreadable result: {exc}")
 
 
+class Child:
+    """A probe child started, with the folder its results come through; `close` ends it and removes the folder."""
+
+    def __init__(self, opts: RunOptions, request: str) -> None:
+        self.python, self.request = opts.python, request
+        self._tmp = tempfile.TemporaryDirectory(prefix="envcheck-probe-")
+        try:
+            self.out_path, self.err_path = Path(self._tmp.name) / "results.jsonl", Path(self._tmp.name) / "stderr.txt"
+            self.out_path.touch()
+            with self.err_path.open("wb") as err:
+                self.proc = _spawn(opts, request, self.out_path, err)
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        # Before the first start event the child starts Python and imports torch: the import bound applies.
+        self.import_deadline = time.monotonic() + opts.import_timeout_s
+
+    def close(self) -> None:
+        _kill_group(self.proc)  # whatever the probes started (a leftover worker) goes with them
+        self.proc.wait()
+        self._tmp.cleanup()
+
+
+def _request(specs: Sequence[ProbeSpec]) -> str:
+    return json.dumps({"probes": [{"name": s.name, "needs_torch": s.needs_torch} for s in specs]})
+
+
+def _shared(specs: Sequence[ProbeSpec]) -> list[ProbeSpec]:
+    """The probes the first, shared child runs, in its order (see FIRST)."""
+    ordered = sorted(specs, key=lambda s: FIRST.index(s.name) if s.name in FIRST else len(FIRST))
+    return [s for s in ordered if not s.isolated]
+
+
+def _specs(names: Sequence[str], opts: RunOptions) -> list[ProbeSpec]:
+    specs = [opts.extra_specs.get(n) or BY_NAME[n] for n in dict.fromkeys(names)]
+    if any(s.needs_torch for s in specs) and "torch-import" not in [s.name for s in specs]:
+        specs.insert(0, BY_NAME["torch-import"])
+    return specs
+
+
+def start(names: Sequence[str], opts: RunOptions) -> Child | None:
+    """The shared child of `run(names, opts)`, started now: importing torch (seconds) then overlaps whatever the
+    caller does before it calls `run` (collecting the static facts). None when it cannot be started (`run` then
+    reports why)."""
+    shared = _shared(_specs(names, opts))
+    if not shared:
+        return None
+    try:
+        return Child(opts, _request(shared))
+    except OSError:
+        return None
+
+
 def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: int,
-               results: dict[str, ProbeResult]) -> list[ProbeSpec]:
-    """Run `specs` in one child; fill `results`; return the specs it never reached (after a crash or timeout)."""
-    request = json.dumps({"probes": [{"name": s.name, "needs_torch": s.needs_torch} for s in specs]})
-    with tempfile.TemporaryDirectory(prefix="envcheck-probe-") as tmp:
-        out_path, err_path = Path(tmp) / "results.jsonl", Path(tmp) / "stderr.txt"
-        out_path.touch()
-        with err_path.open("wb") as err:
-            proc = _spawn(opts, request, out_path, err)
-            lines = _Lines(out_path)
-            current: str | None = None
-            # Before the first start event the child starts Python and imports torch: the import bound applies.
-            deadline = time.monotonic() + opts.import_timeout_s
-            started = False
-            finished: set[str] = set()
-            killed = False  # by us, at a timeout: the exit status then says nothing about the other probes
-            try:
-                while True:
-                    for event in lines.read():
-                        name = str(event.get("probe"))
-                        if event.get("event") == "start":
-                            started = True
-                            current, deadline = name, time.monotonic() + opts.timeout_s
-                            if opts.progress is not None:
-                                opts.progress(name, done + len(finished) + 1, total)
-                        elif event.get("event") == "result":
-                            results[name] = _result(event.get("result"), name)
-                            finished.add(name)
-                            current = None
-                    if proc.poll() is not None:
-                        break
-                    if time.monotonic() > deadline:
-                        killed = True
-                        _kill_group(proc)
-                        proc.wait()
-                        late = current or next(sp.name for sp in specs if sp.name not in finished)
-                        if started or current is not None:
-                            message = f"no result within {opts.timeout_s:g} s (the process group was killed)"
-                            limit = opts.timeout_s
-                        else:
-                            message = (f"starting Python and importing torch took longer than "
-                                       f"{opts.import_timeout_s:g} s (a cold import from a network filesystem, or "
-                                       "a hung GPU during CUDA initialization); the process group was killed")
-                            limit = opts.import_timeout_s
-                        results[late] = ProbeResult(status="timeout", error_class="Timeout", message=message,
-                                                    wall_s=limit, stderr_tail=_tail(err_path) or None)
-                        finished.add(late)
-                        break
-                    time.sleep(_POLL_S)
-                for event in lines.read():  # what arrived between the last read and the exit
-                    if event.get("event") == "result":
-                        name = str(event.get("probe"))
-                        results[name] = _result(event.get("result"), name)
-                        finished.add(name)
-                    elif event.get("event") == "start":
-                        current = str(event.get("probe"))
-            finally:
-                _kill_group(proc)  # whatever the probes started (a leftover worker) goes with them
+               results: dict[str, ProbeResult], child: Child | None = None) -> list[ProbeSpec]:
+    """Run `specs` in one child (`child`, when it was started for exactly these); fill `results`; return the specs
+    it never reached (after a crash or timeout)."""
+    request = _request(specs)
+    if child is None or (child.python, child.request) != (opts.python, request):
+        if child is not None:
+            child.close()
+        child = Child(opts, request)
+    proc, err_path = child.proc, child.err_path
+    try:
+        lines = _Lines(child.out_path)
+        current: str | None = None
+        deadline = child.import_deadline
+        started = False
+        finished: set[str] = set()
+        killed = False  # by us, at a timeout: the exit status then says nothing about the other probes
+        while True:
+            for event in lines.read():
+                name = str(event.get("probe"))
+                if event.get("event") == "start":
+                    started = True
+                    current, deadline = name, time.monotonic() + opts.timeout_s
+                    if opts.progress is not None:
+                        opts.progress(name, done + len(finished) + 1, total)
+                elif event.get("event") == "result":
+                    results[name] = _result(event.get("result"), name)
+                    finished.add(name)
+                    current = None
+            if proc.poll() is not None:
+                break
+            if time.monotonic() > deadline:
+                killed = True
+                _kill_group(proc)
+                proc.wait()
+                late = current or next(sp.name for sp in specs if sp.name not in finished)
+                if started or current is not None:
+                    message = f"no result within {opts.timeout_s:g} s (the process group was killed)"
+                    limit = opts.timeout_s
+                else:
+                    message = (f"starting Python and importing torch took longer than "
+                               f"{opts.import_timeout_s:g} s (a cold import from a network filesystem, or "
+                               "a hung GPU during CUDA initialization); the process group was killed")
+                    limit = opts.import_timeout_s
+                results[late] = ProbeResult(status="timeout", error_class="Timeout", message=message,
+                                            wall_s=limit, stderr_tail=_tail(err_path) or None)
+                finished.add(late)
+                break
+            time.sleep(_POLL_S)
+        for event in lines.read():  # what arrived between the last read and the exit
+            if event.get("event") == "result":
+                name = str(event.get("probe"))
+                results[name] = _result(event.get("result"), name)
+                finished.add(name)
+            elif event.get("event") == "start":
+                current = str(event.get("probe"))
         if not killed and (proc.returncode not in (0, None) or (current is not None and current not in finished)):
             victim: str | None = current if current is not None and current not in finished else None
             if victim is None:
@@ -226,6 +277,8 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                 results[victim] = ProbeResult(status="crashed", error_class=error_class, message=message,
                                               stderr_tail=_tail(err_path) or None)
                 finished.add(victim)
+    finally:
+        child.close()
     return [s for s in specs if s.name not in finished]
 
 
@@ -255,20 +308,19 @@ def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> su
 FIRST = ("torch-import", "extension-imports")
 
 
-def run(names: Sequence[str], opts: RunOptions) -> dict[str, ProbeResult]:
-    """Run the named probes; every name gets a result, whatever happens to the children.
+def run(names: Sequence[str], opts: RunOptions, child: Child | None = None) -> dict[str, ProbeResult]:
+    """Run the named probes; every name gets a result, whatever happens to the children. `child`: the shared child,
+    begun by `start(names, opts)`.
 
     torch-import runs first whenever a probe needs torch: if importing torch crashes or hangs, the probes that need
     torch are skipped with that reason instead of each hanging again in a fresh child.
     """
-    specs = [opts.extra_specs.get(n) or BY_NAME[n] for n in dict.fromkeys(names)]
-    wanted = [s.name for s in specs]
-    if any(s.needs_torch for s in specs) and "torch-import" not in wanted:
-        specs.insert(0, BY_NAME["torch-import"])
+    wanted = list(dict.fromkeys(names))
+    specs = _specs(names, opts)
     specs.sort(key=lambda s: FIRST.index(s.name) if s.name in FIRST else len(FIRST))  # stable: the rest as asked
     results: dict[str, ProbeResult] = {}
     total = len(specs)
-    queue: list[list[ProbeSpec]] = [[s for s in specs if not s.isolated]]
+    queue: list[list[ProbeSpec]] = [_shared(specs)]
     queue += [[s] for s in specs if s.isolated]
     try:
         while queue:
@@ -295,12 +347,16 @@ def run(names: Sequence[str], opts: RunOptions) -> dict[str, ProbeResult]:
                 group = [s for s in group if s.name not in GPU_PROBES]
             if not group:
                 continue
-            rest = _run_child(group, opts, len(results), total, results)
+            rest = _run_child(group, opts, len(results), total, results, child)
+            child = None  # used (or closed) by the first group
             if rest:
                 queue.insert(0, rest)  # the probes after a crash or timeout get a fresh child
     except OSError as exc:
         for spec in specs:
             results.setdefault(spec.name, ProbeResult(
                 status="skipped", message=f"cannot start {opts.python}: {exc.strerror or exc}"))
+    finally:
+        if child is not None:  # never reached: every probe was skipped before the first child
+            child.close()
     return {name: results[name] for name in ([*wanted] if "torch-import" in wanted else ["torch-import", *wanted])
             if name in results}
