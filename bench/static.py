@@ -22,8 +22,9 @@ Two environments:
 envcheck is used as installed in that venv (install this checkout there first, or let --scale build it).
 
 Every run uses a private ENVCHECK_CACHE_DIR: the cold series' is emptied before each of its runs (not timed), the
-warm ones' are warmed in the warm-up rounds. With --scale, the extra rules are named by an envcheck.toml in the
-working directory (`rule-dirs`), as a project names its own, so that the command is the plain `envcheck --static`.
+warm ones' are warmed in the warm-up rounds. With --scale, the extra rules are copied into the working directory and
+named by its envcheck.toml (`rule-dirs`), as a project names its own, so that the command is the plain
+`envcheck --static`.
 Prints medians, p90, minimums, CPU medians, and ratios against `uv pip check`, `pip check` and the floor; writes
 every sample to bench/results/static-<stamp>.json unless --no-json. The issue's targets (never asserted in tests):
 `--static` <= 3x `uv pip check` on ~200 distributions, `--version` <= 2.5x the floor, 2,000 distributions x 500
@@ -99,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="envcheck-static-"))
     cwd = scratch / "cwd"
     cwd.mkdir()
-    if rules:
-        (cwd / "envcheck.toml").write_text(f"rule-dirs = [{json.dumps(str(rules))}]\n", encoding="utf-8")
+    if rules:  # a project's rule directories live inside it
+        shutil.copytree(rules, cwd / "rules")
+        (cwd / "envcheck.toml").write_text('rule-dirs = ["rules"]\n', encoding="utf-8")
     caches = {name: scratch / f"cache-{name}" for name in ("cold", "warm", "changed", "none")}
 
     def env_for(cache: Path) -> dict[str, str]:
