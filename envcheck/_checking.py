@@ -1,6 +1,6 @@
 """The check command's work, without the CLI framework: the rules of a check, the interpreter, the facts, the report.
 
-`envcheck check` (envcheck/_cli.py) and the click-free `envcheck --static` (envcheck/_static_cli.py) both run a check
+`envcheck check` (envcheck/_cli.py) and the click-free `envcheck --static` (envcheck/_plain_cli.py) both run a check
 of a collected environment through `collected`, so the two cannot drift apart. Everything heavy is imported inside
 the functions: importing this module costs nothing.
 """

@@ -2,8 +2,8 @@
 
 `envcheck --version` is answered here, before the CLI framework is imported (which costs several times the
 interpreter's own start): install scripts and bug reports ask for it often. The answer is byte for byte what the
-CLI prints (click's version option: "envcheck, version X"). `envcheck --static` (pre-commit's form) runs without
-the framework too (envcheck/_static_cli.py); anything else goes to the CLI.
+CLI prints (click's version option: "envcheck, version X"). The check in its plain forms (`envcheck`, `envcheck
+--static`, pre-commit's form) runs without the framework too (envcheck/_plain_cli.py); anything else goes to the CLI.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ def console() -> None:
         sys.stdout.write(f"envcheck, version {__version__}\n")
         sys.stdout.flush()
         return
-    from envcheck._static_cli import applies
+    from envcheck._plain_cli import applies
 
     if applies(sys.argv[1:]):
-        from envcheck._static_cli import run
+        from envcheck._plain_cli import run
 
         try:
             code = run(sys.argv[1:])

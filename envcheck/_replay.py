@@ -1,10 +1,10 @@
-"""A repeated `envcheck --static` answered from its last run while nothing that run read has changed.
+"""A repeated check answered from its last run while nothing that run read has changed.
 
 pre-commit runs the static check on every commit and install scripts on every install, nearly always on an
 environment that has not changed since the last run; most of a run's cost is importing the rules, the model and
-packaging (bench/README.md). So a run of the click-free form (envcheck/_static_cli.py) records what it read, and the
-next run with the same interpreter in the same folder writes the recorded report and exit code again when all of
-these still hold, and otherwise checks afresh (and records again):
+packaging (bench/README.md). So a run of a plain form (`envcheck`, `envcheck --static`: envcheck/_plain_cli.py)
+records what it read, and the next run of that form with the same interpreter in the same folder writes the recorded
+report and exit code again when all of these still hold, and otherwise checks afresh (and records again):
 
 - the same envcheck, interpreter, working directory, command, standard streams (a terminal or not, encodings) and
   environment variables: all of them but the few that shells and terminals change per session and git and
@@ -24,12 +24,14 @@ these still hold, and otherwise checks afresh (and records again):
 Not witnessed: what the C library reads for itself (a group's name for the owner of /dev/kfd), and a file changed
 in place with its size and mtime put back. Both also go unnoticed by the per-file caches this one sits on.
 
-A run is not recorded when anything in it is unusual: a file written outside envcheck's cache directory (a first
-run that writes bytecode), a read under /proc (answers that differ per process), a file that answered differently
-twice, a read that cannot be named (a descriptor), output on standard error, an exit other than 0 or 1. Entries are
-kept through envcheck.cache: signed with the user's key, in the user's cache directory, never in the checked
-environment, one per interpreter and working directory; one that fails its signature or is not exactly what
-`Recording.store` writes is ignored. A replay writes nothing. `envcheck --static --no-cache` always checks afresh.
+A run is not recorded when its probes ran (their outcome is evidence of that run; with results from the probe cache,
+whose file is witnessed, it is), nor when anything in it is unusual: a file written outside envcheck's cache
+directory (a first run that writes bytecode), a read under /proc (answers that differ per process), a file that
+answered differently twice, a read that cannot be named (a descriptor), output on standard error (the probes' status
+line on a terminal among it), an exit other than 0 or 1. Entries are kept through envcheck.cache: signed with the
+user's key, in the user's cache directory, never in the checked environment, one per interpreter and working
+directory; one that fails its signature or is not exactly what `Recording.store` writes is ignored. A replay writes
+nothing. `envcheck --no-cache` always checks afresh.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ _VOLATILE = frozenset({
 _VOLATILE_PREFIXES = ("GIT_", "PRE_COMMIT_")  # a hook's git index, refs and message file: never read by a rule
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PER_PROCESS = ("/proc/",)
+# Cached results that are not derived from what a replay compares (the probes' outcomes, which only running them
+# tells): their files are witnessed like any other read. The rest of the cache is verified where it is read.
+_WITNESSED_CACHE = "probes-"
 
 # The recording of the run in progress, if any: the audit hook and the wrapped os functions report to it.
 _active: Recording | None = None
@@ -274,6 +279,13 @@ class Recording:
         (`collected`)."""
         return _Paused(self)
 
+    def ignore(self, folder: str | os.PathLike[str]) -> None:
+        """Reads in and of `folder` are not witnessed: a folder of the check's own, made and removed by it (the probe
+        child's), which holds nothing the report is made of."""
+        path = os.path.abspath(os.fspath(folder))  # noqa: PTH100
+        self._skip_folders = self._skip_folders | {path}
+        self._skip = (*self._skip, path + os.sep)
+
     def spoil(self, why: str) -> None:
         if self.spoiled is None:
             self.spoiled = why
@@ -283,7 +295,8 @@ class Recording:
         if name is None:
             self.spoil("a read that names no path")
             return
-        if name.startswith(self._skip) or name in self._skip_folders:
+        if name in self._skip_folders or (
+                name.startswith(self._skip) and not name.rpartition(os.sep)[2].startswith(_WITNESSED_CACHE)):
             return  # envcheck's own cache: its entries are verified where they are read
         if writing:
             self.spoil(f"a file written: {name}")

@@ -2,7 +2,7 @@
 decision, text a stream's encoding can carry, clipped messages.
 
 envcheck/_output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
-(envcheck/_static_cli.py) uses them directly.
+(envcheck/_plain_cli.py) uses them directly.
 """
 
 from __future__ import annotations

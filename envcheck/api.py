@@ -10,6 +10,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,8 +80,12 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
                                    recording=recording)
     from envcheck.probes import begin_probes, run_probes  # only when probes run: --static never loads the runner
 
-    # The probes' child imports torch while the static facts are collected; with cached results it is ended.
-    child = begin_probes(python or sys.executable)
+    # The probes' child imports torch while the static facts are collected; with cached results it is ended. Its
+    # temporary files are its own business, not what the check read.
+    with nullcontext() if recording is None else recording.paused():
+        child = begin_probes(python or sys.executable)
+    if recording is not None and child is not None:
+        recording.ignore(child.folder)
     try:
         facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
                                     recording=recording)
@@ -88,8 +93,10 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         if child is not None:
             child.close()
         raise
-    results, _ = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache,
-                            progress=probes.progress, child=child)
+    results, cached = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache,
+                                 progress=probes.progress, child=child)
+    if recording is not None and not cached:
+        recording.spoil("the probes ran: their results are evidence of this run, not of the files read")
     return dataclasses.replace(facts, probes=results)
 
 

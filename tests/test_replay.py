@@ -277,3 +277,18 @@ def test_a_stored_entry_reads_back(project: Project) -> None:
     kinds = {w[0] for w in parsed["witnesses"]}
     assert {"s", "o", "d"} <= kinds  # stats (the project files looked for), opened files, listed folders
     assert not any(w[1].startswith(str(project.cache_dir)) for w in parsed["witnesses"])
+
+
+def test_the_full_check_replays_only_with_cached_probe_results(project: Project) -> None:
+    """`envcheck` with its probes: a run whose probes ran is not recorded; one whose results came from the probe
+    cache is, and the cached results' file is witnessed like any other read."""
+    first = project.run("check")
+    assert not first[2]
+    second = project.run("check")  # the probes' results from the cache: recorded
+    assert second == (first[0], first[1], False)
+    assert project.run("check") == (first[0], first[1], True)
+    (probes,) = project.cache_dir.glob("probes-*.json")
+    probes.unlink()  # the next run must run the probes again
+    assert project.run("check") == (first[0], first[1], False)
+    assert project.run("check") == (first[0], first[1], False)  # recorded now, from the cache again
+    assert project.run("check") == (first[0], first[1], True)

@@ -163,8 +163,9 @@ class Child:
     def __init__(self, opts: RunOptions, request: str) -> None:
         self.python, self.request = opts.python, request
         self._tmp = tempfile.TemporaryDirectory(prefix="envcheck-probe-")
+        self.folder = Path(self._tmp.name)
         try:
-            self.out_path, self.err_path = Path(self._tmp.name) / "results.jsonl", Path(self._tmp.name) / "stderr.txt"
+            self.out_path, self.err_path = self.folder / "results.jsonl", self.folder / "stderr.txt"
             self.out_path.touch()
             with self.err_path.open("wb") as err:
                 self.proc = _spawn(opts, request, self.out_path, err)

@@ -1,4 +1,4 @@
-"""`envcheck --static` without click (envcheck/_static_cli.py) answers byte for byte as the click CLI does."""
+"""The plain forms of the check without click (envcheck/_plain_cli.py) answer byte for byte as the click CLI does."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck._static_cli import applies
+from envcheck._plain_cli import applies
 
 # The command as users run it (through envcheck/_entry.py), and the click CLI given the same arguments.
 ENTRY = "import sys; from envcheck._entry import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
@@ -33,7 +33,7 @@ PROJECTS = {
 }
 
 
-@pytest.mark.parametrize("args", [["--static"], ["check", "--static"]], ids=" ".join)
+@pytest.mark.parametrize("args", [["--static"], ["check", "--static"], [], ["check"]], ids=lambda a: " ".join(a) or "-")
 @pytest.mark.parametrize("project", list(PROJECTS))
 def test_same_output_and_exit_code_as_the_click_cli(tmp_path: Path, project: str, args: list[str]) -> None:
     """For each kind of project (none, findings, bad configuration), the fast path prints what click's CLI prints
@@ -59,6 +59,7 @@ def test_the_fast_path_imports_no_click(tmp_path: Path) -> None:
 
 def test_only_the_exact_forms_apply() -> None:
     """Any other option, order or command goes to the CLI."""
-    assert applies(["--static"]) and applies(["check", "--static"])
-    for argv in ([], ["check"], ["--static", "-v"], ["--static", "check"], ["facts", "--static"], ["--Static"]):
+    assert applies(["--static"]) and applies(["check", "--static"]) and applies([]) and applies(["check"])
+    for argv in (["-v"], ["check", "-v"], ["--static", "-v"], ["--static", "check"], ["facts", "--static"],
+                 ["--Static"], ["--no-cache"], ["facts"]):
         assert not applies(argv)

@@ -1,10 +1,13 @@
-"""`envcheck --static` and `envcheck check --static` with every other option at its default, run without click.
+"""The check in its plain forms, run without click: `envcheck`, `envcheck check`, `envcheck --static` and `envcheck
+check --static`, every other option at its default.
 
-This is the form pre-commit hooks and install scripts run on every commit and every install, and the CLI framework
-was about a tenth of it (bench/README.md). It runs the same check as `envcheck check` (envcheck/_checking.py) and
-answers byte for byte as the CLI does: the report on standard output, exit 0 clean, 1 findings at or above the
-configuration's fail-on (else error), 2 for a configuration or usage error, 3 for a bug, 130 when interrupted. The
-error paths hand their messages to the same functions the CLI uses (and import click for them).
+These are what pre-commit hooks, install scripts and people type, over and over, and the CLI framework was about a
+tenth of a static check (bench/README.md); a repeated check is answered from its last run while nothing it read has
+changed (envcheck/_replay.py). It runs the same check as `envcheck check` (envcheck/_checking.py) and answers byte
+for byte as the CLI does, the probes' status line on a terminal included: the report on standard output, exit 0
+clean, 1 findings at or above the configuration's fail-on (else error), 2 for a configuration or usage error, 3 for a
+bug, 130 when interrupted. The error paths hand their messages to the same functions the CLI uses (and import click
+for them).
 
 It is taken only where click would write to the standard streams as they are: not on Windows (click writes to its
 console through its own stream), not with an ASCII-encoded standard output (click re-wraps that one), not while a
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMS", "applies", "run"]
 
-FORMS = (("--static",), ("check", "--static"))
+FORMS = ((), ("check",), ("--static",), ("check", "--static"))
 _ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"  # as envcheck/_cli.py's ISSUES_URL
 
 
@@ -41,12 +44,35 @@ def _plain_text_stream(stream: object) -> bool:
 
 
 def applies(argv: Sequence[str]) -> bool:
-    """Whether `argv` (without the program name) is the static check this module runs, here, as the CLI would."""
+    """Whether `argv` (without the program name) is a check this module runs, here, as the CLI would."""
     return (tuple(argv) in FORMS and sys.platform != "win32" and "_ENVCHECK_COMPLETE" not in os.environ
             and _plain_text_stream(sys.stdout) and _plain_text_stream(sys.stderr))
 
 
-def _check(recording: Recording | None) -> tuple[str, int, list[Path]]:
+class _ProgressLine:
+    """The CLI's status line while probes run (envcheck/_cli.py), written as click writes it to a POSIX stream:
+    only on a terminal, overwritten in place, cleared when the probes are done."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.drawn = False
+
+    def _echo(self, text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def __call__(self, name: str, index: int, total: int) -> None:
+        if self.enabled:
+            self._echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…")
+            self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            self._echo("\r\033[K")
+            self.drawn = False
+
+
+def _check(recording: Recording | None, static: bool) -> tuple[str, int, list[Path]]:
     """The report's text, the exit code, and the rule directories the pack was made of."""
     from envcheck._checking import collected
     from envcheck._text import printable, use_color
@@ -55,8 +81,8 @@ def _check(recording: Recording | None) -> tuple[str, int, list[Path]]:
     from envcheck.rules import builtin_rules_dir
 
     report, rules = collected(ProjectOptions(), python=None, facts_file=None, config_file=None, no_config=False,
-                              rule_dirs=(), select=(), ignore=(), require=(), forbid=(), static=True,
-                              probe_timeout=120.0, no_cache=False, progress=None, recording=recording)
+                              rule_dirs=(), select=(), ignore=(), require=(), forbid=(), static=static,
+                              probe_timeout=120.0, no_cache=False, progress=_ProgressLine(), recording=recording)
     text = printable(render(report, "text", color=use_color(None, None), verbose=False),
                      getattr(sys.stdout, "encoding", None))
     code = 1 if report.at_or_above(rules.config.fail_on or "error") else 0
@@ -68,10 +94,9 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
-def run(argv: Sequence[str] = FORMS[0]) -> int:
-    """The exit code of the static check `argv` (one of FORMS), its report written; errors reported as the CLI
-    reports them. The report of the last run is written again while nothing it read has changed
-    (envcheck/_replay.py)."""
+def run(argv: Sequence[str] = ("--static",)) -> int:
+    """The exit code of the check `argv` (one of FORMS), its report written; errors reported as the CLI reports
+    them. The report of the last run is written again while nothing it read has changed (envcheck/_replay.py)."""
     from envcheck import _replay
     from envcheck.errors import EnvcheckError
 
@@ -82,7 +107,7 @@ def run(argv: Sequence[str] = FORMS[0]) -> int:
             return replayed[1]
         recording = _replay.Recording.start(argv)
         try:
-            text, code, rule_dirs = _check(recording)
+            text, code, rule_dirs = _check(recording, static="--static" in argv)
         finally:
             if recording is not None:
                 recording.stop()
