@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from envcheck._replay import Recording
     from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
     from envcheck.model import Report, Target
+    from envcheck.probes.runner import Child
 
 
 class ProgressLine(Protocol):
@@ -52,6 +53,19 @@ def rule_set_for(config_file: str | None, no_config: bool, rule_dirs: Sequence[P
                     forbid=forbid, project=project, use_cache=not no_cache)
 
 
+def _probe_child(python: str | None, recording: Recording | None) -> Child | None:
+    """The probes' child, begun first, so that its `import torch` overlaps reading the project, loading the rules and
+    collecting the facts. None where the interpreter cannot be found: the check reports that in its own order."""
+    from envcheck.api import begin_probe_child
+    from envcheck.errors import EnvcheckError
+
+    try:
+        target = target_for(python)
+    except EnvcheckError:
+        return None
+    return begin_probe_child(target, recording)
+
+
 def collected(project_options: ProjectOptions, *, python: str | None, facts_file: str | None,
               config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
               ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str], static: bool,
@@ -63,15 +77,21 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
     from envcheck.engine import evaluate
     from envcheck.model import Target
 
-    project = read_project(project_options, facts_file=facts_file)
-    snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
-    rules = rule_set_for(config_file, no_config, rule_dirs, select, ignore, require, forbid,
-                         project if snapshot is None else snapshot.project, no_cache=no_cache)
+    child = None if static or facts_file is not None else _probe_child(python, recording)
     try:
+        project = read_project(project_options, facts_file=facts_file)
+        snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
+        rules = rule_set_for(config_file, no_config, rule_dirs, select, ignore, require, forbid,
+                             project if snapshot is None else snapshot.project, no_cache=no_cache)
         target = target_for(python, facts_file)
+    except BaseException:
+        if child is not None:
+            child.close()
+        raise
+    try:
         facts = snapshot or with_project(gather(rules.every, python=target,
                                                 probes=probe_options(static, probe_timeout, no_cache, progress),
-                                                recording=recording),
+                                                recording=recording, child=child),
                                          project)
     finally:
         if progress is not None:

@@ -63,3 +63,15 @@ def test_only_the_exact_forms_apply() -> None:
     for argv in (["-v"], ["check", "-v"], ["--static", "-v"], ["--static", "check"], ["facts", "--static"],
                  ["--Static"], ["--no-cache"], ["facts"]):
         assert not applies(argv)
+
+
+@pytest.mark.parametrize("args", [[], ["--no-cache"]], ids=["plain", "click"])
+def test_a_check_that_fails_early_leaves_no_probe_child(tmp_path: Path, args: list[str]) -> None:
+    """The probes' child is begun before the configuration is read; a configuration error ends it and removes its
+    folder (both the click-free and the click path)."""
+    (tmp_path / "envcheck.toml").write_text('fail-on = "sometimes"\n', encoding="utf-8")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    proc = _run(ENTRY, args, tmp_path, TMPDIR=str(scratch))
+    assert proc.returncode == 2 and "fail-on" in proc.stderr
+    assert list(scratch.iterdir()) == []
