@@ -55,15 +55,17 @@ def rule_set_for(config_file: str | None, no_config: bool, rule_dirs: Sequence[P
 
 def _probe_child(python: str | None, recording: Recording | None) -> Child | None:
     """The probes' child, begun first, so that its `import torch` overlaps reading the project, loading the rules and
-    collecting the facts. None where the interpreter cannot be found: the check reports that in its own order."""
-    from envcheck.api import begin_probe_child
+    collecting the facts (and importing what does that). None where the interpreter cannot be found: the check
+    reports that in its own order."""
     from envcheck.errors import EnvcheckError
+    from envcheck.probes import begin_probes
 
     try:
         target = target_for(python)
     except EnvcheckError:
         return None
-    return begin_probe_child(target, recording)
+    return begin_probes(None if target is None or isinstance(target, str) or target.in_process else target.python,
+                        recording=recording)
 
 
 def collected(project_options: ProjectOptions, *, python: str | None, facts_file: str | None,
@@ -73,12 +75,12 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
               recording: Recording | None = None) -> tuple[Report, RuleSet]:
     """The report of `envcheck check` on a collected environment (or a saved snapshot, --facts), with its rules;
     `recording` is told what was collected (a static check that may be replayed: envcheck/_replay.py)."""
-    from envcheck.api import checked, gather, memo_for, read_project, with_project
-    from envcheck.engine import evaluate
-    from envcheck.model import Target
-
     child = None if static or facts_file is not None else _probe_child(python, recording)
     try:
+        from envcheck.api import checked, gather, memo_for, read_project, with_project
+        from envcheck.engine import evaluate
+        from envcheck.model import Target
+
         project = read_project(project_options, facts_file=facts_file)
         snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
         rules = rule_set_for(config_file, no_config, rule_dirs, select, ignore, require, forbid,

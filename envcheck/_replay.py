@@ -29,9 +29,9 @@ whose file is witnessed, it is), nor when anything in it is unusual: a file writ
 directory (a first run that writes bytecode), a read under /proc (answers that differ per process), a file that
 answered differently twice, a read that cannot be named (a descriptor), output on standard error (the probes' status
 line on a terminal among it), an exit other than 0 or 1. Entries are kept through envcheck.cache: signed with the
-user's key, in the user's cache directory, never in the checked environment, one per interpreter and working
-directory; one that fails its signature or is not exactly what `Recording.store` writes is ignored. A replay writes
-nothing. `envcheck --no-cache` always checks afresh.
+user's key, in the user's cache directory, never in the checked environment, one per interpreter, working
+directory and form; one that fails its signature or is not exactly what `Recording.store` writes is ignored. A
+replay writes nothing. `envcheck --no-cache` always checks afresh.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _key(form: Sequence[str]) -> tuple[str, str]:
     """(entry name, stamp): the entry of this interpreter in this folder, and a digest of what must be the same
     for it to apply at all."""
     cwd = os.getcwd()  # noqa: PTH109 - a str, hashed
-    where = json.dumps([sys.executable, cwd])
+    where = json.dumps([sys.executable, cwd, list(form)])  # `envcheck` and `envcheck --static` keep one each
     name = "replay-" + hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     # ASCII JSON: every string, a lone surrogate from an undecodable name included, encodes.
     what = json.dumps([_FORMAT, __version__, sys.version, sys.executable, sys.prefix, cwd, list(form),

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +67,8 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
     `python`: None is the running interpreter, a path another one (run in a child process), a `Target` (from
     `envcheck.target.discover`) either, as its `in_process` says. A saved snapshot is evaluated as it is: its probe
     results (if any) are the evidence, nothing is re-run. `recording`: see `envcheck.facts.collect.collect`.
-    `child`: the probes' child, begun by `begin_probe_child` (else it is begun here, before the facts are collected).
+    `child`: the probes' child, begun by `envcheck.probes.begin_probes` (else it is begun here, before the facts are
+    collected).
     """
     if facts_file is not None:
         if python is not None:
@@ -84,10 +83,10 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
             child.close()
         return collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
                                    recording=recording)
-    from envcheck.probes import run_probes  # only when probes run: --static never loads the runner
+    from envcheck.probes import begin_probes, run_probes  # only when probes run: --static never loads the runner
 
     if child is None:
-        child = begin_probe_child(python, recording)
+        child = begin_probes(python, recording=recording)
     try:
         facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
                                     recording=recording)
@@ -100,22 +99,6 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
     if recording is not None and not cached:
         recording.spoil("the probes ran: their results are evidence of this run, not of the files read")
     return dataclasses.replace(facts, probes=results)
-
-
-def begin_probe_child(python: str | Target | None, recording: Recording | None = None) -> Child | None:
-    """The probes' shared child for the interpreter `python` (as `gather` takes it), begun now, so that its `import
-    torch` (seconds) runs while envcheck loads its rules and collects the static facts (a fraction of a second);
-    `run_probes` ends it when the results come from the cache. None when it cannot be started. Its temporary files
-    are its own business, not something the check read (`recording`)."""
-    from envcheck.probes import begin_probes
-
-    if isinstance(python, Target):
-        python = None if python.in_process else python.python
-    with nullcontext() if recording is None else recording.paused():
-        child = begin_probes(python or sys.executable)
-    if recording is not None and child is not None:
-        recording.ignore(child.folder)
-    return child
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from envcheck.probes.catalog import PROBE_NAMES
 
 if TYPE_CHECKING:
+    from envcheck._replay import Recording
     from envcheck.facts.probe_results import ProbeResult
     from envcheck.facts.snapshot import Facts
     from envcheck.probes.runner import Child, Progress
@@ -19,13 +20,23 @@ if TYPE_CHECKING:
 __all__ = ["PROBE_NAMES", "begin_probes", "run_probes"]
 
 
-def begin_probes(python: str, names: Sequence[str] = PROBE_NAMES) -> Child | None:
-    """Start the probes' shared child for the interpreter at `python` before the facts are collected, so that its
-    `import torch` (seconds) runs while envcheck collects (a fraction of a second); give it to `run_probes`, which
-    ends it when the results come from the cache instead. None when it cannot be started."""
+def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
+                 recording: Recording | None = None) -> Child | None:
+    """Start the probes' shared child for the interpreter at `python` (None: this one) before the facts are
+    collected, so that its `import torch` (seconds) runs while envcheck reads the project, loads its rules and
+    collects (a fraction of a second); give it to `run_probes`, which ends it when the results come from the cache
+    instead. None when it cannot be started. Its temporary files are its own business, not something the check read
+    (`recording`: envcheck/_replay.py)."""
+    import sys
+    from contextlib import nullcontext
+
     from envcheck.probes import runner
 
-    return runner.start(names, runner.RunOptions(python=python))
+    with nullcontext() if recording is None else recording.paused():
+        child = runner.start(names, runner.RunOptions(python=python or sys.executable))
+    if recording is not None and child is not None:
+        recording.ignore(child.folder)
+    return child
 
 
 def run_probes(

@@ -36,9 +36,11 @@ class Context:
         # Set by a case that left a sticky CUDA error: every later CUDA call of this process would raise it again,
         # so the child stops after the current probe and the runner starts a fresh one for the rest.
         self.poisoned: str | None = None
-        # The extension-imports probe's importer, started right after torch was imported so that it runs while the
-        # other probes do (see _ext_begin); collected when the probe's turn comes, last.
+        # The extension-imports probe's importer, started before torch is imported here (when nothing it imports
+        # builds on torch) or right after, so that it runs while this process imports torch or runs the other probes
+        # (see begin_extension_imports); collected when the probe's turn comes, last.
         self.ext_begun: _ExtBegun | None = None
+        self.scratch: str | None = None  # the runner's folder for this child, removed by the runner whatever happens
 
     def import_torch(self) -> dict[str, Any]:
         """Import torch once; the record of how that went (time, warnings, exception) is the torch-import probe."""
@@ -1129,11 +1131,13 @@ def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool 
 class _ExtBegun:
     """The extension-imports probe, begun: what it imports, and its first importer, already running."""
 
-    def __init__(self, start: float, targets: list[dict[str, Any]], numpy2_built: list[str], fork: bool) -> None:
+    def __init__(self, start: float, targets: list[dict[str, Any]], numpy2_built: list[str], fork: bool,
+                 scratch: str | None = None) -> None:
         import tempfile
 
         self.start, self.targets, self.numpy2_built, self.fork = start, targets, numpy2_built, fork
-        self.tmp = tempfile.TemporaryDirectory(prefix="envcheck-imports-")
+        # Inside the runner's folder for this child when there is one: removed with it even if this child crashes.
+        self.tmp = tempfile.TemporaryDirectory(prefix="envcheck-imports-", dir=scratch)
         self.items: list[dict[str, str]] = []
         for t in targets:
             for module in t["modules"]:
@@ -1143,6 +1147,7 @@ class _ExtBegun:
         self.first: Any = None
 
     def launch(self) -> None:
+        self.start = time.monotonic()  # planned perhaps before torch was imported: the budget starts now
         out_path = os.path.join(self.tmp.name, "imports-1.jsonl")
         open(out_path, "w").close()
         self.first = _ext_start(self.items, out_path, self.fork)
@@ -1156,15 +1161,26 @@ def _ext_begin(ctx: Context) -> _ExtBegun:
     numpy2_built: list[str] = []
     targets = _ext_targets(numpy2_built)
     fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
-    return _ExtBegun(start, targets, numpy2_built, fork)
+    return _ExtBegun(start, targets, numpy2_built, fork, ctx.scratch)
 
 
-def begin_extension_imports(ctx: Context) -> None:
-    """Start the importer now, in the background, so that the imports run while the other probes do; the
-    probe's own turn then only collects them. Anything that goes wrong here leaves the probe to run in its turn."""
-    begun = None
+def begin_extension_imports(ctx: Context, *, before_torch: bool = False) -> None:
+    """Start the importer now, in the background, so that the imports run while this process imports torch or
+    runs the other probes; the probe's own turn then only collects them. `before_torch`: only when nothing to import
+    builds on torch, whose importer is a fresh interpreter anyway (what builds on torch is imported by a copy of this
+    process forked once torch is imported, so the plan is kept for then). Anything that goes wrong here leaves the
+    probe to run in its turn."""
+    begun = ctx.ext_begun
     try:
-        begun = _ext_begin(ctx)
+        if begun is None:
+            begun = _ext_begin(ctx)
+        elif begun.first is not None:
+            return  # already importing
+        on_torch = any(t["torch"] for t in begun.targets)
+        if before_torch and on_torch:
+            ctx.ext_begun = begun
+            return
+        begun.fork = on_torch and _ext_can_fork(ctx)
         if begun.targets:
             begun.launch()
         ctx.ext_begun = begun
@@ -1254,14 +1270,17 @@ def _write(out: Any, record: dict[str, Any]) -> None:
 def main(argv: list[str]) -> None:
     request = json.loads(argv[1])
     ctx = Context()
+    ctx.scratch = os.path.dirname(os.path.abspath(argv[2]))
     # Line-buffered append: every line reaches the file (and so the parent) before the next probe starts.
     with open(argv[2], "a", encoding="utf-8", buffering=1) as out:
+        probes = list(request["probes"])
+        ext = next((item for item in probes if item["name"] == "extension-imports"), None)
+        if ext is not None and len(probes) > 1 and not ext.get("needs_torch", True):
+            begin_extension_imports(ctx, before_torch=True)
         if any(item.get("needs_torch", True) for item in request["probes"]):
             # Before the first start event, under the runner's longer import bound: an import that is slow (a cold
             # network filesystem) is not charged to the first probe of a fresh child.
             ctx.import_torch()
-        probes = list(request["probes"])
-        ext = next((item for item in probes if item["name"] == "extension-imports"), None)
         if ext is not None and len(probes) > 1 and not (ext.get("needs_torch", True) and ctx.torch is None):
             # The imports run in a grandchild while the other probes run here; the result is collected last.
             begin_extension_imports(ctx)
