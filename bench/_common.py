@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,11 +95,13 @@ def run_once(argv: list[str], cwd: str, env: dict[str, str] | None = None) -> Sa
 
 
 def run_alternating(series: list[Series], runs: int, warmup: int, cwd: str,
-                    env: dict[str, str] | None = None, progress: bool = True) -> None:
-    """A B C A B C ...: warm-up rounds (discarded), then `runs` rounds, so drift and noise hit every command alike."""
+                    env: dict[str, str] | None = None, progress: bool = True,
+                    envs: dict[str, Callable[[], dict[str, str]]] | None = None) -> None:
+    """A B C A B C ...: warm-up rounds (discarded), then `runs` rounds, so drift and noise hit every command alike.
+    `envs`: a series' own environment (by label), made afresh before each of its runs."""
     for round_no in range(warmup + runs):
         for s in series:
-            sample = run_once(s.argv, cwd, env)
+            sample = run_once(s.argv, cwd, envs[s.label]() if envs and s.label in envs else env)
             if round_no >= warmup:
                 s.samples.append(sample)
         if progress:

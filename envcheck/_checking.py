@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from envcheck._replay import Recording
     from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
     from envcheck.model import Report, Target
-    from envcheck.probes.runner import Child
+    from envcheck.probes.runner import Started
 
 
 class ProgressLine(Protocol):
@@ -53,10 +53,10 @@ def rule_set_for(config_file: str | None, no_config: bool, rule_dirs: Sequence[P
                     forbid=forbid, project=project, use_cache=not no_cache)
 
 
-def _probe_child(python: str | None, recording: Recording | None) -> Child | None:
-    """The probes' child, begun first, so that its `import torch` overlaps reading the project, loading the rules and
-    collecting the facts (and importing what does that). None where the interpreter cannot be found: the check
-    reports that in its own order."""
+def _probe_children(python: str | None, recording: Recording | None) -> Started | None:
+    """The probes' children, begun first, so that the shared child's `import torch` overlaps reading the project,
+    loading the rules and collecting the facts (and importing what does that). None where the interpreter cannot
+    be found: the check reports that in its own order."""
     from envcheck.errors import EnvcheckError
     from envcheck.probes import begin_probes
 
@@ -75,7 +75,7 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
               recording: Recording | None = None) -> tuple[Report, RuleSet]:
     """The report of `envcheck check` on a collected environment (or a saved snapshot, --facts), with its rules;
     `recording` is told what was collected (a static check that may be replayed: envcheck/_replay.py)."""
-    child = None if static or facts_file is not None else _probe_child(python, recording)
+    started = None if static or facts_file is not None else _probe_children(python, recording)
     try:
         from envcheck.api import checked, gather, memo_for, read_project, with_project
         from envcheck.engine import evaluate
@@ -87,13 +87,13 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
                              project if snapshot is None else snapshot.project, no_cache=no_cache)
         target = target_for(python, facts_file)
     except BaseException:
-        if child is not None:
-            child.close()
+        if started is not None:
+            started.close()
         raise
     try:
         facts = snapshot or with_project(gather(rules.every, python=target,
                                                 probes=probe_options(static, probe_timeout, no_cache, progress),
-                                                recording=recording, child=child),
+                                                recording=recording, started=started),
                                          project)
     finally:
         if progress is not None:

@@ -32,7 +32,7 @@ from envcheck.rules import RulePack
 if TYPE_CHECKING:
     from envcheck._replay import Recording
     from envcheck.derived.walk_memo import Memo
-    from envcheck.probes.runner import Child, Progress
+    from envcheck.probes.runner import Progress, Started
 
 
 def collection_request(rules: Iterable[Rule]) -> dict[str, Any]:
@@ -61,41 +61,41 @@ class ProbeOptions:
 
 def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_file: str | None = None,
            probes: ProbeOptions = ProbeOptions(run=False), recording: Recording | None = None,
-           child: Child | None = None) -> Facts:
+           started: Started | None = None) -> Facts:
     """Facts from a saved snapshot, another interpreter, or this one; with probe results unless `probes.run` is off.
 
     `python`: None is the running interpreter, a path another one (run in a child process), a `Target` (from
     `envcheck.target.discover`) either, as its `in_process` says. A saved snapshot is evaluated as it is: its probe
     results (if any) are the evidence, nothing is re-run. `recording`: see `envcheck.facts.collect.collect`.
-    `child`: the probes' child, begun by `envcheck.probes.begin_probes` (else it is begun here, before the facts are
-    collected).
+    `started`: the probes' children, begun by `envcheck.probes.begin_probes` (else they are begun here, before the
+    facts are collected).
     """
     if facts_file is not None:
         if python is not None:
             raise EnvcheckError("--facts and --python exclude each other: a snapshot already names its interpreter")
-        if child is not None:
-            child.close()
+        if started is not None:
+            started.close()
         return collect_mod.load(facts_file)
     if isinstance(python, Target):
         python = None if python.in_process else python.python
     if not probes.run:
-        if child is not None:
-            child.close()
+        if started is not None:
+            started.close()
         return collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
                                    recording=recording)
     from envcheck.probes import begin_probes, run_probes  # only when probes run: --static never loads the runner
 
-    if child is None:
-        child = begin_probes(python, recording=recording)
+    if started is None:
+        started = begin_probes(python, recording=recording)
     try:
         facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
                                     recording=recording)
     except BaseException:
-        if child is not None:
-            child.close()
+        if started is not None:
+            started.close()
         raise
     results, cached = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache,
-                                 progress=probes.progress, child=child)
+                                 progress=probes.progress, started=started)
     if recording is not None and not cached:
         recording.spoil("the probes ran: their results are evidence of this run, not of the files read")
     return dataclasses.replace(facts, probes=results)

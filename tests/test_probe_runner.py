@@ -273,13 +273,14 @@ def test_a_child_started_early_runs_the_probes(tmp_path: Path, monkeypatch: pyte
     from envcheck.probes import runner
 
     opts = _opts(env=_slow_torch(tmp_path, 1.0), timeout_s=30.0, extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE)
-    child = runner.start(["after-import"], opts)
-    assert child is not None
+    started = runner.start(["after-import"], opts)
+    assert started is not None and len(started.children) == 1
+    (child,) = started.children
     time.sleep(1.0)  # the caller's own work; the child imports meanwhile
     spawned: list[object] = []
     real_spawn = runner._spawn
     monkeypatch.setattr(runner, "_spawn", lambda *a: spawned.append(a) or real_spawn(*a))
-    early = run(["after-import"], opts, child)
+    early = run(["after-import"], opts, started)
     assert spawned == []  # no second child
     assert early["after-import"].details == {"torch": "0+slow"}
     assert {k: v.status for k, v in early.items()} == {k: v.status for k, v in run(["after-import"], opts).items()}
@@ -293,9 +294,10 @@ def test_a_child_started_for_another_interpreter_is_ended(tmp_path: Path) -> Non
 
     other = runner.start(["hang"], _opts())
     assert other is not None
+    (child,) = other.children
     results = run(["fine"], _opts(), other)
     assert results["fine"].status == "ok"
-    assert other.proc.returncode is not None and not Path(other.out_path).parent.exists()
+    assert child.proc.returncode is not None and not Path(child.out_path).parent.exists()
 
 
 def test_cached_results_end_the_early_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -307,10 +309,29 @@ def test_cached_results_end_the_early_child(tmp_path: Path, monkeypatch: pytest.
 
     facts = build_facts()
     monkeypatch.setattr(cache, "load", lambda key: {"hang": ProbeResult(status="ok")})
-    child = runner.start(["hang"], _opts())
-    assert child is not None
-    started = time.monotonic()
-    results, cached = run_probes(facts, ["hang"], child=child)
+    started = runner.start(["hang"], _opts())
+    assert started is not None
+    (child,) = started.children
+    begun = time.monotonic()
+    results, cached = run_probes(facts, ["hang"], started=started)
     assert cached and results["hang"].status == "ok"
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - begun < 30
     assert child.proc.returncode is not None and not Path(child.out_path).parent.exists()
+
+
+ISOLATED = {"alone": ProbeSpec("alone", "isolated", isolated=True, needs_torch=False),
+            "fine": SPECS["fine"]}
+
+
+def test_isolated_probes_children_start_beside_the_shared_one() -> None:
+    """`start` begins the isolated probes' children too, each taken by the run of its own probe."""
+    from envcheck.probes import runner
+
+    opts = _opts(extra_source=FAULTS + "\ndef probe_alone(ctx):\n    return {'status': 'ok'}\n",
+                 extra_specs={**SPECS, **ISOLATED})
+    started = runner.start(["fine", "alone"], opts)
+    assert started is not None and len(started.children) == 2
+    children = list(started.children)
+    results = run(["fine", "alone"], opts, started)
+    assert {k: v.status for k, v in results.items()} == {"fine": "ok", "alone": "ok"}
+    assert started.children == [] and all(c.proc.returncode is not None for c in children)

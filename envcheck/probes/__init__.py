@@ -15,28 +15,29 @@ if TYPE_CHECKING:
     from envcheck._replay import Recording
     from envcheck.facts.probe_results import ProbeResult
     from envcheck.facts.snapshot import Facts
-    from envcheck.probes.runner import Child, Progress
+    from envcheck.probes.runner import Progress, Started
 
 __all__ = ["PROBE_NAMES", "begin_probes", "run_probes"]
 
 
 def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
-                 recording: Recording | None = None) -> Child | None:
-    """Start the probes' shared child for the interpreter at `python` (None: this one) before the facts are
-    collected, so that its `import torch` (seconds) runs while envcheck reads the project, loads its rules and
-    collects (a fraction of a second); give it to `run_probes`, which ends it when the results come from the cache
-    instead. None when it cannot be started. Its temporary files are its own business, not something the check read
-    (`recording`: envcheck/_replay.py)."""
+                 recording: Recording | None = None) -> Started | None:
+    """Start the probes' children for the interpreter at `python` (None: this one) before the facts are collected,
+    so that the shared child's `import torch` (seconds) runs while envcheck reads the project, loads its rules and
+    collects (a fraction of a second); give them to `run_probes`, which ends them when the results come from the
+    cache instead. None when none can be started. Their temporary files are their own business, not something the
+    check read (`recording`: envcheck/_replay.py)."""
     import sys
     from contextlib import nullcontext
 
     from envcheck.probes import runner
 
     with nullcontext() if recording is None else recording.paused():
-        child = runner.start(names, runner.RunOptions(python=python or sys.executable))
-    if recording is not None and child is not None:
-        recording.ignore(child.folder)
-    return child
+        started = runner.start(names, runner.RunOptions(python=python or sys.executable))
+    if recording is not None and started is not None:
+        for folder in started.folders:
+            recording.ignore(folder)
+    return started
 
 
 def run_probes(
@@ -46,10 +47,10 @@ def run_probes(
     timeout_s: float = 120.0,
     use_cache: bool = True,
     progress: Progress | None = None,
-    child: Child | None = None,
+    started: Started | None = None,
 ) -> tuple[dict[str, ProbeResult], bool]:
-    """(results, from_cache) for the probes `names`, run with the interpreter the facts describe; `child` is the
-    shared child begun by `begin_probes` (used if it was started for these probes and this interpreter, else
+    """(results, from_cache) for the probes `names`, run with the interpreter the facts describe; `started`: the
+    children begun by `begin_probes` (each used if it was started for these probes and this interpreter, else
     ended)."""
     # Imported here: reading the catalogue (rule validation does) must not load the runner and hashlib.
     from envcheck.probes import cache, runner
@@ -59,11 +60,11 @@ def run_probes(
     if use_cache:
         cached = cache.load(key)
         if cached is not None and all(n in cached for n in names):
-            if child is not None:
-                child.close()
+            if started is not None:
+                started.close()
             return cached, True
     results = runner.run(names, runner.RunOptions(python=facts.python.executable, timeout_s=timeout_s,
-                                                  progress=progress), child)
+                                                  progress=progress), started)
     cache.store(key, results)
     return results, False
 

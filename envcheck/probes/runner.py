@@ -198,41 +198,67 @@ def _specs(names: Sequence[str], opts: RunOptions) -> list[ProbeSpec]:
     return specs
 
 
-def start(names: Sequence[str], opts: RunOptions) -> Child | None:
-    """The shared child of `run(names, opts)`, started now: importing torch (seconds) then overlaps whatever the
-    caller does before it calls `run` (collecting the static facts). None when it cannot be started (`run` then
-    reports why)."""
-    shared = _shared(_specs(names, opts))
-    if not shared:
+class Started:
+    """The children of a probe run begun ahead of it (`start`): the shared one and one per isolated probe, each
+    waiting to be taken by `run` for the probes it was started for."""
+
+    def __init__(self, children: list[Child]) -> None:
+        self.children = children
+
+    @property
+    def folders(self) -> list[Path]:
+        return [child.folder for child in self.children]
+
+    def take(self, python: str, request: str) -> Child | None:
+        """The child started for `request` with `python`, no longer held here; None if there is none."""
+        for child in self.children:
+            if (child.python, child.request) == (python, request):
+                self.children.remove(child)
+                return child
         return None
-    try:
-        return Child(opts, _request(shared))
-    except OSError:
-        return None
+
+    def close(self) -> None:
+        """End every child not taken (the results came from the cache, or their probes were skipped)."""
+        while self.children:
+            self.children.pop().close()
+
+
+def start(names: Sequence[str], opts: RunOptions) -> Started | None:
+    """The children of `run(names, opts)`, started now: importing torch (seconds) then overlaps whatever the caller
+    does before it calls `run` (collecting the static facts), and the isolated probes' children run beside the
+    shared one instead of after it. None when none can be started (`run` then reports why)."""
+    specs = _specs(names, opts)
+    children: list[Child] = []
+    for group in [_shared(specs), *([s] for s in specs if s.isolated)]:
+        if group:
+            try:
+                children.append(Child(opts, _request(group)))
+            except OSError:
+                break
+    return Started(children) if children else None
 
 
 def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: int,
-               results: dict[str, ProbeResult], child: Child | None = None) -> list[ProbeSpec]:
-    """Run `specs` in one child (`child`, when it was started for exactly these); fill `results`; return the specs
-    it never reached (after a crash or timeout)."""
+               results: dict[str, ProbeResult], started: Started | None = None) -> list[ProbeSpec]:
+    """Run `specs` in one child (one of `started`, when it was started for exactly these); fill `results`; return
+    the specs it never reached (after a crash or timeout)."""
     request = _request(specs)
-    if child is None or (child.python, child.request) != (opts.python, request):
-        if child is not None:
-            child.close()
+    child = None if started is None else started.take(opts.python, request)
+    if child is None:
         child = Child(opts, request)
     proc, err_path = child.proc, child.err_path
     try:
         lines = _Lines(child.out_path)
         current: str | None = None
         deadline = child.import_deadline
-        started = False
+        probing = False  # a probe has started (before that, the child imports torch)
         finished: set[str] = set()
         killed = False  # by us, at a timeout: the exit status then says nothing about the other probes
         while True:
             for event in lines.read():
                 name = str(event.get("probe"))
                 if event.get("event") == "start":
-                    started = True
+                    probing = True
                     current, deadline = name, time.monotonic() + opts.timeout_s
                     if opts.progress is not None:
                         opts.progress(name, done + len(finished) + 1, total)
@@ -247,7 +273,7 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                 _kill_group(proc)
                 proc.wait()
                 late = current or next(sp.name for sp in specs if sp.name not in finished)
-                if started or current is not None:
+                if probing or current is not None:
                     message = f"no result within {opts.timeout_s:g} s (the process group was killed)"
                     limit = opts.timeout_s
                 else:
@@ -309,9 +335,9 @@ def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> su
 FIRST = ("torch-import", "extension-imports")
 
 
-def run(names: Sequence[str], opts: RunOptions, child: Child | None = None) -> dict[str, ProbeResult]:
-    """Run the named probes; every name gets a result, whatever happens to the children. `child`: the shared child,
-    begun by `start(names, opts)`.
+def run(names: Sequence[str], opts: RunOptions, started: Started | None = None) -> dict[str, ProbeResult]:
+    """Run the named probes; every name gets a result, whatever happens to the children. `started`: children begun
+    by `start(names, opts)`.
 
     torch-import runs first whenever a probe needs torch: if importing torch crashes or hangs, the probes that need
     torch are skipped with that reason instead of each hanging again in a fresh child.
@@ -348,8 +374,7 @@ def run(names: Sequence[str], opts: RunOptions, child: Child | None = None) -> d
                 group = [s for s in group if s.name not in GPU_PROBES]
             if not group:
                 continue
-            rest = _run_child(group, opts, len(results), total, results, child)
-            child = None  # used (or closed) by the first group
+            rest = _run_child(group, opts, len(results), total, results, started)
             if rest:
                 queue.insert(0, rest)  # the probes after a crash or timeout get a fresh child
     except OSError as exc:
@@ -357,7 +382,7 @@ def run(names: Sequence[str], opts: RunOptions, child: Child | None = None) -> d
             results.setdefault(spec.name, ProbeResult(
                 status="skipped", message=f"cannot start {opts.python}: {exc.strerror or exc}"))
     finally:
-        if child is not None:  # never reached: every probe was skipped before the first child
-            child.close()
+        if started is not None:  # those never taken: their probes were skipped
+            started.close()
     return {name: results[name] for name in ([*wanted] if "torch-import" in wanted else ["torch-import", *wanted])
             if name in results}
