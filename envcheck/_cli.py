@@ -22,6 +22,7 @@ from envcheck._output import clip as _clip
 from envcheck._output import error_line as _error_line
 from envcheck._output import use_color as _use_color
 from envcheck._output import write as _write
+from envcheck._text import ProgressLine
 from envcheck.errors import EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
@@ -119,22 +120,11 @@ _probe_timeout_option = click.option(
 _no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
 
 
-class _ProgressLine:
-    """One self-overwriting status line on stderr while probes run, only on a terminal; silence otherwise."""
+class _ProgressLine(ProgressLine):
+    """The probes' status line (envcheck._text.ProgressLine), written through click."""
 
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self.drawn = False
-
-    def __call__(self, name: str, index: int, total: int) -> None:
-        if self.enabled:
-            click.echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…", err=True, nl=False)
-            self.drawn = True
-
-    def clear(self) -> None:
-        if self.drawn:
-            click.echo("\r\033[K", err=True, nl=False)
-            self.drawn = False
+    def _echo(self, text: str) -> None:
+        click.echo(text, err=True, nl=False)
 
 
 _python_option = click.option(

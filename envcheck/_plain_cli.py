@@ -49,40 +49,17 @@ def applies(argv: Sequence[str]) -> bool:
             and _plain_text_stream(sys.stdout) and _plain_text_stream(sys.stderr))
 
 
-class _ProgressLine:
-    """The CLI's status line while probes run (envcheck/_cli.py), written as click writes it to a POSIX stream:
-    only on a terminal, overwritten in place, cleared when the probes are done."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self.drawn = False
-
-    def _echo(self, text: str) -> None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-    def __call__(self, name: str, index: int, total: int) -> None:
-        if self.enabled:
-            self._echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…")
-            self.drawn = True
-
-    def clear(self) -> None:
-        if self.drawn:
-            self._echo("\r\033[K")
-            self.drawn = False
-
-
 def _check(recording: Recording | None, static: bool) -> tuple[str, int, list[Path]]:
     """The report's text, the exit code, and the rule directories the pack was made of."""
     from envcheck._checking import collected
-    from envcheck._text import printable, use_color
+    from envcheck._text import ProgressLine, printable, use_color
     from envcheck.api import ProjectOptions
     from envcheck.report import render
     from envcheck.rules import builtin_rules_dir
 
     report, rules = collected(ProjectOptions(), python=None, facts_file=None, config_file=None, no_config=False,
                               rule_dirs=(), select=(), ignore=(), require=(), forbid=(), static=static,
-                              probe_timeout=120.0, no_cache=False, progress=_ProgressLine(), recording=recording)
+                              probe_timeout=120.0, no_cache=False, progress=ProgressLine(), recording=recording)
     text = printable(render(report, "text", color=use_color(None, None), verbose=False),
                      getattr(sys.stdout, "encoding", None))
     code = 1 if report.at_or_above(rules.config.fail_on or "error") else 0

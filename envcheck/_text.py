@@ -1,5 +1,5 @@
 """The text side of the command line's output, without the CLI framework: comma-separated option values, the colour
-decision, text a stream's encoding can carry, clipped messages.
+decision, text a stream's encoding can carry, clipped messages, the probes' status line.
 
 envcheck/_output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
 (envcheck/_plain_cli.py) uses them directly.
@@ -45,3 +45,26 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     """`text` cut to `limit` characters, saying how much was left out: a 100,000-character option value echoed
     back in an error is still one readable line."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+class ProgressLine:
+    """One self-overwriting status line on stderr while probes run, only on a terminal; silence otherwise. Written
+    as click writes to a POSIX stream; the CLI's subclass writes through click (envcheck/_cli.py)."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.drawn = False
+
+    def _echo(self, text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def __call__(self, name: str, index: int, total: int) -> None:
+        if self.enabled:
+            self._echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…")
+            self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            self._echo("\r\033[K")
+            self.drawn = False

@@ -75,3 +75,36 @@ def test_a_check_that_fails_early_leaves_no_probe_child(tmp_path: Path, args: li
     proc = _run(ENTRY, args, tmp_path, TMPDIR=str(scratch))
     assert proc.returncode == 2 and "fail-on" in proc.stderr
     assert list(scratch.iterdir()) == []
+
+
+def _stderr_on_a_terminal(code: str, args: list[str], cwd: Path, cache: Path) -> tuple[int, bytes]:
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "_ENVCHECK_COMPLETE")}
+    env["ENVCHECK_CACHE_DIR"] = str(cache)
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, stdout=subprocess.DEVNULL,
+                              stderr=follower, env=env, timeout=600, check=False)
+    finally:
+        os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the terminal's other side is closed and everything was read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks)
+
+
+def test_the_probes_status_line_on_a_terminal_is_the_clis(tmp_path: Path) -> None:
+    """While probes run, a terminal's stderr shows the same self-overwriting line, cleared at the end, whichever
+    path runs the check; nothing else is written there."""
+    fast = _stderr_on_a_terminal(ENTRY, [], tmp_path, tmp_path / "cache-fast")
+    slow = _stderr_on_a_terminal(CLICK, ["check"], tmp_path, tmp_path / "cache-slow")
+    assert fast == slow
+    assert b"envcheck: probing torch-import (1/" in fast[1] and fast[1].endswith(b"\r\x1b[K")
