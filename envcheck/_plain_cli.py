@@ -17,6 +17,7 @@ shell asks for completions (`_ENVCHECK_COMPLETE`). Anywhere else, and for any ot
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import sys
 
@@ -90,7 +91,9 @@ def run(argv: Sequence[str] = ("--static",)) -> int:
                 recording.stop()
         _write(text)
         if recording is not None:
-            recording.store(text, code, rule_dirs)
+            # Keeping the answer is a shortcut for the next run, never a failure of this one.
+            with contextlib.suppress(Exception):
+                recording.store(text, code, rule_dirs)
         return code
     except EnvcheckError as exc:
         from envcheck._output import error_line

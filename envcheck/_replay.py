@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat as stat_module
 import sys
 import threading
@@ -66,9 +67,11 @@ _VOLATILE = frozenset({
 _VOLATILE_PREFIXES = ("GIT_", "PRE_COMMIT_")  # a hook's git index, refs and message file: never read by a rule
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PER_PROCESS = ("/proc/",)
-# Cached results that are not derived from what a replay compares (the probes' outcomes, which only running them
-# tells): their files are witnessed like any other read. The rest of the cache is verified where it is read.
-_WITNESSED_CACHE = "probes-"
+# The entries envcheck keeps in its cache folder, which it verifies where it reads them (envcheck.cache's signed
+# entries and key, the collector's and the native scan's per-file caches, temporary files). Anything else there is
+# witnessed like any other read: the probe results (only running the probes tells whether they still hold), and a
+# project that happens to live in that folder.
+_OWN_ENTRY = re.compile(r"key|[^/\\]+\.signed|(?:dists|native)-[0-9a-f]+\.json|[^/\\]+\.tmp")
 
 # The recording of the run in progress, if any: the audit hook and the wrapped os functions report to it.
 _active: Recording | None = None
@@ -102,24 +105,36 @@ def _key(form: Sequence[str]) -> tuple[str, str]:
 # --- what a path answers ------------------------------------------------------------------------------------------
 
 
-def _summary(st: os.stat_result) -> list[int]:
+# The os functions as they are before a recording wraps them: what a path answers is asked through these.
+_stat, _lstat, _access, _readlink = os.stat, os.lstat, os.access, os.readlink
+
+
+def _summary(st: os.stat_result, path: Any = None) -> list[Any]:
+    """A stat answer as compared: device, inode, mode and owner; a regular file's size and mtime too; a symbolic
+    link's target (`path` given: an lstat), since a link replaced by another may keep its inode."""
     regular = stat_module.S_ISREG(st.st_mode)
-    return [st.st_mode, st.st_dev, st.st_ino, st.st_uid, st.st_gid, st.st_size if regular else 0,
-            st.st_mtime_ns if regular else 0]
+    out: list[Any] = [st.st_mode, st.st_dev, st.st_ino, st.st_uid, st.st_gid, st.st_size if regular else 0,
+                      st.st_mtime_ns if regular else 0]
+    if path is not None and stat_module.S_ISLNK(st.st_mode):
+        try:
+            out.append(os.fsdecode(_readlink(path)))
+        except OSError:
+            out.append(None)
+    return out
 
 
 def _observe(kind: str, path: str) -> Any:
     """What `path` answers now to the read of `kind`: "s" os.stat, "l" os.lstat, "o" opened (os.stat), "d" listed
     (os.stat: device, inode, mtime), "a<mode>" os.access. None for a path that cannot be stat'ed."""
     if kind.startswith("a"):
-        return os.access(path, int(kind[1:]))
+        return _access(path, int(kind[1:]))
     try:
-        st = os.lstat(path) if kind == "l" else os.stat(path)  # noqa: PTH116 - str paths, many per run
+        st = _lstat(path) if kind == "l" else _stat(path)
     except OSError:
         return None
     if kind == "d":
         return [st.st_dev, st.st_ino, st.st_mtime_ns]
-    return _summary(st)
+    return _summary(st, path if kind == "l" else None)
 
 
 def _digest(raw: dict[str, Any], nvml: list[Any], interfaces: tuple[str, ...] | None) -> str:
@@ -160,13 +175,13 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         if isinstance(path, int):
             return  # an open of a descriptor already opened (and audited) by name
         writing = any(c in mode for c in "wax+") if isinstance(mode, str) else bool((flags or 0) & _WRITE_FLAGS)
-        recording.read("o", path, None, writing=writing)
+        recording.read("o", path, writing=writing)
     elif event in ("os.listdir", "os.scandir"):
         path = args[0] if args and args[0] is not None else "."
         if isinstance(path, int):
             recording.spoil("a folder listed through a descriptor")
             return
-        recording.read("d", path, None)
+        recording.read("d", path)
 
 
 def _wrapped_stat(original: Callable[..., os.stat_result], link: bool) -> Callable[..., os.stat_result]:
@@ -180,9 +195,9 @@ def _wrapped_stat(original: Callable[..., os.stat_result], link: bool) -> Callab
         try:
             result = original(path, **kwargs)
         except OSError:
-            recording.read(kind, path, None)
+            recording.read(kind, path, answer=None)
             raise
-        recording.read(kind, path, _summary(result))
+        recording.read(kind, path, answer=_summary(result, path if kind == "l" else None))
         return result
 
     return stat
@@ -196,7 +211,7 @@ def _wrapped_access(original: Callable[..., bool]) -> Callable[..., bool]:
             if args or kwargs:
                 recording.spoil("an access check with options")
             else:
-                recording.read(f"a{int(mode)}", path, result)
+                recording.read(f"a{int(mode)}", path, answer=result)
         return result
 
     return access
@@ -238,9 +253,9 @@ class Recording:
         self.pauses = 0
         self.spoiled: str | None = None
         self._reads: dict[tuple[str, str], Any] = {}
-        folders = {os.path.abspath(cache_dir), os.path.realpath(cache_dir)}  # noqa: PTH100
-        self._skip_folders = frozenset(folders)
-        self._skip = tuple(folder + os.sep for folder in folders)
+        self._cache = frozenset({os.path.abspath(cache_dir), os.path.realpath(cache_dir)})  # noqa: PTH100
+        self._skip_folders: frozenset[str] = frozenset()  # folders of the check's own (`ignore`)
+        self._skip: tuple[str, ...] = ()  # and what is below them
         self._collected: dict[str, Any] | None = None
         self._saved: tuple[Any, Any, Any, Any] | None = None
 
@@ -250,9 +265,15 @@ class Recording:
         global _active, _hook_installed  # the hooks are process-wide by nature
         from envcheck.cache import usable_dir
 
+        # Where every stat goes through the os module's functions (pathlib included): CPython 3.11 to 3.13 on POSIX.
+        # Python 3.10's pathlib holds its own reference to os.stat, taken when it is imported.
+        if not (3, 11) <= sys.version_info[:2] <= (3, 13) or os.name != "posix":
+            return None
         directory = usable_dir()
         if directory is None or _active is not None:
             return None
+        import shutil  # noqa: F401 - decides at import whether os.stat takes dir_fd; the wrapper must not change that
+
         recording = cls(form, str(directory))
         if not _hook_installed:  # an audit hook cannot be removed: one, idle while no run is recorded
             sys.addaudithook(_audit)
@@ -290,20 +311,31 @@ class Recording:
         if self.spoiled is None:
             self.spoiled = why
 
-    def read(self, kind: str, path: Any, answer: Any, *, writing: bool = False) -> None:
+    def _own(self, name: str) -> bool:
+        """Whether `name` is envcheck's own: its cache folder or an entry it keeps there (verified where it is read;
+        the probe results excepted), or a folder of the check's own (`ignore`)."""
+        if name in self._cache or name in self._skip_folders or name.startswith(self._skip):
+            return True
+        folder, _, base = name.rpartition(os.sep)
+        return folder in self._cache and _OWN_ENTRY.fullmatch(base) is not None
+
+    def read(self, kind: str, path: Any, *, answer: Any = None, writing: bool = False) -> None:
+        """A read of `kind` (see `_observe`) of `path`, and its `answer` when the caller has it (a stat's, an access
+        check's); an opened file or a listed folder is looked at now, before it is read, and again when the run is
+        stored: an input that changed meanwhile makes the run not worth keeping."""
         name = _path_of(path)
         if name is None:
             self.spoil("a read that names no path")
             return
-        if name in self._skip_folders or (
-                name.startswith(self._skip) and not name.rpartition(os.sep)[2].startswith(_WITNESSED_CACHE)):
-            return  # envcheck's own cache: its entries are verified where they are read
+        if self._own(name):
+            return
         if writing:
             self.spoil(f"a file written: {name}")
         elif name.startswith(_PER_PROCESS):
             self.spoil(f"a per-process file read: {name}")
         elif kind in ("o", "d"):
-            self._reads.setdefault((kind, name), None)
+            if (kind, name) not in self._reads:
+                self._reads[(kind, name)] = _observe(kind, name)
         elif self._reads.setdefault((kind, name), answer) != answer:
             self.spoil(f"{name} changed while it was read")
 
@@ -328,8 +360,9 @@ class Recording:
         pack = pack_stamp(dirs)
         if pack is None:
             return
-        witnesses = [[kind, path, _observe(kind, path) if kind in ("o", "d") else answer]
-                     for (kind, path), answer in self._reads.items()]
+        witnesses = [[kind, path, answer] for (kind, path), answer in self._reads.items()]
+        if any(_observe(kind, path) != answer for kind, path, answer in witnesses if kind in ("o", "d")):
+            return  # an input changed while the check ran: the report may hold either state
         entry = {"format": _FORMAT, "text": text, "code": code, "pack": [dirs, pack], "collected": self._collected,
                  "witnesses": witnesses}
         name, stamp = _key(self.form)

@@ -215,6 +215,20 @@ def test_a_tampered_or_foreign_entry_is_ignored(project: Project) -> None:
     assert project.run()[2]
 
 
+def test_a_project_inside_the_cache_folder_is_still_witnessed(tmp_path: Path) -> None:
+    """ENVCHECK_CACHE_DIR may name a folder that also holds the project (a home directory, a CI workspace): only
+    envcheck's own entries there go unwitnessed, so an edit of the project's requirements is seen."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "proj").mkdir()
+    project = Project(home / "proj", home)
+    first = project.run()
+    assert project.run() == (first[0], first[1], True)
+    _edit_same_size(project.root / "pyproject.toml", "needed-dist>=1", "needed-dist<=1")
+    after = project.run()
+    assert not after[2] and "needed-dist<=1" in after[1]
+
+
 def test_a_run_that_ends_in_an_error_is_not_recorded(project: Project) -> None:
     (project.root / "envcheck.toml").write_text('fail-on = "sometimes"\n', encoding="utf-8")
     proc = subprocess.run([sys.executable, "-c", ENTRY, "--static"], cwd=project.root, env=project.env, text=True,
@@ -276,7 +290,11 @@ def test_a_stored_entry_reads_back(project: Project) -> None:
     assert parsed is not None and parsed["code"] == 1
     kinds = {w[0] for w in parsed["witnesses"]}
     assert {"s", "o", "d"} <= kinds  # stats (the project files looked for), opened files, listed folders
-    assert not any(w[1].startswith(str(project.cache_dir)) for w in parsed["witnesses"])
+    # envcheck's own entries are verified where they are read; what else the check asked of the folder (whether it
+    # lies in a Python environment) is witnessed like any read.
+    own = [w[1] for w in parsed["witnesses"] if w[1].startswith(str(project.cache_dir))
+           and Path(w[1]).name not in ("pyvenv.cfg", "conda-meta")]
+    assert own == [], own
 
 
 def test_the_full_check_replays_only_with_cached_probe_results(project: Project) -> None:
@@ -292,3 +310,67 @@ def test_the_full_check_replays_only_with_cached_probe_results(project: Project)
     assert project.run("check") == (first[0], first[1], False)
     assert project.run("check") == (first[0], first[1], False)  # recorded now, from the cache again
     assert project.run("check") == (first[0], first[1], True)
+
+
+def test_only_where_every_stat_is_seen(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Python 3.10's pathlib keeps its own reference to os.stat (taken at import), which the recording cannot wrap:
+    no run is recorded there, nor on interpreters it was not verified on."""
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    for version in ((3, 10, 14, "final", 0), (3, 14, 0, "final", 0)):
+        monkeypatch.setattr(sys, "version_info", version)
+        assert _replay.Recording.start(["--static"]) is None
+
+
+def test_an_input_changed_during_the_run_is_not_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A file is looked at when it is opened and again when the run is stored: if it changed in between, the report
+    may hold either state, and nothing is kept."""
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    read = tmp_path / "requirements.txt"
+    read.write_text("a\n", encoding="utf-8")
+    recording = _replay.Recording.start(["--static"])
+    assert recording is not None
+    try:
+        assert read.read_text(encoding="utf-8") == "a\n"
+    finally:
+        recording.stop()
+    read.write_text("ab\n", encoding="utf-8")  # another process's edit, while the check was still running
+    recording.collected(None, {}, {}, _no_driver(), None)
+    recording.store("report\n", 0, [])
+    assert not list((tmp_path / "cache").glob("replay-*.signed"))
+
+
+def _no_driver() -> object:
+    from envcheck.facts.gpus import NvmlFacts
+    from envcheck.facts.nvml import NO_DRIVER_REASON
+
+    return NvmlFacts(status="no-driver", reason=NO_DRIVER_REASON, driver_version=None, cuda_driver_version=None,
+                     devices=())
+
+
+def test_a_symbolic_links_target_is_part_of_its_answer(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("a", encoding="utf-8")
+    link = tmp_path / "link"
+    link.symlink_to("a")
+    before = _replay._observe("l", str(link))
+    assert before is not None and before[-1] == "a"
+    link.unlink()
+    link.symlink_to("b")
+    assert _replay._observe("l", str(link))[-1] == "b"
+
+
+STORE_FAILS = ("import sys, shutil\nfrom envcheck import _replay\n"
+               "def fail(*a, **k):\n    raise FileNotFoundError('the working directory is gone')\n"
+               "_replay.Recording.store = fail\n"
+               "from envcheck._entry import console\nsys.argv = ['envcheck', '--static']\n"
+               "try:\n    console()\nfinally:\n"
+               "    sys.stderr.write('\\nfd functions: %s' % shutil._use_fd_functions)\n")
+
+
+def test_keeping_the_answer_never_fails_the_check(project: Project) -> None:
+    """A failure while the answer is stored (the working directory removed meanwhile) leaves the check's exit code
+    and report as they are; wrapping os.stat for the run does not change how shutil removes folders."""
+    proc = subprocess.run([sys.executable, "-c", STORE_FAILS], cwd=project.root, env=project.env, text=True,
+                          capture_output=True, timeout=300, check=False)
+    assert proc.returncode == 1 and "needed-dist" in proc.stdout
+    assert proc.stderr.strip() == "fd functions: True"

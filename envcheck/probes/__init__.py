@@ -35,8 +35,9 @@ def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
     with nullcontext() if recording is None else recording.paused():
         started = runner.start(names, runner.RunOptions(python=python or sys.executable))
     if recording is not None and started is not None:
-        for folder in started.folders:
-            recording.ignore(folder)
+        for child in started.children:
+            recording.ignore(child.folder)
+            child.quiet = recording.paused
     return started
 
 

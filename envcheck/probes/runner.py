@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -174,11 +175,13 @@ class Child:
             raise
         # Before the first start event the child starts Python and imports torch: the import bound applies.
         self.import_deadline = time.monotonic() + opts.import_timeout_s
+        self.quiet: Callable[[], AbstractContextManager[object]] = nullcontext
 
     def close(self) -> None:
         _kill_group(self.proc)  # whatever the probes started (a leftover worker) goes with them
         self.proc.wait()
-        self._tmp.cleanup()
+        with self.quiet():  # removing its own folder is no read of the check's (envcheck/_replay.py)
+            self._tmp.cleanup()
 
 
 def _request(specs: Sequence[ProbeSpec]) -> str:
@@ -204,10 +207,6 @@ class Started:
 
     def __init__(self, children: list[Child]) -> None:
         self.children = children
-
-    @property
-    def folders(self) -> list[Path]:
-        return [child.folder for child in self.children]
 
     def take(self, python: str, request: str) -> Child | None:
         """The child started for `request` with `python`, no longer held here; None if there is none."""
