@@ -11,10 +11,12 @@ report and exit code again when all of these still hold, and otherwise checks af
   pre-commit per hook call (`_VOLATILE`; `git commit -a` names a new index file each time);
 - every answer the run got from the file system outside the collection below: each `os.stat` and `os.lstat` (a
   missing path stays missing; a regular file keeps its device, inode, size, mtime, mode and owner; anything else
-  its device, inode, mode and owner), each `os.access`, each file opened for reading (as `os.stat` sees it after
-  the run) and each folder listed (its inode and mtime: an entry added, removed or renamed changes the mtime).
-  Reads are seen through the interpreter's audit hooks (`open`, `os.listdir`, `os.scandir`: imports included)
-  and through `os.stat`, `os.lstat` and `os.access`, wrapped for the length of the run;
+  its device, inode, mode and owner; a symbolic link its target), each `os.access`, each file opened for reading
+  (as `os.stat` sees it when opened, and still sees it when the run ends) and each folder listed (its inode and
+  mtime: an entry added, removed or renamed changes the mtime). Reads are seen through the interpreter's audit
+  hooks (`open`, `os.listdir`, `os.scandir`: imports included) and through `os.stat`, `os.lstat` and `os.access`,
+  wrapped for the length of the run; envcheck's own entries in its cache folder are not witnessed (each is
+  verified where it is read), anything else there is;
 - the rule pack's stamp (envcheck/_stamps.py: envcheck's code and every rule and table file);
 - the collector's answer for the checked interpreter (in this process or another), NVML's (on a machine without
   NVIDIA's driver: that its library still does not load) and the network interfaces': read again and compared by
@@ -24,14 +26,16 @@ report and exit code again when all of these still hold, and otherwise checks af
 Not witnessed: what the C library reads for itself (a group's name for the owner of /dev/kfd), and a file changed
 in place with its size and mtime put back. Both also go unnoticed by the per-file caches this one sits on.
 
-A run is not recorded when its probes ran (their outcome is evidence of that run; with results from the probe cache,
-whose file is witnessed, it is), nor when anything in it is unusual: a file written outside envcheck's cache
-directory (a first run that writes bytecode), a read under /proc (answers that differ per process), a file that
-answered differently twice, a read that cannot be named (a descriptor), output on standard error (the probes' status
-line on a terminal among it), an exit other than 0 or 1. Entries are kept through envcheck.cache: signed with the
-user's key, in the user's cache directory, never in the checked environment, one per interpreter, working
-directory and form; one that fails its signature or is not exactly what `Recording.store` writes is ignored. A
-replay writes nothing. `envcheck --no-cache` always checks afresh.
+Runs are recorded only on CPython 3.11 to 3.13 on POSIX, where every stat goes through the os module's functions
+(3.10's pathlib holds its own reference to os.stat). A run is not recorded when its probes ran (their outcome is
+evidence of that run; with results from the probe cache, whose file is witnessed, it is), nor when anything in it is
+unusual: a file written outside envcheck's cache folder (a first run that writes bytecode), a read under /proc
+(answers that differ per process), an input that answered differently twice or changed before the run ended, a
+read that cannot be named (a descriptor), output on standard error (the probes' status line on a terminal among
+it), an exit other than 0 or 1. Entries are kept through envcheck.cache: signed with the user's key, in the user's
+cache folder, never in the checked environment, one per interpreter, working directory and form; one that fails its
+signature or is not exactly what `Recording.store` writes is ignored. A replay writes nothing. `envcheck
+--no-cache` always checks afresh.
 """
 
 from __future__ import annotations
