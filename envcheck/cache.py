@@ -25,11 +25,11 @@ import hashlib
 import hmac
 import os
 import sys
-from pathlib import Path
 
-TYPE_CHECKING = False  # not typing's: a replayed static check reads its entry through here
+TYPE_CHECKING = False  # not typing's: a replayed static check reads its entry through here, without pathlib
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
 
 __all__ = ["SignedMemo", "cache_dir", "inside", "load_signed", "store_signed", "usable_dir"]
 
@@ -38,18 +38,27 @@ _KEY_FILE = "key"
 _KEY_BYTES = 32
 
 
-def cache_dir() -> Path:
-    """ENVCHECK_CACHE_DIR, else the platform's user cache directory, + /envcheck."""
+def _cache_folder() -> str:
+    """cache_dir() as a string: the signed entries are read without pathlib (a replayed check imports nothing it can
+    avoid; envcheck/_replay.py)."""
     override = os.environ.get("ENVCHECK_CACHE_DIR")
     if override:
-        return Path(override)
+        return os.path.normpath(override)
+    home = os.path.expanduser("~")  # noqa: PTH111 - Path.home() without pathlib
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")  # noqa: PTH118
     elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
+        base = os.path.join(home, "Library", "Caches")  # noqa: PTH118
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "envcheck"
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")  # noqa: PTH118
+    return os.path.join(os.path.normpath(base), "envcheck")  # noqa: PTH118
+
+
+def cache_dir() -> Path:
+    """ENVCHECK_CACHE_DIR, else the platform's user cache directory, + /envcheck."""
+    from pathlib import Path
+
+    return Path(_cache_folder())
 
 
 def inside(path: str | os.PathLike[str], prefixes: Iterable[str]) -> bool:
@@ -62,13 +71,18 @@ def inside(path: str | os.PathLike[str], prefixes: Iterable[str]) -> bool:
     return False
 
 
-def _in_an_environment(directory: Path) -> bool:
+def _in_an_environment(directory: str) -> bool:
     """Whether `directory` or a folder above it is a Python environment (a venv's pyvenv.cfg, a conda prefix's
     conda-meta): whichever interpreter is checked, its environment is never where the cache goes."""
-    for folder in (directory, *directory.parents):
-        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+    folder = directory
+    while True:
+        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")) \
+                or os.path.isdir(os.path.join(folder, "conda-meta")):  # noqa: PTH112, PTH113, PTH118
             return True
-    return False
+        parent = os.path.dirname(folder)  # noqa: PTH120
+        if parent == folder:
+            return False
+        folder = parent
 
 
 def _private(st: os.stat_result) -> bool:
@@ -79,22 +93,31 @@ def _private(st: os.stat_result) -> bool:
     return bool(st.st_uid == getuid() and not st.st_mode & 0o022)
 
 
-def usable_dir(avoid: Iterable[str] = ()) -> Path | None:
-    """The cache directory, created 0700 if need be, or None when it must not be used: inside one of the `avoid`
-    prefixes (the checked environment), not the current user's, writable by others, or not creatable."""
-    directory = cache_dir()
+def _usable(avoid: Iterable[str]) -> str | None:
+    directory = _cache_folder()
     try:
-        if inside(directory, [*avoid, sys.prefix]) or _in_an_environment(Path(os.path.realpath(directory))):
+        if inside(directory, [*avoid, sys.prefix]) or _in_an_environment(os.path.realpath(directory)):
             return None
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return directory if _private(directory.stat()) else None
+        os.makedirs(directory, mode=0o700, exist_ok=True)  # noqa: PTH103 - the leaf 0700, as Path.mkdir does
+        return directory if _private(os.stat(directory)) else None  # noqa: PTH116
     except OSError:
         return None
 
 
-def _key(directory: Path) -> bytes | None:
+def usable_dir(avoid: Iterable[str] = ()) -> Path | None:
+    """The cache directory, created 0700 if need be, or None when it must not be used: inside one of the `avoid`
+    prefixes (the checked environment), not the current user's, writable by others, or not creatable."""
+    directory = _usable(avoid)
+    if directory is None:
+        return None
+    from pathlib import Path
+
+    return Path(directory)
+
+
+def _key(directory: str) -> bytes | None:
     """The per-user HMAC key in `directory`, made on first use; None if it cannot be trusted or made."""
-    path = directory / _KEY_FILE
+    path = os.path.join(directory, _KEY_FILE)  # noqa: PTH118
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
@@ -119,21 +142,21 @@ def _mac(secret: bytes, name: str, stamp: str, payload: bytes) -> bytes:
     return hmac.new(secret, b"\0".join([name.encode(), stamp.encode(), payload]), hashlib.sha256).digest()
 
 
-def _entry(directory: Path, name: str) -> Path:
-    return directory / f"{name}.signed"
+def _entry(directory: str, name: str) -> str:
+    return os.path.join(directory, f"{name}.signed")  # noqa: PTH118
 
 
 def load_signed(name: str, stamp: str, avoid: Iterable[str] = ()) -> bytes | None:
     """The payload stored as `name` for `stamp` (a digest of everything it depends on), if its HMAC verifies;
     None when absent, stale, corrupt, foreign or unreadable."""
-    directory = usable_dir(avoid)
+    directory = _usable(avoid)
     if directory is None:
         return None
     secret = _key(directory)
     if secret is None:
         return None
     try:
-        with _entry(directory, name).open("rb") as fh:
+        with open(_entry(directory, name), "rb") as fh:  # noqa: PTH123
             if not _private(os.fstat(fh.fileno())):
                 return None
             data = fh.read()
@@ -154,7 +177,7 @@ def load_signed(name: str, stamp: str, avoid: Iterable[str] = ()) -> bytes | Non
 def store_signed(name: str, stamp: str, payload: bytes, avoid: Iterable[str] = ()) -> None:
     """Store `payload` as `name` for `stamp`, signed, atomically, replacing the previous entry. Failing to write is
     not an error: the next run recomputes."""
-    directory = usable_dir(avoid)
+    directory = _usable(avoid)
     if directory is None:
         return
     secret = _key(directory)
@@ -166,7 +189,7 @@ def store_signed(name: str, stamp: str, payload: bytes, avoid: Iterable[str] = (
     try:
         with tempfile.NamedTemporaryFile("wb", dir=directory, delete=False, suffix=".tmp") as fh:
             fh.write(data)
-        Path(fh.name).replace(_entry(directory, name))
+        os.replace(fh.name, _entry(directory, name))  # noqa: PTH105 - no pathlib here (see the imports)
     except OSError:
         pass
 
