@@ -172,8 +172,15 @@ def _path_of(value: Any) -> str | None:
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     recording = _active
-    if recording is None or recording.pauses:
+    if recording is None or recording.pauses or event not in ("open", "os.listdir", "os.scandir"):
         return
+    try:
+        _audited(recording, event, args)
+    except Exception as exc:  # noqa: BLE001 - an audit hook's exception would fail the read it audits
+        recording.spoil(f"the recorder failed: {type(exc).__name__}")
+
+
+def _audited(recording: Recording, event: str, args: tuple[Any, ...]) -> None:
     if event == "open":
         path, mode, flags = args
         if isinstance(path, int):
@@ -199,9 +206,9 @@ def _wrapped_stat(original: Callable[..., os.stat_result], link: bool) -> Callab
         try:
             result = original(path, **kwargs)
         except OSError:
-            recording.read(kind, path, answer=None)
+            recording.note(kind, path, None)
             raise
-        recording.read(kind, path, answer=_summary(result, path if kind == "l" else None))
+        recording.note(kind, path, result)
         return result
 
     return stat
@@ -215,7 +222,7 @@ def _wrapped_access(original: Callable[..., bool]) -> Callable[..., bool]:
             if args or kwargs:
                 recording.spoil("an access check with options")
             else:
-                recording.read(f"a{int(mode)}", path, answer=result)
+                recording.note(f"a{int(mode)}", path, result)
         return result
 
     return access
@@ -322,6 +329,15 @@ class Recording:
             return True
         folder, _, base = name.rpartition(os.sep)
         return folder in self._cache and _OWN_ENTRY.fullmatch(base) is not None
+
+    def note(self, kind: str, path: Any, result: os.stat_result | bool | None) -> None:
+        """`read` of what a wrapped os function answered; whatever goes wrong here spoils the run, never the call."""
+        try:
+            answer = _summary(result, path if kind == "l" else None) if isinstance(result, os.stat_result) \
+                else result
+            self.read(kind, path, answer=answer)
+        except Exception as exc:  # noqa: BLE001 - the check's own stat must not fail for the recorder's sake
+            self.spoil(f"the recorder failed: {type(exc).__name__}")
 
     def read(self, kind: str, path: Any, *, answer: Any = None, writing: bool = False) -> None:
         """A read of `kind` (see `_observe`) of `path`, and its `answer` when the caller has it (a stat's, an access

@@ -374,3 +374,24 @@ def test_keeping_the_answer_never_fails_the_check(project: Project) -> None:
                           capture_output=True, timeout=300, check=False)
     assert proc.returncode == 1 and "needed-dist" in proc.stdout
     assert proc.stderr.strip() == "fd functions: True"
+
+
+def test_a_failing_recorder_never_fails_a_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Whatever goes wrong in the audit hook or the wrapped os functions spoils the recording, not the check's own
+    open, stat or access."""
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "f").write_text("x", encoding="utf-8")
+    recording = _replay.Recording.start(["--static"])
+    assert recording is not None
+
+    def broken(value: object) -> str:
+        raise RuntimeError("bug in the recorder")
+
+    monkeypatch.setattr(_replay, "_path_of", broken)
+    try:
+        assert (tmp_path / "f").read_text(encoding="utf-8") == "x"
+        assert os.stat(tmp_path / "f").st_size == 1 and os.access(tmp_path / "f", os.R_OK)
+        assert os.listdir(tmp_path)
+    finally:
+        recording.stop()
+    assert recording.spoiled == "the recorder failed: RuntimeError"
