@@ -22,6 +22,9 @@ from envcheck import _replay, cache
 ENTRY = ("import sys\nfrom envcheck._entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
          "try:\n    console()\nfinally:\n"
          "    sys.stderr.write('\\nreplayed: %s' % ('envcheck.engine' not in sys.modules))\n")
+# Runs are recorded only where every stat is seen (envcheck/_replay.py): elsewhere each run checks afresh.
+RECORDING = (3, 11) <= sys.version_info[:2] <= (3, 13) and os.name == "posix"
+RECORDED = pytest.mark.skipif(not RECORDING, reason="runs are recorded on CPython 3.11-3.13 on POSIX only")
 PYPROJECT = '[project]\nname = "demo"\nversion = "1"\ndependencies = ["needed-dist>=1", "present-dist>=1"]\n'
 
 
@@ -65,6 +68,7 @@ def project(tmp_path: Path) -> Project:
     return Project(root, tmp_path / "cache")
 
 
+@RECORDED
 def test_a_repeated_check_is_replayed_byte_for_byte(project: Project) -> None:
     first = project.run()
     assert first[0] == 1 and "needed-dist" in first[1] and not first[2]
@@ -76,6 +80,7 @@ def test_a_repeated_check_is_replayed_byte_for_byte(project: Project) -> None:
     assert project.run("check", "--static") == (first[0], first[1], True)
 
 
+@RECORDED
 def test_a_replay_writes_nothing(project: Project) -> None:
     project.run()
     project.run()
@@ -126,6 +131,7 @@ CHANGES: dict[str, tuple[Callable[[Project], None], str]] = {
 
 
 @pytest.mark.parametrize("change", list(CHANGES))
+@RECORDED
 def test_each_change_is_seen(project: Project, change: str) -> None:
     """After the change, the next run checks afresh and prints the fresh report; the run after it replays that."""
     (project.root / "rules").mkdir()
@@ -148,6 +154,7 @@ def test_each_change_is_seen(project: Project, change: str) -> None:
     assert project.run() == (after[0], after[1], True)
 
 
+@RECORDED
 def test_the_interpreter_envcheck_runs_in(tmp_path: Path) -> None:
     """Checking envcheck's own interpreter (the collector in the same process): a distribution appearing on its
     path is seen."""
@@ -171,6 +178,7 @@ def test_the_interpreter_envcheck_runs_in(tmp_path: Path) -> None:
     assert run() == (after[0], after[1], True)
 
 
+@RECORDED
 def test_a_real_install_with_uv_is_seen(project: Project, uv: str) -> None:
     project.run()
     assert project.run()[2]
@@ -180,6 +188,7 @@ def test_a_real_install_with_uv_is_seen(project: Project, uv: str) -> None:
     assert not after[2] and after[:2] == project.fresh()
 
 
+@RECORDED
 def test_a_new_shell_or_hook_call_still_replays(project: Project) -> None:
     """What shells, terminals, git and pre-commit set per session or per call is not part of the answer."""
     first = project.run()
@@ -188,6 +197,7 @@ def test_a_new_shell_or_hook_call_still_replays(project: Project) -> None:
     assert project.run() == (first[0], first[1], True)
 
 
+@RECORDED
 def test_a_terminal_is_another_answer(project: Project) -> None:
     project.run()
     assert project.run()[2]
@@ -201,6 +211,7 @@ def test_a_terminal_is_another_answer(project: Project) -> None:
     assert not replayed and code == 1
 
 
+@RECORDED
 def test_a_tampered_or_foreign_entry_is_ignored(project: Project) -> None:
     first = project.run()
     (entry,) = project.cache_dir.glob("replay-*.signed")
@@ -215,6 +226,7 @@ def test_a_tampered_or_foreign_entry_is_ignored(project: Project) -> None:
     assert project.run()[2]
 
 
+@RECORDED
 def test_a_project_inside_the_cache_folder_is_still_witnessed(tmp_path: Path) -> None:
     """ENVCHECK_CACHE_DIR may name a folder that also holds the project (a home directory, a CI workspace): only
     envcheck's own entries there go unwitnessed, so an edit of the project's requirements is seen."""
@@ -237,6 +249,7 @@ def test_a_run_that_ends_in_an_error_is_not_recorded(project: Project) -> None:
     assert not list(project.cache_dir.glob("replay-*.signed"))
 
 
+@RECORDED
 def test_recording_puts_back_what_it_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The wrapped os functions and stderr are the originals again after a run, and the audit hook is idle."""
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
@@ -270,6 +283,7 @@ def test_an_entry_not_exactly_as_written_is_refused(payload: bytes) -> None:
     assert _replay._entry(payload) is None
 
 
+@RECORDED
 def test_a_stored_entry_reads_back(project: Project) -> None:
     project.run()
     (entry,) = project.cache_dir.glob("replay-*.signed")
@@ -297,6 +311,7 @@ def test_a_stored_entry_reads_back(project: Project) -> None:
     assert own == [], own
 
 
+@RECORDED
 def test_the_full_check_replays_only_with_cached_probe_results(project: Project) -> None:
     """`envcheck` with its probes: a run whose probes ran is not recorded; one whose results came from the probe
     cache is, and the cached results' file is witnessed like any other read."""
@@ -321,6 +336,7 @@ def test_only_where_every_stat_is_seen(monkeypatch: pytest.MonkeyPatch, tmp_path
         assert _replay.Recording.start(["--static"]) is None
 
 
+@RECORDED
 def test_an_input_changed_during_the_run_is_not_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A file is looked at when it is opened and again when the run is stored: if it changed in between, the report
     may hold either state, and nothing is kept."""
@@ -376,6 +392,7 @@ def test_keeping_the_answer_never_fails_the_check(project: Project) -> None:
     assert proc.stderr.strip() == "fd functions: True"
 
 
+@RECORDED
 def test_a_failing_recorder_never_fails_a_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Whatever goes wrong in the audit hook or the wrapped os functions spoils the recording, not the check's own
     open, stat or access."""
@@ -395,3 +412,10 @@ def test_a_failing_recorder_never_fails_a_read(monkeypatch: pytest.MonkeyPatch, 
     finally:
         recording.stop()
     assert recording.spoiled == "the recorder failed: RuntimeError"
+
+
+@pytest.mark.skipif(RECORDING, reason="runs are recorded here")
+def test_where_runs_are_not_recorded_each_run_checks_afresh(project: Project) -> None:
+    first = project.run()
+    assert project.run() == (first[0], first[1], False)
+    assert not list(project.cache_dir.glob("replay-*.signed"))
