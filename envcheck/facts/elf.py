@@ -9,12 +9,14 @@ never raises on file contents.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import BinaryIO, TypeVar
 
 _SHT_GNU_VERDEF = 0x6FFFFFFD
 _SHT_GNU_VERNEED = 0x6FFFFFFE
 _MAX_SECTIONS = 65535
 _MAX_VERSION_SECTION = 1024 * 1024  # real ones are a few KB
+T = TypeVar("T")
 _MAX_ENTRIES = 4096  # verneed/vernaux/verdef entries followed, at most
 _MAX_NAME = 256
 
@@ -146,31 +148,27 @@ def _open(path: str) -> tuple[BinaryIO, int] | None:
         return None
 
 
-def version_needs(path: str) -> dict[str, list[str]] | None:
-    """Library file name -> the symbol versions `path` needs from it ({"libstdc++.so.6": ["GLIBCXX_3.4.30", ...]});
-    {} for an ELF file that needs none; None for a file that is not a readable ELF file."""
+def _read_elf(path: str, read: Callable[[_Elf], T]) -> T | None:
+    """`read` applied to the ELF file at `path`; None when it is not a readable ELF file."""
     opened = _open(path)
     if opened is None:
         return None
     fh, size = opened
     try:
-        return _Elf(fh, size).needs()
+        return read(_Elf(fh, size))
     except (_Malformed, OSError, struct.error):
         return None
     finally:
         fh.close()
+
+
+def version_needs(path: str) -> dict[str, list[str]] | None:
+    """Library file name -> the symbol versions `path` needs from it ({"libstdc++.so.6": ["GLIBCXX_3.4.30", ...]});
+    {} for an ELF file that needs none; None for a file that is not a readable ELF file."""
+    return _read_elf(path, _Elf.needs)
 
 
 def version_definitions(path: str) -> list[str] | None:
     """The symbol versions `path` defines (libstdc++.so.6: "GLIBCXX_3.4", ..., "CXXABI_1.3.13"); None when it is
     not a readable ELF file."""
-    opened = _open(path)
-    if opened is None:
-        return None
-    fh, size = opened
-    try:
-        return _Elf(fh, size).defines()
-    except (_Malformed, OSError, struct.error):
-        return None
-    finally:
-        fh.close()
+    return _read_elf(path, _Elf.defines)
