@@ -12,11 +12,12 @@ import struct
 from collections.abc import Callable
 from typing import BinaryIO, TypeVar
 
+_T = TypeVar("_T")  # what a reader of the version sections returns
+
 _SHT_GNU_VERDEF = 0x6FFFFFFD
 _SHT_GNU_VERNEED = 0x6FFFFFFE
 _MAX_SECTIONS = 65535
 _MAX_VERSION_SECTION = 1024 * 1024  # real ones are a few KB
-T = TypeVar("T")
 _MAX_ENTRIES = 4096  # verneed/vernaux/verdef entries followed, at most
 _MAX_NAME = 256
 
@@ -148,7 +149,7 @@ def _open(path: str) -> tuple[BinaryIO, int] | None:
         return None
 
 
-def _read_elf(path: str, read: Callable[[_Elf], T]) -> T | None:
+def _read_elf(path: str, read: Callable[[_Elf], _T]) -> _T | None:
     """`read` applied to the ELF file at `path`; None when it is not a readable ELF file."""
     opened = _open(path)
     if opened is None:
