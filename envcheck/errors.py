@@ -26,6 +26,17 @@ class RuleError(EnvcheckError):
         super().__init__(f"{where}: {message}")
 
 
+def check_table_head(data: dict[str, object], file: str, keys: tuple[str, ...], *, schema: bool = True) -> None:
+    """The top of a data table (rules/data/*.toml) checked: no key but `keys` (named in that order in the error)
+    and, with `schema`, `schema = 1`. Else one RuleError naming `file` and the key. Here, beside RuleError, so that
+    the tables' readers need import nothing else."""
+    unknown = sorted(set(data) - set(keys))
+    if unknown:
+        raise RuleError(file, f"unknown key (expected {', '.join(keys)})", key=unknown[0])
+    if schema and data.get("schema") != 1:
+        raise RuleError(file, f"expected schema = 1, got {data.get('schema')!r}", key="schema")
+
+
 class FactsError(EnvcheckError):
     """A saved facts snapshot that cannot be read: names the file and the key."""
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck.errors import RuleError
+from envcheck.errors import RuleError, check_table_head
 
 Capability = tuple[int, int]
 _NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro"})
@@ -34,11 +34,7 @@ def _words(name: str) -> tuple[str, ...]:
 
 def parse(data: dict[str, Any], file: str) -> GpuNames:
     """The table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
-    unknown = sorted(set(data) - {"schema", "capability"})
-    if unknown:
-        raise RuleError(file, "unknown key (expected schema, capability)", key=unknown[0])
-    if data.get("schema") != 1:
-        raise RuleError(file, f"expected schema = 1, got {data.get('schema')!r}", key="schema")
+    check_table_head(data, file, ("schema", "capability"))
     table = data.get("capability")
     if not isinstance(table, dict) or not table:
         raise RuleError(file, "expected a non-empty table of capability -> names", key="capability")

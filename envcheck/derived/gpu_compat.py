@@ -14,7 +14,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck import torch_builds
 from envcheck._packaging import major_minor, parse_version
 from envcheck.derived.common import Item, without_cuda_torch
-from envcheck.errors import RuleError
+from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.snapshot import Facts
 
 NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
@@ -47,9 +47,7 @@ def parse_cuda_driver(data: dict[str, Any], file: str) -> CudaDriverTable:
                 raise RuleError(file, f"expected a driver version, got {value!r}", key=f"{key}.{name}") from None
         return out
 
-    unknown = sorted(set(data) - {"minor-compatibility", "toolkit-minimum-driver"})
-    if unknown:
-        raise RuleError(file, "unknown key (expected minor-compatibility, toolkit-minimum-driver)", key=unknown[0])
+    check_table_head(data, file, ("minor-compatibility", "toolkit-minimum-driver"), schema=False)
     table = data.get("minor-compatibility")
     if not isinstance(table, dict) or not table:
         raise RuleError(file, "expected a non-empty table", key="minor-compatibility")

@@ -24,7 +24,7 @@ from envcheck import torch_builds as tb
 from envcheck.derived import companions
 from envcheck.derived.builds import MOVES_WITH_TORCH
 from envcheck.derived.common import Item
-from envcheck.errors import RuleError
+from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.rocm import AmdGpu, override_target
 from envcheck.facts.snapshot import Facts
 
@@ -51,11 +51,7 @@ class RocmArchTable:
 
 def parse(data: dict[str, Any], file: str) -> RocmArchTable:
     """Validate and parse the table; any mistake is one RuleError naming the file and the key."""
-    unknown = sorted(set(data) - {"schema", "lists", "release", "override"})
-    if unknown:
-        raise RuleError(file, "unknown key (expected schema, lists, release, override)", key=unknown[0])
-    if data.get("schema") != 1:
-        raise RuleError(file, f"expected schema = 1, got {data.get('schema')!r}", key="schema")
+    check_table_head(data, file, ("schema", "lists", "release", "override"))
     lists = data.get("lists")
     if not isinstance(lists, dict) or not lists:
         raise RuleError(file, "expected a non-empty table of named gfx lists", key="lists")
