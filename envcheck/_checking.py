@@ -53,19 +53,19 @@ def rule_set_for(config_file: str | None, no_config: bool, rule_dirs: Sequence[P
                     forbid=forbid, project=project, use_cache=not no_cache)
 
 
-def _probe_children(python: str | None, recording: Recording | None) -> Started | None:
-    """The probes' children, begun first, so that the shared child's `import torch` overlaps reading the project,
-    loading the rules and collecting the facts (and importing what does that). None where the interpreter cannot
-    be found: the check reports that in its own order."""
+def _probe_children(python: str | None, recording: Recording | None) -> tuple[Target | str | None, Started | None]:
+    """(the interpreter to check, the probes' children begun for it): begun first, so that the shared child's
+    `import torch` overlaps reading the project, loading the rules and collecting the facts (and importing what does
+    that). (None, None) where the interpreter cannot be found: the check reports that in its own order."""
     from envcheck.errors import EnvcheckError
     from envcheck.probes import begin_probes
 
     try:
         target = target_for(python)
     except EnvcheckError:
-        return None
-    return begin_probes(None if target is None or isinstance(target, str) or target.in_process else target.python,
-                        recording=recording)
+        return None, None
+    python = None if target is None or isinstance(target, str) or target.in_process else target.python
+    return target, begin_probes(python, recording=recording)
 
 
 def collected(project_options: ProjectOptions, *, python: str | None, facts_file: str | None,
@@ -75,7 +75,7 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
               recording: Recording | None = None) -> tuple[Report, RuleSet]:
     """The report of `envcheck check` on a collected environment (or a saved snapshot, --facts), with its rules;
     `recording` is told what was collected (a static check that may be replayed: envcheck/_replay.py)."""
-    started = None if static or facts_file is not None else _probe_children(python, recording)
+    found, started = (None, None) if static or facts_file is not None else _probe_children(python, recording)
     try:
         from envcheck.api import checked, gather, memo_for, read_project, with_project
         from envcheck.engine import evaluate
@@ -85,7 +85,8 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
         snapshot = None if facts_file is None else gather((), python=python, facts_file=facts_file)
         rules = rule_set_for(config_file, no_config, rule_dirs, select, ignore, require, forbid,
                              project if snapshot is None else snapshot.project, no_cache=no_cache)
-        target = target_for(python, facts_file)
+        # Discovery reads only the environment variables and files, as it did a moment ago for the probes.
+        target = found if found is not None else target_for(python, facts_file)
     except BaseException:
         if started is not None:
             started.close()
