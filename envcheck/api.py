@@ -94,11 +94,11 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         if started is not None:
             started.close()
         raise
-    results, cached = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache,
-                                 progress=probes.progress, started=started)
-    if recording is not None and not cached:
+    probed = run_probes(facts, timeout_s=probes.timeout_s, use_cache=probes.use_cache, progress=probes.progress,
+                        started=started)
+    if recording is not None and not probed.cached:
         recording.spoil("the probes ran: their results are evidence of this run, not of the files read")
-    return dataclasses.replace(facts, probes=results)
+    return dataclasses.replace(facts, probes=probed.results, problems=facts.problems + probed.problems)
 
 
 @dataclass(frozen=True)

@@ -93,14 +93,20 @@ def _private(st: os.stat_result) -> bool:
     return bool(st.st_uid == getuid() and not st.st_mode & 0o022)
 
 
-def _usable(avoid: Iterable[str]) -> str | None:
+def _usable(avoid: Iterable[str], problems: list[str] | None = None) -> str | None:
     directory = _cache_folder()
     try:
         if inside(directory, [*avoid, sys.prefix]) or _in_an_environment(os.path.realpath(directory)):
+            _tell(problems, f"the cache folder {directory} is inside a Python environment: the cache was not used")
             return None
         os.makedirs(directory, mode=0o700, exist_ok=True)  # noqa: PTH103 - the leaf 0700, as Path.mkdir does
-        return directory if _private(os.stat(directory)) else None  # noqa: PTH116
-    except OSError:
+        if _private(os.stat(directory)):  # noqa: PTH116
+            return directory
+        _tell(problems, f"the cache folder {directory} is not this user's or is writable by others: the cache "
+                        "was not used")
+        return None
+    except OSError as exc:
+        _tell(problems, f"the cache folder {directory} cannot be used ({exc.strerror or exc})")
         return None
 
 
@@ -146,32 +152,48 @@ def _entry(directory: str, name: str) -> str:
     return os.path.join(directory, f"{name}.signed")  # noqa: PTH118
 
 
-def load_signed(name: str, stamp: str, avoid: Iterable[str] = ()) -> bytes | None:
+def load_signed(name: str, stamp: str, avoid: Iterable[str] = (), problems: list[str] | None = None) -> bytes | None:
     """The payload stored as `name` for `stamp` (a digest of everything it depends on), if its HMAC verifies;
-    None when absent, stale, corrupt, foreign or unreadable."""
-    directory = _usable(avoid)
+    None when absent, stale, corrupt, foreign or unreadable. `problems`, when given, is told in words why an entry
+    that is there was not believed, or why the cache folder was not used: a stale entry (another stamp) is no
+    problem, an entry whose signature fails is (edited, or written by another account or machine)."""
+    directory = _usable(avoid, problems)
     if directory is None:
         return None
     secret = _key(directory)
     if secret is None:
+        _tell(problems, f"the cache key in {directory} is not private to this user: the cache was not used")
         return None
+    path = _entry(directory, name)
     try:
-        with open(_entry(directory, name), "rb") as fh:  # noqa: PTH123
+        with open(path, "rb") as fh:  # noqa: PTH123
             if not _private(os.fstat(fh.fileno())):
+                _tell(problems, f"the cache entry {path} is writable by others or not this user's: ignored")
                 return None
             data = fh.read()
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _tell(problems, f"the cache entry {path} cannot be read ({exc.strerror or exc}): ignored")
         return None
     head = len(_MAGIC)
     stamp_end = data.find(b"\n", head)
     if not data.startswith(_MAGIC) or stamp_end < 0 or len(data) < stamp_end + 1 + 32:
+        _tell(problems, f"the cache entry {path} is not a signed entry: ignored, and rewritten")
         return None
     if data[head:stamp_end] != stamp.encode():
-        return None
+        return None  # stale: written for other inputs
     mac, payload = data[stamp_end + 1:stamp_end + 33], data[stamp_end + 33:]
     if not hmac.compare_digest(mac, _mac(secret, name, stamp, payload)):
+        _tell(problems, f"the cache entry {path} failed its signature check (edited, or written by another "
+                        "account or machine): ignored, and rewritten")
         return None
     return payload
+
+
+def _tell(problems: list[str] | None, problem: str) -> None:
+    if problems is not None:
+        problems.append(problem)
 
 
 def store_signed(name: str, stamp: str, payload: bytes, avoid: Iterable[str] = ()) -> None:

@@ -162,7 +162,7 @@ class _Session:
             self._facts = gather(self.rules().every)
         wanted = [p for p in dict.fromkeys(probes) if p not in self._facts.probes]
         if wanted:
-            results, _ = run_probes(self._facts, wanted)
+            results = run_probes(self._facts, wanted).results
             self._facts = dataclasses.replace(self._facts, probes={**self._facts.probes, **results})
         return self._facts
 

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from conftest import build_facts, dist_dict, write_dist
 
 from envcheck._cli import cli
+from envcheck.cache import cache_dir
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.probes import cache, run_probes
 
@@ -55,18 +56,87 @@ def test_probe_code_is_part_of_the_fingerprint() -> None:
     assert cache.fingerprint(_facts(), ["sdpa"], "a") != cache.fingerprint(_facts(), ["sdpa"], "b")
 
 
-@pytest.mark.parametrize("content", [b"not json", b'{"format": 99, "results": {}}', b"\xff\xfe",
-                                     b'{"format": 1, "results": {"x": {"status": "exploded"}}}'],
-                         ids=["garbage", "other-format", "undecodable", "bad-status"])
+def _entry(key: str) -> Path:
+    return cache_dir() / f"probes-{key}.signed"
+
+
+@pytest.mark.parametrize("content", [b"not json", b"\xff\xfe", b"envcheck-signed-1\n"],
+                         ids=["garbage", "undecodable", "truncated"])
 def test_corrupt_cache_is_a_miss_and_is_rewritten(content: bytes) -> None:
-    """A cache file that cannot be read is ignored, and the next store replaces it."""
+    """A cache file that cannot be read is ignored, said to be, and the next store replaces it."""
     key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    path = cache.cache_dir() / f"probes-{key}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(content)
-    assert cache.load(key) is None
+    cache.store(key, OK)
+    _entry(key).write_bytes(content)
+    problems: list[str] = []
+    assert cache.load(key, problems=problems) is None
+    assert problems and "not a signed entry" in problems[0]
     cache.store(key, OK)
     assert cache.load(key) == OK
+
+
+def _segfault() -> dict[str, ProbeResult]:
+    return {"torch-import": ProbeResult(status="crashed", error_class="SIGSEGV", message="the probe process died")}
+
+
+def test_an_edited_entry_is_not_believed() -> None:
+    """Turning a cached segfault into an ok result by editing the entry's JSON breaks its signature: ignored."""
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    cache.store(key, _segfault())
+    assert cache.load(key) == _segfault()
+    data = _entry(key).read_bytes()
+    forged = data.replace(b'"status": "crashed"', b'"status": "ok"     ')
+    assert forged != data
+    _entry(key).write_bytes(forged)
+    problems: list[str] = []
+    assert cache.load(key, problems=problems) is None
+    assert len(problems) == 1 and "failed its signature check" in problems[0]
+
+
+def test_an_entry_signed_with_another_key_is_not_believed() -> None:
+    """An entry copied from another account or machine (signed with its key) is ignored."""
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    cache.store(key, OK)
+    (cache_dir() / "key").write_bytes(os.urandom(32))
+    assert cache.load(key) is None
+
+
+def test_the_old_unsigned_file_is_never_read() -> None:
+    """A plain JSON file where format 1 kept its results is not a cache entry any more."""
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    plain = cache_dir() / f"probes-{key}.json"
+    plain.parent.mkdir(parents=True, exist_ok=True)
+    plain.write_text('{"format": 1, "results": {"torch-import": {"status": "ok"}}}', encoding="utf-8")
+    assert cache.load(key) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_cache_folder_others_can_write_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENVCHECK_CACHE_DIR at a world-writable folder: nothing is read from it or written to it, and it is said."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(shared))
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    cache.store(key, OK)
+    assert cache.load(key) == OK  # a private folder: used
+    shared.chmod(0o777)
+    problems: list[str] = []
+    assert cache.load(key, problems=problems) is None
+    assert problems and "writable by others" in problems[0]
+    cache.store(key, _segfault())
+    shared.chmod(0o700)
+    assert cache.load(key) == OK  # the store into the shared folder wrote nothing
+
+
+def test_no_cache_inside_the_checked_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache folder inside the checked environment's prefix is neither read nor written."""
+    prefix = tmp_path / "venv"
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(prefix / "cache"))
+    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    cache.store(key, OK, avoid=[str(prefix)])
+    assert not (prefix / "cache").exists() or not any((prefix / "cache").iterdir())
+    problems: list[str] = []
+    assert cache.load(key, avoid=[str(prefix)], problems=problems) is None
+    assert problems and "inside a Python environment" in problems[0]
 
 
 def test_timeouts_are_not_cached() -> None:
@@ -79,12 +149,33 @@ def test_timeouts_are_not_cached() -> None:
 def test_second_run_comes_from_the_cache_and_no_cache_forces_a_run(tmp_path: Path) -> None:
     """run_probes reports a cache hit the second time, and a fresh run with use_cache=False."""
     facts = dataclasses.replace(_facts(), python=dataclasses.replace(_facts().python, executable=sys.executable))
-    first, cached1 = run_probes(facts, ["torch-import"], timeout_s=30)
-    second, cached2 = run_probes(facts, ["torch-import"], timeout_s=30)
-    third, cached3 = run_probes(facts, ["torch-import"], timeout_s=30, use_cache=False)
-    assert (cached1, cached2, cached3) == (False, True, False)
-    assert first == second
-    assert third["torch-import"].status == first["torch-import"].status
+    first = run_probes(facts, ["torch-import"], timeout_s=30)
+    second = run_probes(facts, ["torch-import"], timeout_s=30)
+    third = run_probes(facts, ["torch-import"], timeout_s=30, use_cache=False)
+    assert (first.cached, second.cached, third.cached) == (False, True, False)
+    assert first.results == second.results
+    assert third.results["torch-import"].status == first.results["torch-import"].status
+
+
+def test_no_cache_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`envcheck check --no-cache` leaves the cache folder as it found it: absent."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(folder))
+    result = CliRunner().invoke(cli, ["check", "--no-cache", "--probe-timeout", "60", "--python", sys.executable])
+    assert result.exit_code in (0, 1), result.output
+    assert not folder.exists() or sorted(folder.rglob("*")) == []
+
+
+def test_an_edited_entry_reaches_the_report() -> None:
+    """A check whose cached probe results were edited runs the probes afresh and its report names the entry."""
+    args = ["check", "--probe-timeout", "60", "--python", sys.executable, "--no-project", "--no-config"]
+    first = CliRunner().invoke(cli, args)
+    (entry,) = cache_dir().glob("probes-*.signed")
+    entry.write_bytes(entry.read_bytes() + b" ")
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == first.exit_code, again.output
+    assert f"{entry} failed its signature check" in again.output.replace("\n    ", " ")
+    assert "signature" not in CliRunner().invoke(cli, args).output  # rewritten by the second run: believed again
 
 
 def test_cli_probe_command_lists_every_probe() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from envcheck.api import ProbeOptions, gather
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Rule
-from envcheck.probes import cache, runner
+from envcheck.probes import run_probes
 from envcheck.probes.catalog import PROBE_NAMES
 
 
@@ -53,10 +53,5 @@ def collect(rules: Sequence[Rule], probes: ProbeOptions, local_rank: int | None,
         env["CUDA_VISIBLE_DEVICES"] = device
         # The cache key covers the device: another rank of this node probing another GPU must not reuse these.
         keyed = dataclasses.replace(facts, env={**facts.env, "CUDA_VISIBLE_DEVICES": device})
-    key = cache.fingerprint(keyed, PROBE_NAMES, runner.child_source())
-    results = cache.load(key) if probes.use_cache else None
-    if results is None or not all(n in results for n in PROBE_NAMES):
-        results = runner.run(PROBE_NAMES, runner.RunOptions(python=facts.python.executable,
-                                                            timeout_s=probes.timeout_s, env=env))
-        cache.store(key, results)
-    return dataclasses.replace(facts, probes=results), device
+    probed = run_probes(keyed, PROBE_NAMES, timeout_s=probes.timeout_s, use_cache=probes.use_cache, env=env)
+    return dataclasses.replace(facts, probes=probed.results, problems=facts.problems + probed.problems), device

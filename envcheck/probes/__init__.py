@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envcheck.probes.catalog import PROBE_NAMES
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from envcheck.facts.snapshot import Facts
     from envcheck.probes.runner import Progress, Started
 
-__all__ = ["PROBE_NAMES", "begin_probes", "run_probes"]
+__all__ = ["PROBE_NAMES", "ProbeRun", "begin_probes", "run_probes"]
 
 
 def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
@@ -41,6 +42,16 @@ def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
     return started
 
 
+@dataclass(frozen=True)
+class ProbeRun:
+    """What `run_probes` found: a result for every probe asked, whether they came from the cache, and the cache's
+    problems in words (an entry that was there but not believed: envcheck.probes.cache)."""
+
+    results: dict[str, ProbeResult]
+    cached: bool
+    problems: tuple[str, ...] = ()
+
+
 def run_probes(
     facts: Facts,
     names: Sequence[str] = PROBE_NAMES,
@@ -49,23 +60,27 @@ def run_probes(
     use_cache: bool = True,
     progress: Progress | None = None,
     started: Started | None = None,
-) -> tuple[dict[str, ProbeResult], bool]:
-    """(results, from_cache) for the probes `names`, run with the interpreter the facts describe; `started`: the
+    env: dict[str, str] | None = None,
+) -> ProbeRun:
+    """The probes `names`, run with the interpreter the facts describe (or taken from the cache); `started`: the
     children begun by `begin_probes` (each used if it was started for these probes and this interpreter, else
-    ended)."""
+    ended); `env`: the children's environment (default: envcheck's own). With `use_cache` off nothing is read from
+    the cache or written to it. The cache is never read or written inside the checked environment."""
     # Imported here: reading the catalogue (rule validation does) must not load the runner and hashlib.
     from envcheck.probes import cache, runner
 
     source = runner.child_source()
     key = cache.fingerprint(facts, names, source)
+    avoid = (facts.python.prefix,)
+    problems: list[str] = []
     if use_cache:
-        cached = cache.load(key)
+        cached = cache.load(key, avoid, problems)
         if cached is not None and all(n in cached for n in names):
             if started is not None:
                 started.close()
-            return cached, True
+            return ProbeRun(cached, True)
     results = runner.run(names, runner.RunOptions(python=facts.python.executable, timeout_s=timeout_s,
-                                                  progress=progress), started)
-    cache.store(key, results)
-    return results, False
-
+                                                  progress=progress, env=env), started)
+    if use_cache:
+        cache.store(key, results, avoid)
+    return ProbeRun(results, False, tuple(problems))

@@ -2,27 +2,30 @@
 
 The fingerprint covers everything that can change a probe's outcome: the interpreter, every installed
 distribution (name, version, location), the driver and GPU UUIDs, AMD GPUs (PCI address, gfx target, access), the
-relevant environment variables, envcheck's version and the probe code itself. Any change means a fresh run. A
-cache file that cannot be read or parsed is ignored and rewritten; timeouts are never cached (a slow first CUDA
-start may not repeat).
+relevant environment variables, envcheck's version and the probe code itself. Any change means a fresh run.
+Timeouts are never cached (a slow first CUDA start may not repeat).
+
+An entry is believed only when its signature verifies (envcheck.cache: HMAC with the user's key, in a folder that is
+the user's alone and outside every Python environment): a cached result turns a segfaulting torch into a pass, so an
+entry edited by hand or by another account, or copied from another machine, is ignored (and the reason is a
+collection problem of the check) and rewritten. One that cannot be parsed is ignored and rewritten the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from envcheck import __version__
-from envcheck.cache import cache_dir
+from envcheck.cache import load_signed, store_signed
 from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
 
-_FORMAT = 1
+_FORMAT = 2  # 2: signed entries (envcheck.cache); format 1's plain JSON files are never read
 
 
 def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:
@@ -60,32 +63,32 @@ def _installed_at(metadata_dir: str) -> int | None:
         return None
 
 
-def _path(key: str) -> Path:
-    return cache_dir() / f"probes-{key}.json"
+def _name(key: str) -> str:
+    return f"probes-{key}"
 
 
-def load(key: str) -> dict[str, ProbeResult] | None:
-    """Cached results for `key`, or None (absent, unreadable, or written by another format)."""
+def load(key: str, avoid: Iterable[str] = (), problems: list[str] | None = None) -> dict[str, ProbeResult] | None:
+    """Cached results for `key`, or None (absent, unsigned, edited, unreadable, or written by another format).
+    `avoid`: the checked environment's prefix, where no cache is read; `problems` is told why an entry that is
+    there was not believed."""
+    payload = load_signed(_name(key), key, avoid, problems)
+    if payload is None:
+        return None
     try:
-        data = json.loads(_path(key).read_text(encoding="utf-8"))
+        data = json.loads(payload)
         if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("results"), dict):
-            return None
-        return {name: ProbeResult.from_reader(Reader(raw, str(_path(key)), name))
-                for name, raw in data["results"].items()}
-    except Exception:  # noqa: BLE001 - a corrupt cache (bad JSON, bad shape, unreadable) is a miss, never an error
+            raise ValueError("not a probe-results entry")
+        return {name: ProbeResult.from_reader(Reader(raw, _name(key), name)) for name, raw in data["results"].items()}
+    except Exception:  # noqa: BLE001 - a corrupt entry (bad JSON, bad shape) is a miss, never an error
+        if problems is not None:
+            problems.append(f"the cached probe results {_name(key)} are signed but unreadable: ignored, and rewritten")
         return None
 
 
-def store(key: str, results: Mapping[str, ProbeResult]) -> None:
-    """Write results atomically; skip it when any probe timed out. Failing to write is not an error."""
+def store(key: str, results: Mapping[str, ProbeResult], avoid: Iterable[str] = ()) -> None:
+    """Write results signed and atomically, never under `avoid`; skip it when any probe timed out. Failing to write
+    is not an error."""
     if any(r.status == "timeout" for r in results.values()):
         return
     payload = json.dumps({"format": _FORMAT, "results": {k: asdict(v) for k, v in results.items()}})
-    try:
-        directory = cache_dir()
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp", encoding="utf-8") as fh:
-            fh.write(payload)
-        Path(fh.name).replace(_path(key))
-    except OSError:
-        pass
+    store_signed(_name(key), key, payload.encode("utf-8"), avoid)
