@@ -21,9 +21,10 @@ if TYPE_CHECKING:
 
 
 class ProgressLine(Protocol):
-    """Called as each probe starts; `clear` when collection is over (the CLI's status line on a terminal)."""
+    """Called as each probe starts, and each second while torch is imported; `clear` when collection is over (the
+    CLI's status line on a terminal)."""
 
-    def __call__(self, name: str, index: int, total: int) -> None: ...
+    def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
 
     def clear(self) -> None: ...
 

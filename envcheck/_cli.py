@@ -406,13 +406,15 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
     snapshot = gather(rules_mod.load(()), python=target)
     progress = _ProgressLine()
     try:
-        results, cached = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout,
-                                     use_cache=not no_cache, progress=progress)
+        probed = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout, use_cache=not no_cache,
+                            progress=progress)
     finally:
         progress.clear()
+    for problem in probed.problems:
+        click.echo(f"envcheck: {problem}", err=True)
     if fmt != ProbeFormat.JSON:
         click.echo(target.line())
-    click.echo(render_probes(results, fmt, from_cache=cached), nl=False)
+    click.echo(render_probes(probed.results, fmt, from_cache=probed.cached), nl=False)
 
 
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:

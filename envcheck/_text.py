@@ -59,9 +59,14 @@ class ProgressLine:
         sys.stderr.write(text)
         sys.stderr.flush()
 
-    def __call__(self, name: str, index: int, total: int) -> None:
+    def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None:
+        """`waited`: (seconds, bound) the probes' child has spent starting and importing torch, not yet probing."""
         if self.enabled:
-            self._echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…")
+            if waited is None:
+                self._echo(f"\r\033[Kenvcheck: probing {name} ({index}/{total})…")
+            else:
+                self._echo(f"\r\033[Kenvcheck: importing torch… {waited[0]:.0f} s of at most {waited[1]:g} s "
+                           "(--probe-timeout)")
             self.drawn = True
 
     def clear(self) -> None:

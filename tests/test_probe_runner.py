@@ -235,9 +235,35 @@ def test_hung_import_is_an_import_timeout(tmp_path: Path) -> None:
                                           extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE))
     imported = results["torch-import"]
     assert (imported.status, imported.error_class) == ("timeout", "Timeout")
-    assert imported.message is not None and "importing torch took longer than 1 s" in imported.message
+    assert imported.message is not None and "importing torch did not finish within 1 s" in imported.message
     assert results["after-import"].status == "skipped"
     assert "importing torch timeout" in str(results["after-import"].message)
+
+
+def test_the_probe_timeout_bounds_the_import_too(tmp_path: Path) -> None:
+    """Without an import bound of its own, a hung import is killed after the user's probe timeout, not later."""
+    begun = time.monotonic()
+    results = run(["after-import"], _opts(env=_slow_torch(tmp_path, 3600), timeout_s=2.0,
+                                          extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE))
+    assert results["torch-import"].status == "timeout"
+    assert "within 2 s" in str(results["torch-import"].message)
+    assert time.monotonic() - begun < 20  # a generous bound: the default import bound was 600 s
+
+
+def test_the_import_is_shown_while_it_runs(tmp_path: Path) -> None:
+    """While the child imports torch, progress is told each second how long it has waited and the bound."""
+    told: list[tuple[str, int, int, tuple[float, float] | None]] = []
+
+    def progress(name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None:
+        told.append((name, index, total, waited))
+
+    results = run(["after-import"], _opts(env=_slow_torch(tmp_path, 2.5), timeout_s=30.0, progress=progress,
+                                          extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE))
+    assert results["after-import"].status == "ok"
+    ticks = [w for (_, _, _, w) in told if w is not None]
+    assert len(ticks) >= 2 and all(limit == 30.0 for _, limit in ticks)
+    assert [int(seconds) for seconds, _ in ticks] == sorted(int(seconds) for seconds, _ in ticks)
+    assert ("after-import", 2, 2, None) in told  # then each probe as it starts
 
 
 HUNG_GPU = '''
@@ -308,13 +334,13 @@ def test_cached_results_end_the_early_child(tmp_path: Path, monkeypatch: pytest.
     from envcheck.probes import cache, run_probes, runner
 
     facts = build_facts()
-    monkeypatch.setattr(cache, "load", lambda key: {"hang": ProbeResult(status="ok")})
+    monkeypatch.setattr(cache, "load", lambda *args, **kwargs: {"hang": ProbeResult(status="ok")})
     started = runner.start(["hang"], _opts())
     assert started is not None
     (child,) = started.children
     begun = time.monotonic()
-    results, cached = run_probes(facts, ["hang"], started=started)
-    assert cached and results["hang"].status == "ok"
+    probed = run_probes(facts, ["hang"], started=started)
+    assert probed.cached and probed.results["hang"].status == "ok"
     assert time.monotonic() - begun < 30
     assert child.proc.returncode is not None and not Path(child.out_path).parent.exists()
 

@@ -1278,7 +1278,7 @@ def main(argv: list[str]) -> None:
         if ext is not None and len(probes) > 1 and not ext.get("needs_torch", True):
             begin_extension_imports(ctx, before_torch=True)
         if any(item.get("needs_torch", True) for item in request["probes"]):
-            # Before the first start event, under the runner's longer import bound: an import that is slow (a cold
+            # Before the first start event, under the runner's import bound: an import that is slow (a cold
             # network filesystem) is not charged to the first probe of a fresh child.
             ctx.import_torch()
         if ext is not None and len(probes) > 1 and not (ext.get("needs_torch", True) and ctx.torch is None):

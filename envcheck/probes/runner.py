@@ -7,9 +7,11 @@ tail of its stderr is kept for crashed and timed-out probes. CUDA_LAUNCH_BLOCKIN
 where it was launched. CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES stay as the user set them, so `cuda:0` in a probe
 is the GPU the user's own program gets; NVML's devices are matched to the probe's by UUID, not by index.
 
-Time: importing torch gets its own, longer bound (a CUDA torch maps gigabytes of libraries, which from a cold
-network filesystem takes minutes); a probe that hangs on the GPU costs one timeout, and the probes after it that
-would touch the GPU again are skipped with that reason rather than each hanging in a fresh child.
+Time: the user's bound (--probe-timeout) holds for starting the child and importing torch as for each probe, counted
+from the child's start, so a hung `import torch` costs one bound and is a failure (EC0409), not a check that waits
+ten minutes and passes; a terminal shows the import's seconds meanwhile. A probe that hangs on the GPU costs one
+timeout, and the probes after it that would touch the GPU again are skipped with that reason rather than each
+hanging in a fresh child.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.probes import guard
 from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
 
 CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
@@ -37,14 +40,19 @@ _POLL_S = 0.02
 _STDERR_TAIL_BYTES = 4000
 _MAIN_GUARD = '\nif __name__ == "__main__":'
 
-Progress = Callable[[str, int, int], None]  # (probe name, index from 1, total)
+class Progress(Protocol):
+    """Told as each probe starts (name, index from 1, total); while the child is still importing torch, told again
+    about once a second with the seconds waited so far and the bound (`waited`)."""
+
+    def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
 class RunOptions:
     python: str  # the checked interpreter
     timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
-    import_timeout_s: float = 600.0  # starting the child and importing torch, before the first probe starts
+    # Starting the child and importing torch, before the first probe starts; None: timeout_s, the user's one bound.
+    import_timeout_s: float | None = None
     env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
     memory_limit_mb: int | None = None  # RLIMIT_AS for the child (POSIX); tests use it to exhaust memory safely
     extra_source: str = ""  # more probe functions, inserted into the child (tests define crashing probes here)
@@ -159,7 +167,8 @@ def _result(raw: object, name: str) -> ProbeResult:
 
 
 class Child:
-    """A probe child started, with the folder its results come through; `close` ends it and removes the folder."""
+    """A probe child started, with the folder its results come through; `close` ends it and removes the folder, and
+    so does a signal that ends envcheck meanwhile (envcheck/probes/guard.py)."""
 
     def __init__(self, opts: RunOptions, request: str) -> None:
         self.python, self.request = opts.python, request
@@ -173,8 +182,10 @@ class Child:
         except BaseException:
             self._tmp.cleanup()
             raise
-        # Before the first start event the child starts Python and imports torch: the import bound applies.
-        self.import_deadline = time.monotonic() + opts.import_timeout_s
+        guard.hold(self)
+        # Before the first start event the child starts Python and imports torch: the import bound applies, counted
+        # from here (a child begun ahead of the run has been importing since then).
+        self.began = time.monotonic()
         self.quiet: Callable[[], AbstractContextManager[object]] = nullcontext
 
     def close(self) -> None:
@@ -182,6 +193,21 @@ class Child:
         self.proc.wait()
         with self.quiet():  # removing its own folder is no read of the check's (envcheck/_replay.py)
             self._tmp.cleanup()
+        guard.release(self)
+
+    def abandon(self) -> None:
+        """`close` from a signal handler, as envcheck ends: the interrupted code may be inside `Popen.wait`, whose
+        lock is not reentrant, so the child is reaped with waitpid directly (for up to a second: SIGKILL is not
+        instantaneous, and a child still alive could write into the folder after it is gone)."""
+        _kill_group(self.proc)
+        for _ in range(100):
+            try:
+                if os.waitpid(self.proc.pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                break  # reaped already
+            time.sleep(0.01)
+        self._tmp.cleanup()
 
 
 def _request(specs: Sequence[ProbeSpec]) -> str:
@@ -249,8 +275,10 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
     try:
         lines = _Lines(child.out_path)
         current: str | None = None
-        deadline = child.import_deadline
+        import_limit = opts.timeout_s if opts.import_timeout_s is None else opts.import_timeout_s
+        deadline = child.began + import_limit
         probing = False  # a probe has started (before that, the child imports torch)
+        shown = 0  # whole seconds of the import last shown
         finished: set[str] = set()
         killed = False  # by us, at a timeout: the exit status then says nothing about the other probes
         while True:
@@ -267,7 +295,11 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                     current = None
             if proc.poll() is not None:
                 break
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if not probing and opts.progress is not None and int(now - child.began) > shown:
+                shown = int(now - child.began)
+                opts.progress(specs[0].name, done + 1, total, waited=(now - child.began, import_limit))
+            if now > deadline:
                 killed = True
                 _kill_group(proc)
                 proc.wait()
@@ -276,10 +308,10 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                     message = f"no result within {opts.timeout_s:g} s (the process group was killed)"
                     limit = opts.timeout_s
                 else:
-                    message = (f"starting Python and importing torch took longer than "
-                               f"{opts.import_timeout_s:g} s (a cold import from a network filesystem, or "
-                               "a hung GPU during CUDA initialization); the process group was killed")
-                    limit = opts.import_timeout_s
+                    message = (f"starting Python and importing torch did not finish within {import_limit:g} s "
+                               "(a hung import, a cold import from a network filesystem, or a hung GPU during "
+                               "CUDA initialization); the process group was killed")
+                    limit = import_limit
                 results[late] = ProbeResult(status="timeout", error_class="Timeout", message=message,
                                             wall_s=limit, stderr_tail=_tail(err_path) or None)
                 finished.add(late)
