@@ -439,7 +439,8 @@ def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
 @click.option("--dry-run", is_flag=True, help="Show the plan and change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Run the plan without asking (for CI and scripts).")
 @click.option("--allow-other", is_flag=True,
-              help="Also run commands that are not pip / uv pip / conda commands for the checked interpreter.")
+              help="Also run commands that are not pip / uv pip / conda commands for the checked interpreter, and "
+                   "installer commands of project rules that name an index, a path or a requirements file.")
 @_checking_options
 @_rules_option
 @_policy_options
@@ -453,6 +454,7 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     from envcheck.api import checked, gather, read_project, with_project
     from envcheck.engine import evaluate
     from envcheck.report.common import tally
+    from envcheck.rules import shipped
     from envcheck.target import discover
     from envcheck.templates import shell
 
@@ -479,7 +481,9 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     if not todo:
         click.echo(f"envcheck fix: nothing to fix at --fail-on {level} ({tally(before)})")
         raise click.exceptions.Exit(EXIT_CLEAN)
-    plan = fix_mod.plan(todo, before.python, before.installer, facts=gathered[0])
+    # A project's rule directories and the rules made from its files may not choose an index or a path unasked.
+    outside = {rule.id for rule in rules.every if not shipped(rule)}
+    plan = fix_mod.plan(todo, before.python, before.installer, facts=gathered[0], outside_pack=outside)
     click.echo(fix_mod.render_plan(plan, allow_other=allow_other), nl=False)
     steps = plan.runnable(allow_other)
     if dry_run:

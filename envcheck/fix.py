@@ -16,10 +16,14 @@ How the plan is made:
   merged only when every option is a known flag without a value and every argument is a PEP 508 requirement;
   anything else (an index URL, a local path, `-r FILE`) runs on its own, unchanged.
 - Only installer commands run without an opt-in: `PYTHON -m pip ...` for the checked interpreter, `uv pip ...`
-  (given `--python PYTHON` when it names no interpreter), `conda` / `mamba` / `micromamba`, and
-  `PYTHON -m ensurepip`, which envcheck/commands.py puts first where the environment has neither pip nor uv and
-  which therefore runs before everything else. Anything else (`python -m venv`, a pip of another interpreter)
-  needs `--allow-other`.
+  (given `--python PYTHON` when it names no interpreter) and `conda` / `mamba` / `micromamba` run by the uv or
+  conda envcheck found (the same file, not the same name), and `PYTHON -m ensurepip`, which envcheck/commands.py
+  puts first where the environment has neither pip nor uv and which therefore runs before everything else.
+  Anything else (`python -m venv`, a pip of another interpreter, a project's `./conda`) needs `--allow-other`.
+- So does an installer command that only rules from outside the shipped pack ask for (a project's rule-dirs,
+  the rules made from its files), when it passes more than requirements by name and harmless flags: an index, a
+  path or a VCS link, a requirements file. envcheck/consent.py says exactly what runs and what waits; a command
+  the shipped pack asks for too is the pack's, and runs.
 - Each step says why (the summaries of the findings that asked for it) and, given the facts, what it keeps and
   what it changes: "keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu". torch-family commands
   were already planned by envcheck/planner.py when the findings were made; this only describes them.
@@ -28,25 +32,24 @@ How the plan is made:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
-from pathlib import PurePath
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck._packaging import parse_requirement, parse_version
+from envcheck.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
+from envcheck.consent import PREFIX as _PREFIX
+from envcheck.consent import installer as _installer
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.snapshot import Distribution, Facts
 from envcheck.model import Finding, Report
 from envcheck.report.common import problems, tally
 from envcheck.templates import shell
 
-_CONDA = ("conda", "mamba", "micromamba")
 _REMOVE = ("uninstall", "remove")
 # Options that take no value and mean the same for every requirement of a merged command.
-_MERGEABLE_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "--pre", "-q", "--quiet",
-                              "--no-cache-dir", "--no-build-isolation", "-I", "--ignore-installed", "-y", "--yes",
-                              "--no-input", "--disable-pip-version-check"})
+_MERGEABLE_FLAGS = PLAIN_FLAGS
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,11 @@ class Step:
     rules: tuple[str, ...]  # the rule ids of the findings that asked for it
     why: tuple[str, ...] = ()  # "EC0702 torchvision 0.20.0 requires torch==2.5.0, ...": the findings, in one line each
     effect: str = ""  # what it keeps and what it changes, from the facts: "keeps torch 2.13.0+cpu; replaces ..."
+    held: str = ""  # why it waits for --allow-other: "not an installer command", "passes --index-url", ...
 
     @property
     def needs_opt_in(self) -> bool:
-        return self.installer is None
+        return self.installer is None or bool(self.held)
 
 
 @dataclass(frozen=True)
@@ -79,20 +83,6 @@ class Plan:
         return () if allow_other else tuple(s for s in self.steps if s.needs_opt_in)
 
 
-def _installer(argv: Sequence[str], python: str) -> tuple[str | None, int]:
-    """(installer, length of the prefix up to and including its subcommand); (None, 0) for anything else."""
-    if len(argv) >= 4 and argv[0] == python and argv[1:3] == ("-m", "pip"):
-        return "pip", 4
-    if tuple(argv) == (python, "-m", "ensurepip"):
-        return "ensurepip", 3
-    name = PurePath(argv[0]).name if argv else ""
-    if name == "uv" and len(argv) >= 3 and argv[1] == "pip":
-        return "uv", 3
-    if name in _CONDA and len(argv) >= 2:
-        return "conda", 2
-    return None, 0
-
-
 def _targeted(argv: tuple[str, ...], installer: str | None, prefix: int, python: str) -> tuple[str, ...]:
     """uv pip targets the active virtual environment unless told: point it at the checked interpreter."""
     if installer == "uv" and not any(a in ("--python", "-p") or a.startswith("--python=") for a in argv):
@@ -104,7 +94,7 @@ def _install_parts(step: Step, python: str) -> tuple[tuple[str, ...], frozenset[
     """(head, flags, requirements) of a mergeable install; None: it runs alone, as written."""
     if step.installer not in ("pip", "uv") or step.removes:
         return None
-    _, prefix = _installer(step.argv, python)
+    prefix = _PREFIX[step.installer]
     head = list(step.argv[:prefix])
     if head[-1] != "install":
         return None
@@ -148,9 +138,12 @@ def _merged(steps: list[Step], python: str) -> list[Step]:
     return out
 
 
-def plan(findings: Iterable[Finding], python: str, installer_line: str = "", facts: Facts | None = None) -> Plan:
+def plan(findings: Iterable[Finding], python: str, installer_line: str = "", facts: Facts | None = None, *,
+         outside_pack: Collection[str] = ()) -> Plan:
     """The commands that fix `findings` in `python`, deduplicated, ordered and merged (see the module docstring);
-    with the `facts` the findings were made from, each step also says what it keeps and what it changes."""
+    with the `facts` the findings were made from, each step also says what it keeps and what it changes, and only
+    the uv and conda those facts name are installers. `outside_pack`: the ids of the rules that are not from the
+    shipped pack (rules.shipped), whose installer commands are vetted before they run unasked."""
     counts: dict[tuple[str, ...], int] = {}
     sources: dict[tuple[str, ...], list[str]] = {}
     reasons: dict[tuple[str, ...], list[str]] = {}
@@ -167,12 +160,20 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
             reason = f"{finding.rule_id} {finding.summary}"
             if reason not in reasons.setdefault(argv, []):
                 reasons[argv].append(reason)
+    found = None if facts is None else Found.of(facts)
+    prefix_dir = None if facts is None else facts.python.prefix
     steps = []
     for argv, n in counts.items():
-        installer, prefix = _installer(argv, python)
+        installer, prefix = _installer(argv, python, found)
         removes = installer is not None and argv[prefix - 1] in _REMOVE
         target = _targeted(argv, installer, prefix, python)
-        steps += [Step(target, installer, removes, tuple(sources[argv]), tuple(reasons[argv]))] * n
+        if installer is None:
+            held = not_an_installer(argv, found)
+        elif all(rule in outside_pack for rule in sources[argv]):  # the pack asking for it too makes it the pack's
+            held = unvetted(target, installer, python, prefix_dir)
+        else:
+            held = ""
+        steps += [Step(target, installer, removes, tuple(sources[argv]), tuple(reasons[argv]), held=held)] * n
     # pip itself first where it has to be bootstrapped, then removals, then installs.
     first = [s for s in steps if s.installer == "ensurepip"]
     ordered = first + [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in
@@ -183,10 +184,9 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line)
 
 
-def _names(step: Step, python: str) -> tuple[list[Requirement], list[str]]:
+def _names(step: Step) -> tuple[list[Requirement], list[str]]:
     """(requirements installed, names removed) by a pip / uv / conda step."""
-    _, prefix = _installer(step.argv, python)
-    args, reqs, names = list(step.argv[prefix:]), [], []
+    args, reqs, names = list(step.argv[_PREFIX[step.installer or "pip"]:]), [], []
     while args:
         arg = args.pop(0)
         if arg in ("--python", "-p", "--index-url", "-i", "--extra-index-url", "-r", "-c") and args:
@@ -224,7 +224,7 @@ def effect(step: Step, facts: Facts, python: str) -> str:
     """What `step` keeps and changes in the environment of `facts`, in one line; "" for other commands."""
     if step.installer not in ("pip", "uv", "conda"):
         return ""
-    reqs, removed = _names(step, python)
+    reqs, removed = _names(step)
     parts = [_change(r, facts) for r in reqs]
     parts += [f"removes {n} {d.version}" if (d := facts.active(n)) is not None else f"removes {n}" for n in removed]
     torch = facts.active("torch")
@@ -258,8 +258,10 @@ def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
         lines += [f"       {step.effect}"] if step.effect else []
         lines += [f"       why: {why}" for why in step.why]
     if held:
-        lines.append("not run: not an installer command (pass --allow-other to run it):")
-        lines += [f"  -  {shell(s.argv)}    ({', '.join(s.rules)})" for s in held]
+        lines.append("not run without --allow-other:")
+        for step in held:
+            lines.append(f"  -  {shell(step.argv)}    ({', '.join(step.rules)})")
+            lines += [f"       {step.held}"] if step.held else []
     if the_plan.by_hand:
         lines.append("by hand (no command to run):")
         lines += [f"  -  {f.rule_id} {f.name}: {f.fix}" for f in the_plan.by_hand]

@@ -30,7 +30,7 @@ from envcheck.model import Rule, Severity
 from envcheck.templates import invalid_placeholder, placeholders
 
 __all__ = ["RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file", "load_files",
-           "matches", "select", "unknown_selectors"]
+           "matches", "select", "shipped", "unknown_selectors"]
 
 RULE_ID = re.compile(r"EC\d{4}")
 RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
@@ -283,3 +283,10 @@ def unknown_selectors(rules: Iterable[Rule], selectors: Sequence[str]) -> list[s
     """Entries of --select / --ignore that match no rule: almost always a typo, so the CLI refuses them."""
     rules = list(rules)
     return [s for s in selectors if not any(matches(s, r.id, r.name) for r in rules)]
+
+
+def shipped(rule: Rule) -> bool:
+    """Whether `rule` is one of the pack shipped with envcheck: not from a project's `rule-dirs` or `--rules`, and
+    not generated from a project's files (EC98xx) or policy (EC99xx). `envcheck fix` trusts only these to choose
+    where an installer downloads from (envcheck/consent.py)."""
+    return Path(rule.file).resolve().parent == builtin_rules_dir().resolve()

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import BIN, clean_env
+from conftest import BIN, clean_env, facts_dict
 from test_real_env import make_wheel
 
 from envcheck import fix as fix_mod
 from envcheck._cli import cli
+from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Report, Severity, Status
 
 PY = "/opt/venv/bin/python"
@@ -127,6 +128,96 @@ def test_uv_is_pointed_at_the_checked_interpreter() -> None:
                            ("uv", "pip", "install", "--python", "/other/python", "c")]
 
 
+def _found(tmp_path: Path, **installer: str | None) -> Facts:
+    """Facts of the venv at PY where envcheck found pip and the given uv / conda."""
+    data = facts_dict()
+    data["installer"] = {"pip": True, "ensurepip": True, "uv_venv": None, "uv": None, "conda": None,
+                         "conda_owned": {}, **installer}
+    return Facts.from_dict(data, file=str(tmp_path / "facts.json"))
+
+
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.posix  # symbolic links and a `#!` script as executables
+def test_only_the_installer_envcheck_found_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the facts, conda and uv commands are installer steps only when their executable is the very file
+    envcheck found (PATH and links resolved): a project's ./conda or ./bin/uv waits for --allow-other, and says so."""
+    conda = _executable(tmp_path / "opt" / "conda" / "bin" / "conda")
+    uv = _executable(tmp_path / "home" / ".local" / "bin" / "uv")
+    (tmp_path / "linked-conda").symlink_to(conda)
+    project = tmp_path / "project"
+    _executable(project / "conda")
+    _executable(project / "bin" / "uv")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", f"{conda.parent}{os.pathsep}{os.environ['PATH']}")
+    facts = _found(tmp_path, conda="conda", uv=str(uv))
+    cases = {("conda", "remove", "-y", "x"): "conda", (str(conda), "remove", "-y", "x"): "conda",
+             (str(tmp_path / "linked-conda"), "remove", "-y", "x"): "conda", (str(uv), "pip", "install", "x"): "uv",
+             ("./conda", "install", "-y", "x"): None, (str(project / "conda"), "install", "-y", "x"): None,
+             ("./bin/uv", "pip", "install", "x"): None, ("uv", "pip", "install", "x"): None}  # not the uv found
+    for argv, installer in cases.items():
+        (step,) = fix_mod.plan([_f("EC0101", argv)], PY, facts=facts).steps
+        assert step.installer == installer, argv
+        assert step.needs_opt_in is (installer is None), argv
+    (held,) = fix_mod.plan([_f("EC0101", ("./conda", "install", "-y", "x"))], PY, facts=facts).steps
+    assert held.held == f"not an installer command: ./conda is not the conda envcheck found ({conda})"
+
+
+@pytest.mark.parametrize(
+    ("args", "held"),
+    [
+        pytest.param(("install", "-U", "a>=1", "b[x]"), "", id="requirements-by-name"),
+        pytest.param(("uninstall", "-y", "a"), "", id="uninstall"),
+        pytest.param(("install", "--no-deps", "torch==2.13.0+cpu", "--index-url", "https://download.pytorch.org/whl/cpu"),
+                     "", id="pytorch-index"),
+        pytest.param(("install", "--index-url", "https://pypi.example/simple", "a"), "passes --index-url to pip",
+                     id="index-url"),
+        pytest.param(("install", "-i", "https://download.pytorch.org/whl/../../evil", "a"), "passes -i to pip",
+                     id="not-quite-pytorch"),
+        pytest.param(("install", "--extra", "https://x.example", "a"), "passes --extra to pip", id="abbreviated"),
+        pytest.param(("install", "--find-links=/tmp/w", "a"), "passes --find-links=/tmp/w to pip", id="find-links"),
+        pytest.param(("install", "--trusted-host", "x.example", "a"), "passes --trusted-host to pip",
+                     id="trusted-host"),
+        pytest.param(("install", "-Ue", "."), "passes -Ue to pip", id="clustered-editable"),
+        pytest.param(("install", "-r", "requirements.txt"), "passes -r to pip", id="requirements-file"),
+        pytest.param(("install", "a @ git+https://x.example/a.git"), "installs 'a @ git+https://x.example/a.git', "
+                     "which is not a requirement by name", id="vcs"),
+        pytest.param(("install", "./vendor/a"), "installs './vendor/a'", id="path"),
+    ],
+)
+def test_project_rules_may_not_choose_where_pip_installs_from(args: tuple[str, ...], held: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pip command that only rules from outside the pack ask for runs unasked only with requirements by name,
+    harmless flags and the PyTorch index; anything else is held with the reason. The pack's own rules are not held."""
+    monkeypatch.delenv("ENVCHECK_TORCH_INDEX_BASE", raising=False)
+    argv = (*PIP, *args)
+    (step,) = fix_mod.plan([_f("EC5001", argv)], PY, outside_pack={"EC5001"}).steps
+    assert step.installer == "pip"
+    assert held in step.held and bool(step.held) is bool(held)
+    assert step.held.startswith("a rule from outside envcheck's pack ") or not held
+    assert fix_mod.plan([_f("EC5001", argv)], PY).runnable(False)  # a rule of the pack
+    # The pack asking for the same command makes it the pack's.
+    both = fix_mod.plan([_f("EC0102", argv), _f("EC5001", argv)], PY, outside_pack={"EC5001"})
+    assert both.runnable(False) == both.steps
+
+
+def test_project_conda_commands_are_vetted_too(tmp_path: Path) -> None:
+    """A project rule's conda command naming a channel is held; envcheck's own `conda remove -p PREFIX` is not."""
+    facts = _found(tmp_path, conda="conda")
+    removal = ("conda", "remove", "-p", "/opt/venv", "-y", "pytorch")
+    channel = ("conda", "install", "-y", "-c", "evil", "x")
+    spec = ("conda", "install", "-y", "chan::x")
+    steps = fix_mod.plan([_f("EC5001", removal, channel, spec)], PY, facts=facts, outside_pack={"EC5001"}).steps
+    assert [(s.argv, s.held) for s in steps] == [
+        (removal, ""), (channel, "a rule from outside envcheck's pack passes -c to conda"),
+        (spec, "a rule from outside envcheck's pack installs 'chan::x', which is not a requirement by name")]
+
+
 def test_findings_without_commands_are_listed_by_hand() -> None:
     """A finding with only a `fix` text is in the plan's by-hand list, and the text plan says so."""
     manual = _f("EC0104", fix="Delete the damaged folder /x.dist-info.")
@@ -196,7 +287,8 @@ def test_dry_run_shows_and_changes_nothing(workdir: Path) -> None:
     result = run("fix", "--dry-run", "--static", "--no-config", "--rules", str(rules), "--select", "EC98")
     assert result.exit_code == 0, result.output
     assert f"  1. {sys.executable} -m pip install no-such-dist-x    (EC9810)" in result.output
-    assert "not run: not an installer command (pass --allow-other to run it):" in result.output
+    assert f"not run without --allow-other:\n  -  {sys.executable} -c " in result.output
+    assert "       not an installer command\n" in result.output
     assert result.output.rstrip().endswith("dry run: nothing was changed")
     assert not (workdir / "ran").exists()
 
@@ -232,6 +324,42 @@ def test_other_commands_need_allow_other(workdir: Path) -> None:
     assert (workdir / "ran").exists()
     assert allowed.exit_code == 1  # the rule fires whatever the command did: it remains
     assert "remaining (1):\n  ✗ EC9810 needs-other: needs-other fires" in allowed.output
+
+
+def test_only_the_shipped_pack_is_shipped(tmp_path: Path) -> None:
+    """rules.shipped: every rule of the pack is; a rule directory's and the policy's (EC99xx) are not."""
+    from envcheck import config as config_mod
+    from envcheck import rules as rules_mod
+    from envcheck.api import rule_set
+
+    ruleset = rule_set(config_mod.Config(require=("a",)), rule_dirs=[_rules(tmp_path, **{"mine": ""})])
+    assert {r.id for r in ruleset.every if not rules_mod.shipped(r)} == {"EC9810", "EC9901"}
+    assert all(rules_mod.shipped(r) for r in rules_mod.load())
+
+
+@pytest.mark.posix  # a `#!` script named conda
+def test_a_project_script_named_conda_is_not_run_unasked(workdir: Path) -> None:
+    """A cloned project's own rule directory (rule-dirs) asking for `./conda install`: `fix --yes` shows it as
+    waiting for --allow-other and does not run the project's script; with --allow-other it runs."""
+    conda = workdir / "conda"
+    conda.write_text("#!/bin/sh\ntouch ran-by-conda-script\n", encoding="utf-8")
+    conda.chmod(0o755)
+    rules = _rules(workdir, **{"wants-conda": '["./conda", "install", "-y", "x"]',
+                               "wants-index": '["{python}", "-m", "pip", "install", "--index-url", '
+                                              '"http://127.0.0.1:9/simple", "no-such-dist-x"]'})
+    (workdir / "pyproject.toml").write_text(f'[tool.envcheck]\nrule-dirs = ["{rules.name}"]\nselect = ["EC98"]\n',
+                                            encoding="utf-8")
+    held = run("fix", "--yes", "--static")
+    assert held.exit_code == 1, held.output
+    assert "not run without --allow-other:\n  -  ./conda install -y x    (EC9810)\n       not an installer command: " \
+           "./conda is not the conda envcheck found" in held.output
+    assert "http://127.0.0.1:9/simple    (EC9820)\n       a rule from outside envcheck's pack passes --index-url " \
+           "to pip\n" in held.output
+    assert "no command to run" in held.output and "[1/" not in held.output
+    assert not (workdir / "ran-by-conda-script").exists()
+    allowed = run("fix", "--yes", "--static", "--allow-other", "--select", "EC9810")
+    assert allowed.exit_code == 1, allowed.output
+    assert (workdir / "ran-by-conda-script").exists()
 
 
 @pytest.mark.posix  # the plan shows sys.executable as is: shlex quotes a Windows path
