@@ -205,13 +205,44 @@ def test_bad_inputs_exit_2_with_an_annotation(runner: Runner, checked_venv: Path
     assert not runner.summary.exists()
 
 
+# Modules a checked-out repository could hold in the workspace, the action's working directory: each one, if
+# imported by the action's Python, leaves a file named after it.
+_HOSTILE = ("click.py", "shlex.py", "venv.py", "ensurepip.py", "pip/__init__.py", "pip/__main__.py",
+            "envcheck/__init__.py", "envcheck/__main__.py")
+
+
+def _hostile(workspace: Path) -> list[Path]:
+    """The repository's hostile modules, written into the workspace; the marker files they would leave."""
+    markers = []
+    for module in _HOSTILE:
+        path = workspace / module
+        path.parent.mkdir(exist_ok=True)
+        marker = workspace / f"imported-{module.replace('/', '.')}"
+        path.write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+        markers.append(marker)
+    return markers
+
+
+def test_run_step_imports_nothing_from_the_repository(runner: Runner, checked_venv: Path) -> None:
+    """The workspace is the checked-out repository: its click.py, shlex.py or envcheck/__main__.py are never
+    imported by the action's Python, which still reads the workspace's pyproject.toml."""
+    markers = _hostile(runner.workspace)
+    proc = _check(runner, str(checked_venv / BIN / "python"), args="--static")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert any(line.startswith("::error title=EC9901 project-require-no-such-dist-x::")
+               for line in proc.stdout.splitlines())
+    assert [m.name for m in markers if m.exists()] == []
+
+
 @pytest.mark.slow
 def test_whole_action_leaves_the_checked_venv_alone(runner: Runner) -> None:
-    """Both steps in order against a fresh venv with pip: envcheck goes into its own venv under RUNNER_TEMP, the
-    checked venv is checked with --python and keeps exactly the packages it had."""
+    """Both steps in order against a fresh venv with pip, in a workspace with modules that must not be imported:
+    envcheck goes into its own venv under RUNNER_TEMP, the checked venv is checked with --python and keeps exactly
+    the packages it had."""
     venv = runner.root / "project-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=_TIMEOUT_S, capture_output=True,
                    env=clean_env())
+    markers = _hostile(runner.workspace)  # the install step's pip, venv and ensurepip are not the repository's
     python = str(venv / BIN / "python")
     before = _site_listing(venv)
     install = runner.run(INSTALL, **{"inputs.python": python})
@@ -224,6 +255,7 @@ def test_whole_action_leaves_the_checked_venv_alone(runner: Runner) -> None:
     assert proc.stdout.rstrip().endswith(f"— {python}")
     assert runner.outputs["check"] == {"exit-code": "1"}
     assert _site_listing(venv) == before
+    assert [m.name for m in markers if m.exists()] == []
     importable = subprocess.run([python, "-c", "import envcheck"], capture_output=True, check=False,
                                 timeout=_TIMEOUT_S, env=clean_env(), cwd=runner.root)
     assert importable.returncode == 1
