@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from envcheck._text import MAX_MESSAGE, clip, printable, split, use_color
+from envcheck._text import MAX_MESSAGE, clip, inert, printable, split, use_color
 from envcheck.errors import EnvcheckError
 
 if TYPE_CHECKING:
@@ -27,8 +27,9 @@ _DAY_S = 86400.0
 
 
 def error_line(message: str) -> None:
-    """One line on standard error, clipped and printable whatever the terminal's encoding."""
-    click.echo(printable(clip(message), getattr(sys.stderr, "encoding", None)), err=True)
+    """One line on standard error, clipped and printable whatever the terminal's encoding, with no control character
+    (an error may quote a line of a pasted report)."""
+    click.echo(printable(clip(inert(message)), getattr(sys.stderr, "encoding", None)), err=True)
 
 
 def write(text: str, output: str | None) -> None:

@@ -1,5 +1,6 @@
 """The text side of the command line's output, without the CLI framework: comma-separated option values, the colour
-decision, text a stream's encoding can carry, clipped messages, the probes' status line.
+decision, text a stream's encoding can carry, text quoted from elsewhere made inert, clipped messages, the probes'
+status line.
 
 envcheck/_output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
 (envcheck/_plain_cli.py) uses them directly.
@@ -8,6 +9,7 @@ envcheck/_output.py re-exports these beside the writers that use click; the clic
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -39,6 +41,27 @@ def printable(text: str, encoding: str | None) -> str:
     except LookupError:  # an encoding Python does not know: ASCII is in every one
         return text.encode("ascii", errors="replace").decode("ascii")
     return text
+
+
+# What a terminal, a log viewer or a reader's eye obeys instead of showing: C0 controls (ESC starts every colour, title,
+# clear-screen and hyperlink sequence; BEL, backspace and CR rewrite what was shown), DEL, C1 controls (0x9B is a
+# one-byte CSI, 0x90 a DCS, 0x85 a line break), the bidi marks and overrides that reorder a line as displayed
+# ("Trojan Source", CVE-2021-42574), and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str) -> str:
+    """`text` with every control character but newline and tab, and every bidi control, replaced by U+FFFD (visibly
+    something, never an action): text quoted from a report, a snapshot or a child's stderr cannot move the cursor,
+    recolour or clear a terminal, or reorder what a reader sees."""
+    return _CONTROL.sub(lambda m: m[0] if m[0] in "\n\t" else "\ufffd", text)
+
+
+def inert_json(document: str) -> str:
+    """A JSON document with each control and bidi character written as its `\\uXXXX` escape: the same data, and
+    inert when printed. (json.dumps escapes C0 itself, but writes DEL, C1 and bidi controls as they are; a raw
+    newline is its indentation.)"""
+    return _CONTROL.sub(lambda m: "\n" if m[0] == "\n" else f"\\u{ord(m[0]):04x}", document)
 
 
 def clip(text: str, limit: int = MAX_MESSAGE) -> str:

@@ -9,6 +9,10 @@ Annotations appear on the workflow run and, when a file is named, on that file i
 as the runner unescapes them (actions/toolkit, packages/core/src/command.ts): in the message `%`, CR and LF; in
 properties also `:` and `,`, which would otherwise end the property. A message therefore stays on one line, and
 nothing in a finding can start a workflow command of its own.
+
+The report's texts are scrubbed of control characters first (envcheck/report/quote.py): the log viewer obeys ANSI
+escapes. The one plain line is not a command, and the runner looks for a `##[command]` anywhere in such a line
+(actions/runner, ActionCommand.TryParse, tried when a line is not a `::` command): `_plain` breaks that prefix.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from envcheck.model import Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
+from envcheck.report.quote import scrubbed
 from envcheck.templates import shell
 
 _LEVEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "notice", Status.ERROR: "warning"}
@@ -37,6 +42,11 @@ def annotation(level: str, message: str, *, title: str | None = None, file: str 
     return f"::{level}{' ' + ','.join(props) if props else ''}::{escape_data(message)}"
 
 
+def _plain(text: str) -> str:
+    """`text` for a log line that is not a workflow command: an old-style `##[command]` in it is written `##%5B`."""
+    return text.replace("##[", "##%5B")
+
+
 def _message(p: Problem) -> str:
     if p.status is Status.ERROR:
         return "this rule could not be evaluated: " + "; ".join(p.details)
@@ -51,6 +61,7 @@ def _message(p: Problem) -> str:
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     """A notice naming the checked interpreter, the annotations, then one plain line; colour and verbosity do not
     apply."""
+    report = scrubbed(report)
     # The notice comes first: the run's summary says which interpreter was checked, and why, even when all is well.
     lines = [] if report.target is None else [annotation("notice", report.target.line(), title="envcheck")]
     for p in grouped(report):
@@ -59,5 +70,5 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     lines += [annotation("warning", p, title="envcheck could not collect everything")
               for p in report.collection_problems]
     # A plain line (no command): the run's log says what was checked even when nothing was annotated.
-    lines.append(f"envcheck {report.envcheck_version}: {tally(report)} — {report.python}")
+    lines.append(_plain(f"envcheck {report.envcheck_version}: {tally(report)} — {report.python}"))
     return "\n".join(lines) + "\n"

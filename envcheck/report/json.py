@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from envcheck._text import inert_json
 from envcheck.model import Finding, Report
 from envcheck.templates import shell
 
@@ -49,4 +50,4 @@ def as_dict(report: Report) -> dict[str, Any]:
 
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     """The JSON document: every finding, one per rule and item, whatever `verbose` says; never coloured."""
-    return json.dumps(as_dict(report), indent=2, ensure_ascii=False) + "\n"
+    return inert_json(json.dumps(as_dict(report), indent=2, ensure_ascii=False)) + "\n"

@@ -17,9 +17,12 @@ from itertools import groupby
 from envcheck.model import Finding, Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem
+from envcheck.report.quote import scrubbed
 from envcheck.templates import shell
 
-# Characters XML 1.0 cannot hold at all, escaped or not (a probe's stderr may carry ANSI escapes or NULs).
+# Characters XML 1.0 cannot hold at all, escaped or not (a probe's stderr may carry ANSI escapes or NULs). The report
+# is scrubbed of control characters first (envcheck/report/quote.py); this catches what remains, such as a lone
+# surrogate left by a file name that is not UTF-8.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -76,6 +79,7 @@ def _testcase(suite: ET.Element, findings: Sequence[Finding], python: str) -> st
 
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
     """JUnit XML; colour and verbosity do not apply (every rule is a testcase already)."""
+    report = scrubbed(report)
     suites = ET.Element("testsuites", name="envcheck")
     suite = ET.SubElement(suites, "testsuite", name="envcheck")
     properties = ET.SubElement(suite, "properties")

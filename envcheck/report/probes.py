@@ -1,4 +1,8 @@
-"""`envcheck probe`: each probe's outcome, its cases as a table, and matrices (SDPA backends) as grids."""
+"""`envcheck probe`: each probe's outcome, its cases as a table, and matrices (SDPA backends) as grids.
+
+A probe's message and stderr are a child's output (or a snapshot's text): both formats write them inert
+(envcheck/_text.py), so an escape sequence in them is shown, not obeyed.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict
 
+from envcheck._text import inert, inert_json
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.report.interface import ProbeFormat, unreachable
 
@@ -68,11 +73,12 @@ def render_text(results: Mapping[str, ProbeResult], from_cache: bool) -> str:
         lines.append("")
     lines.append("(cached results: the environment has not changed; --no-cache runs them again)" if from_cache
                  else "")
-    return "\n".join(lines).rstrip() + "\n"
+    # The whole text at once: it writes no escape sequence of its own, so every one found came from a result.
+    return inert("\n".join(lines).rstrip()) + "\n"
 
 
 def render_json(results: Mapping[str, ProbeResult]) -> str:
-    return json.dumps({name: asdict(r) for name, r in results.items()}, indent=2, ensure_ascii=False) + "\n"
+    return inert_json(json.dumps({name: asdict(r) for name, r in results.items()}, indent=2, ensure_ascii=False)) + "\n"
 
 
 def render(results: Mapping[str, ProbeResult], fmt: ProbeFormat | str, *, from_cache: bool) -> str:

@@ -2,6 +2,9 @@
 
 A rule that fired for several items is one block: `[error ×12]`, the items as a list (the first ten without -v),
 the why and fix once, and one merged command, continued over lines with a trailing backslash when it is long.
+
+The report's texts are scrubbed of control characters first (envcheck/report/quote.py): the only escape sequences
+written are the colours below.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import textwrap
 from envcheck.model import Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
+from envcheck.report.quote import scrubbed
 
 _WIDTH = 100
 _MAX_ITEMS = 10  # items of one rule listed without -v; the merged command still covers every one
@@ -75,6 +79,7 @@ def _problem(p: Problem, style: _Style, verbose: bool) -> list[str]:
 
 
 def render(report: Report, *, color: bool = False, verbose: bool = False) -> str:
+    report = scrubbed(report)
     style = _Style(color)
     # The first line names the checked interpreter and how it was chosen: checking the wrong one is the mistake
     # that no verdict below can reveal.
