@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import FIXTURES, clean_env
+from test_inert_output import GPU, PAYLOAD, assert_inert_markdown
 
 WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "issue-triage.yml"
 
@@ -78,6 +79,15 @@ def test_a_report_with_a_problem_is_commented(tmp_path: Path) -> None:
     assert outputs["found"] == "true"
     assert "EC0401" in outputs["comment"] and outputs["comment"].startswith("## ")
     assert not (tmp_path / "checkout" / "pwned").exists()
+
+
+def test_a_hostile_gpu_name_is_commented_inert(tmp_path: Path) -> None:
+    """A GPU name carrying a link, HTML, a mention and escape sequences reaches the comment as text, not markup."""
+    paste = (FIXTURES / "reports" / "torch-2.6-rtx5090d.txt").read_text(encoding="utf-8")
+    paste = paste.replace(f"configuration: GPU 0: {GPU}", f"configuration: GPU 0: {GPU} {PAYLOAD}")
+    outputs = _diagnose(tmp_path, f"Broken.\n\n```\n{paste}\n```\n")
+    assert outputs["found"] == "true" and "Download the fixed" in outputs["comment"]
+    assert_inert_markdown(outputs["comment"])
 
 
 @pytest.mark.parametrize("body", [
