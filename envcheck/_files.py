@@ -11,6 +11,9 @@ with one line naming the file (and the key, for depth):
   order mark is skipped (RFC 8259 lets a JSON reader ignore it; Windows editors write it);
 - nested deeper than MAX_DEPTH (arrays and tables in JSON or TOML): the parsers recurse, so without a bound a few
   thousand `[` end in RecursionError; the key where the limit was passed is named.
+
+A file name longer than MAX_NAME characters is shown without its middle (`shown`): the error line is clipped as a
+whole, and the reason after the name ("cannot be read (File name too long)") must stay on it.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from typing import Any
 from envcheck import _toml
 from envcheck.errors import EnvcheckError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "InputError", "load_json", "load_toml", "loads_json", "read_text"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NAME", "InputError", "load_json", "load_toml", "loads_json", "read_text",
+           "shown"]
 
 MAX_BYTES = 64 * 1024 * 1024  # a snapshot of a venv with 10,000 distributions is about 10 MB
 MAX_DEPTH = 64  # the deepest real input (a rule's condition tree inside its file) is about 12 levels
+MAX_NAME = 200  # characters of a file name in an error message
 
 ErrorFactory = Callable[[str, str], EnvcheckError]
 
@@ -49,13 +54,27 @@ _UTF16_32 = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (
              (codecs.BOM_UTF16_BE, "UTF-16"))
 
 
+def shown(file: str) -> str:
+    """`file` as an error message names it: whole, or its start and its end (where the file's own name is) with
+    how much was left out between them."""
+    if len(file) <= MAX_NAME:
+        return file
+    keep = (MAX_NAME - 30) // 2
+    return f"{file[:keep]}…({len(file) - 2 * keep:,} characters)…{file[-keep:]}"
+
+
+def _naming(error: ErrorFactory) -> ErrorFactory:
+    """`error`, given the file as `shown` names it."""
+    return lambda file, message: error(shown(file), message)
+
+
 def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_bytes(path: str | os.PathLike[str], *, error: ErrorFactory = InputError, limit: int = MAX_BYTES) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; anything else raises `error(file, why)`."""
-    file = os.fsdecode(path)
+    file, error = os.fsdecode(path), _naming(error)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         # stat first: on systems where O_NONBLOCK does not exist, opening a FIFO would still wait for a writer.
@@ -86,6 +105,7 @@ def read_bytes(path: str | os.PathLike[str], *, error: ErrorFactory = InputError
 
 def decode(data: bytes, file: str, *, error: ErrorFactory = InputError) -> str:
     """`data` as UTF-8 text (a leading UTF-8 byte order mark dropped); anything else is one line naming `file`."""
+    error = _naming(error)
     for bom, name in _UTF16_32:
         if data.startswith(bom):
             raise error(file, f"is {name} encoded; save it as UTF-8")
@@ -150,6 +170,7 @@ def _deep_key(key: str) -> str:
 
 def loads_toml(text: str, file: str, *, error: ErrorFactory = InputError) -> dict[str, Any]:
     """Parsed TOML `text` from `file`, nested at most MAX_DEPTH deep."""
+    error = _naming(error)
     try:
         data: dict[str, Any] = _toml.loads(text)
     except _toml.TOMLDecodeError as exc:
@@ -172,6 +193,7 @@ def load_toml(path: str | os.PathLike[str], *, error: ErrorFactory = InputError,
 
 def loads_json(text: str, file: str, *, error: ErrorFactory = InputError) -> Any:
     """Parsed JSON `text` from `file`, nested at most MAX_DEPTH deep; numbers too long for int() are refused."""
+    error = _naming(error)
     try:
         data = json.loads(text)
     except RecursionError:

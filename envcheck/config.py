@@ -140,14 +140,21 @@ def _rule_dirs(value: object, cfg: Config, key: str) -> tuple[Path, ...]:
     base = Path(cfg.file).resolve().parent if cfg.file else Path.cwd()
     dirs = []
     for i, text in enumerate(_strings(value, cfg, key)):
-        path = (base / text).resolve()
-        # A cloned project's configuration is data: it may point envcheck at rule files of its own tree, never at
-        # folders elsewhere on the machine (`--rules DIR` on the command line is the user's own choice).
-        if not path.is_relative_to(base):
-            raise cfg.error(f"{key}[{i}]", f"{text!r} is outside the configuration's folder ({base}); rule "
-                                           "directories of a project live inside it (use --rules for others)")
-        if not path.is_dir():
-            raise cfg.error(f"{key}[{i}]", f"{text!r} is not a directory (looked for {path})")
+        if "\0" in text:  # TOML lets a string hold one ("\u0000"); the OS refuses it in every path
+            raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} holds a NUL character, which no path can hold")
+        try:
+            path = (base / text).resolve()
+            # A cloned project's configuration is data: it may point envcheck at rule files of its own tree, never
+            # at folders elsewhere on the machine (`--rules DIR` on the command line is the user's own choice).
+            if not path.is_relative_to(base):
+                raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} is outside the configuration's folder "
+                                               f"({base}); rule directories of a project live inside it (use --rules "
+                                               "for others)")
+            if not path.is_dir():
+                raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} is not a directory (looked for "
+                                               f"{_files.shown(str(path))})")
+        except OSError as exc:  # a name longer than the file system allows, a folder that cannot be searched
+            raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} cannot be used ({exc.strerror or exc})") from None
         dirs.append(path)
     return tuple(dirs)
 

@@ -75,6 +75,34 @@ def test_device_or_directory_is_refused(path: str, kind: str) -> None:
     one_error_line(run("check", "--facts", path), path, f"is {kind}, not a regular file")
 
 
+@pytest.mark.parametrize("command", [("check",), ("facts",)])
+@pytest.mark.parametrize("path", ["/dev/null", "/dev/zero", "."])
+def test_report_file_is_refused_like_facts(command: tuple[str, ...], path: str) -> None:
+    """--report FILE is read as --facts is: /dev/null, a device or a directory is exit 2 with one line, not an
+    empty (or endless) report; `--report -` still reads standard input."""
+    if not Path(path).exists():
+        pytest.skip(f"{path} does not exist here")
+    one_error_line(run(*command, "--report", path), path, "not a regular file")
+
+
+def test_report_from_standard_input_still_reads() -> None:
+    """`--report -` is standard input, which is not a regular file and is still read."""
+    result = CliRunner().invoke(cli, ["check", "--report", "-", "--format", "json"], input="torch==2.5.1\n")
+    assert result.exit_code in (0, 1), result.output
+    assert json.loads(result.output)["target"]["reason"].startswith("from the report <stdin>: ")
+
+
+@pytest.mark.posix  # the limit on a file name's length and its error are the OS's
+@pytest.mark.parametrize("option", ["--facts", "--report", "--config"])
+def test_a_very_long_path_keeps_its_reason(option: str) -> None:
+    """A path longer than the OS allows is one line naming its start and its end, and the OS's reason, which the
+    clipping of a long line used to cut off."""
+    path = "/tmp/" + "x" * 5000 + "-end.json"
+    args = [option, path] + (["--facts", str(CLEAN)] if option == "--config" else [])
+    line = one_error_line(run("check", *args), "/tmp/xxx", "…(4,8", "xxx-end.json: cannot be read (")
+    assert line.endswith(")") and len(line) < 400, line
+
+
 def test_oversized_input_is_refused_before_reading(tmp_path: Path) -> None:
     """A file larger than the reader's bound is refused by its size, not read."""
     big = tmp_path / "big.json"
@@ -380,6 +408,28 @@ def test_a_source_predicate_cannot_point_outside_the_packages(tmp_path: Path, fi
     (rules_dir / "outside.toml").write_text(body, encoding="utf-8")
     with pytest.raises(RuleError, match=r"outside\.toml.*EC8001.*when\.source\.file.*relative to the import root"):
         rules.load([rules_dir])
+
+
+_NUL = "'rules\\x00x' holds a NUL character, which no path can hold"
+
+
+@pytest.mark.parametrize(
+    ("file", "body", "key", "message"),
+    [
+        pytest.param("pyproject.toml", '[tool.envcheck]\nrule-dirs = ["rules\\u0000x"]\n', "tool.envcheck.rule-dirs[0]",
+                     _NUL, id="pyproject-nul"),
+        pytest.param("envcheck.toml", 'rule-dirs = ["rules\\u0000x"]\n', "rule-dirs[0]", _NUL, id="envcheck-toml-nul"),
+        pytest.param("envcheck.toml", f'rule-dirs = ["{"x" * 5000}"]\n', "rule-dirs[0]", "xxx' cannot be used (",
+                     id="too-long", marks=pytest.mark.posix),
+    ],
+)
+def test_a_rule_directory_that_is_no_path_is_a_configuration_error(tmp_path: Path, file: str, body: str,
+                                                                   key: str, message: str) -> None:
+    """A NUL character (TOML's \\u0000) or a name too long for the OS in `rule-dirs` is exit 2 with one line
+    naming the file and the key, not an internal error."""
+    (tmp_path / file).write_text(body, encoding="utf-8")
+    one_error_line(run("check", "--facts", str(CLEAN), "--config", str(tmp_path / file)),
+                   f"{tmp_path / file}: key '{key}': ", message)
 
 
 def test_a_project_configuration_cannot_name_rule_directories_outside_its_folder(tmp_path: Path) -> None:
