@@ -143,14 +143,15 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
 
     if python is not None or facts_file is not None:
         raise EnvcheckError("--report excludes --python and --facts: the report describes the environment")
-    try:
-        if report_file == "-":
+    if report_file == "-":
+        try:
             data = sys.stdin.buffer.read(MAX_BYTES + 1)
-        else:
-            with Path(report_file).open("rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ReportError(report_file, f"cannot read it ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
+    else:  # a file is read as --facts is: a regular file only (not /dev/zero, /dev/null or a FIFO), bounded
+        from envcheck import _files
+
+        data = _files.read_bytes(report_file, error=ReportError, limit=MAX_BYTES)
     name = "<stdin>" if report_file == "-" else report_file
     snapshot = read_report(data, name)
     read = "; ".join(found.where for found in recognised(data, name)) or "nothing envcheck reads"
@@ -362,13 +363,14 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 
     files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
     every = [r for f in files for r in f.rules]
+    # One line, as every other error of the command line: click's usage block would repeat the synopsis for a typo.
     if not ids and not show_all and not show_fleet:
-        raise click.UsageError("name a rule (e.g. `envcheck rule EC0201`) or pass --all")
+        raise EnvcheckError("rule: name a rule (e.g. `envcheck rule EC0201`) or pass --all")
     if ids:
         unknown = [u for u in rules_mod.unknown_selectors(every, ids)
                    if not any(fleet_matches(c, [u]) for c in CHECKS)]
         if unknown:
-            raise click.UsageError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+            raise EnvcheckError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
     chosen = every if show_all else (rules_mod.select(every, ids) if ids else [])
     chosen_ids = {r.id for r in chosen}
     files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
@@ -401,7 +403,7 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
 
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
-        raise click.UsageError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
+        raise EnvcheckError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
     target = discover(python)
     snapshot = gather(rules_mod.load(()), python=target)
     progress = _ProgressLine()

@@ -170,12 +170,20 @@ def test_rule_explains_one_rule() -> None:
     assert "References:" in by_id.output and "EC0102" not in by_id.output
 
 
-@pytest.mark.parametrize(("args", "message"), [pytest.param(("rule",), "name a rule", id="nothing"),
-                                               pytest.param(("rule", "EC9999"), "no rule 'EC9999'", id="unknown")])
-def test_rule_usage_errors(args: tuple[str, ...], message: str) -> None:
-    """`envcheck rule` without a known rule is a usage error."""
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(("rule",), "rule: name a rule (e.g. `envcheck rule EC0201`) or pass --all", id="nothing"),
+        pytest.param(("rule", "NOPE"), "no rule 'NOPE' (see `envcheck rule --all`)", id="unknown"),
+        pytest.param(("probe", "sdpaa"), "no probe 'sdpaa' (probes: torch-import, ", id="unknown-probe"),
+    ],
+)
+def test_unknown_names_are_one_line_usage_errors(args: tuple[str, ...], message: str) -> None:
+    """`envcheck rule` without a known rule (and `envcheck probe` with an unknown one) is exit 2 with the one
+    `envcheck: error: ...` line every other error has, not click's usage block."""
     result = run(*args)
-    assert result.exit_code == 2 and message in result.output
+    assert result.exit_code == 2
+    assert result.output.startswith(f"envcheck: error: {message}") and result.output.count("\n") == 1, result.output
 
 
 def test_rule_all_json(rules_dir: Path) -> None:
