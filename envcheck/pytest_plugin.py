@@ -17,6 +17,7 @@ rootdir, as `envcheck` finds it from the working directory.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -77,7 +78,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(f"envcheck: {exc}") from None
     failing = report.at_or_above(level)
     if failing:
-        pytest.exit(_summary(failing, level), returncode=EXIT_FINDINGS)
+        # pytest prints an exit's message twice this early (on stderr, and again at the end of the terminal
+        # report): the block goes out once here, the exit carries one line.
+        sys.stderr.write(_summary(failing, level) + "\n")
+        noun = "problem" if len(failing) == 1 else "problems"
+        pytest.exit(f"envcheck: the environment fails the check ({len(failing)} {noun} at --fail-on {level}); no "
+                    "test was run", returncode=EXIT_FINDINGS)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -37,19 +37,24 @@ def test_plugin_is_inert_without_the_option(pytester: pytest.Pytester) -> None:
 
 
 def test_failing_check_stops_the_session_before_any_test(pytester: pytest.Pytester) -> None:
-    """--envcheck with an unmet requirement exits 1 before the first test, naming the rule, summary and command."""
+    """--envcheck with an unmet requirement exits 1 before the first test, naming the rule, summary and command
+    once; pytest's own exit line is one line."""
     _project(pytester, 'require = ["no-such-dist-x>=1"]')
     result = pytester.runpytest_subprocess("--envcheck", "-p", "no:cacheprovider")
     assert result.ret == 1
     assert not (pytester.path / "RAN").exists()
     result.stderr.fnmatch_lines([
-        "Exit: envcheck found 1 problem at --fail-on error in this environment; no test was run",
+        "envcheck found 1 problem at --fail-on error in this environment; no test was run",
         "  EC9901 project-require-no-such-dist-x: the project requires no-such-dist-x>=1; found no-such-dist-x "
         "(not installed)",
         "      fix: Install no-such-dist-x>=1 into the checked environment.",
         "      $ * -m pip install 'no-such-dist-x>=1'",
         "Run `envcheck` for the full report*",
+        "Exit: envcheck: the environment fails the check (1 problem at --fail-on error); no test was run",
     ])
+    output = result.stdout.str() + result.stderr.str()
+    assert output.count("EC9901 project-require-no-such-dist-x") == 1
+    assert output.count("Run `envcheck` for the full report") == 1
 
 
 def test_passing_check_runs_the_tests_and_says_so_in_the_header(pytester: pytest.Pytester) -> None:
