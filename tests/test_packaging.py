@@ -17,6 +17,7 @@ from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 
 import pytest
+from _ci import verify_dist
 from packaging.requirements import Requirement
 
 pytestmark = pytest.mark.slow
@@ -100,6 +101,17 @@ def test_wheel_ships_every_package_file(dists: Dists) -> None:
     assert not missing, f"not in the wheel: {missing}"
     stray = sorted(n for n in dists.wheel_names if "__pycache__" in n or n.startswith(("tests/", "rules/")))
     assert not stray, f"in the wheel but should not be: {stray}"
+
+
+def test_wheel_and_sdist_pass_the_release_check(dists: Dists) -> None:
+    """The built wheel holds exactly what .ci/verify_dist.py reads from the source tree (every file under envcheck/,
+    every file under rules/ as envcheck/_rules/, the .dist-info), and the sdist their sources: the file checks CI's
+    smoke job and the release workflow run on the artifacts they ship."""
+    version = verify_dist.source_version(ROOT)
+    account = verify_dist.check_wheel_files(dists.wheel_names, version, ROOT)
+    assert account.startswith(f"{len(dists.wheel_names)} files: ")
+    verify_dist.check_sdist_files(dists.sdist_names, ROOT)
+    assert [p.name for p in verify_dist.find_dists(dists.wheel.parent, version)] == [dists.wheel.name, dists.sdist.name]
 
 
 def test_wheel_declares_the_console_script(dists: Dists) -> None:
