@@ -73,9 +73,9 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PER_PROCESS = ("/proc/",)
 # The entries envcheck keeps in its cache folder, which it verifies where it reads them (envcheck.cache's signed
 # entries and key, the collector's and the native scan's per-file caches, temporary files). Anything else there is
-# witnessed like any other read: the probe results (only running the probes tells whether they still hold), and a
-# project that happens to live in that folder.
-_OWN_ENTRY = re.compile(r"key|[^/\\]+\.signed|(?:dists|native)-[0-9a-f]+\.json|[^/\\]+\.tmp")
+# witnessed like any other read: the probe results, signed too (only running the probes tells whether they still
+# hold, so their entry's disappearance must end the replay), and a project that happens to live in that folder.
+_OWN_ENTRY = re.compile(r"key|(?!probes-)[^/\\]+\.signed|(?:dists|native)-[0-9a-f]+\.json|[^/\\]+\.tmp")
 
 # The recording of the run in progress, if any: the audit hook and the wrapped os functions report to it.
 _active: Recording | None = None

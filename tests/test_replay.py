@@ -320,7 +320,7 @@ def test_the_full_check_replays_only_with_cached_probe_results(project: Project)
     second = project.run("check")  # the probes' results from the cache: recorded
     assert second == (first[0], first[1], False)
     assert project.run("check") == (first[0], first[1], True)
-    (probes,) = project.cache_dir.glob("probes-*.json")
+    (probes,) = project.cache_dir.glob("probes-*.signed")
     probes.unlink()  # the next run must run the probes again
     assert project.run("check") == (first[0], first[1], False)
     assert project.run("check") == (first[0], first[1], False)  # recorded now, from the cache again
