@@ -153,8 +153,14 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
 
         data = _files.read_bytes(report_file, error=ReportError, limit=MAX_BYTES)
     name = "<stdin>" if report_file == "-" else report_file
+    found = recognised(data, name)
+    if not found:
+        # Verdicts on nothing would be a pass of what was never read: no verdict, and exit 2 like any input
+        # envcheck cannot use (the issue-triage workflow comments nothing on it).
+        raise ReportError(name, "nothing envcheck reads was recognised in it (collect_env, pip list or freeze, "
+                                "conda list, nvidia-smi, ...; docs/reports.md lists them): no verdict")
     snapshot = read_report(data, name)
-    read = "; ".join(found.where for found in recognised(data, name)) or "nothing envcheck reads"
+    read = "; ".join(f.where for f in found)
     return snapshot, Target(python=snapshot.python.executable, source="snapshot",
                             reason=f"from the report {name}: {read}; what it does not state is unknown "
                                    "(`envcheck facts` run on that machine states it)", in_process=False)

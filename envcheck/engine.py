@@ -13,6 +13,7 @@ from envcheck.derived.walk_memo import Memo
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
 from envcheck.rules import RulePack
+from envcheck.unseen import unseen
 
 
 def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Report:
@@ -36,6 +37,7 @@ def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Repor
         collection_problems=facts.problems,
         installer=choose(facts).describe(),
         project="" if facts.project is None else f"{facts.project.root}: {', '.join(facts.project.files)}",
+        unseen=unseen(pack.rules, facts, findings),
     )
 
 

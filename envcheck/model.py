@@ -117,6 +117,8 @@ class Report:
     installer: str = ""  # which installer the commands use and why, in words (envcheck/commands.py)
     target: Target | None = None  # which interpreter was checked and why; None where nobody chose (fleet nodes)
     project: str = ""  # the project files read, in words: "/p: pyproject.toml, uv.lock"; "" when none
+    unseen: tuple[str, ...] = ()  # what the verdicts could not see, a sentence each (envcheck/unseen.py): "torch
+    # is not installed here, so 60 rules about torch were not checked"; the tally says it
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.status is status)

@@ -87,7 +87,8 @@ def test_report_file_is_refused_like_facts(command: tuple[str, ...], path: str) 
 
 def test_report_from_standard_input_still_reads() -> None:
     """`--report -` is standard input, which is not a regular file and is still read."""
-    result = CliRunner().invoke(cli, ["check", "--report", "-", "--format", "json"], input="torch==2.5.1\n")
+    result = CliRunner().invoke(cli, ["check", "--report", "-", "--format", "json"],
+                                input="torch==2.5.1\nnumpy==1.26.4\nsix==1.16.0\n")
     assert result.exit_code in (0, 1), result.output
     assert json.loads(result.output)["target"]["reason"].startswith("from the report <stdin>: ")
 

@@ -44,6 +44,7 @@ def as_dict(report: Report) -> dict[str, Any]:
         "target": None if report.target is None else report.target.to_dict(),
         "summary": report.counts(),
         "collection_problems": list(report.collection_problems),
+        "unseen": list(report.unseen),
         "findings": [finding_dict(f) for f in report.findings],
     }
 

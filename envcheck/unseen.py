@@ -1,0 +1,54 @@
+"""What a check's verdicts did not see, in words, so that a clean tally is not read as a pass of what was absent.
+
+envcheck checks PyTorch environments. In an environment without torch (envcheck's own venv, checked because no
+other was found; a project's tooling venv) every rule about torch is n/a, and "no problems" alone would read as if
+torch had been checked and found fine. The report's tally says it instead: "torch is not installed here, so 60
+rules about torch were not checked" (here: the interpreter the report names). Where whether torch is installed is
+unknown (a pasted report whose package list is partial), the same rules were skipped, and the tally says that.
+
+Pure: the rules, the facts and the verdicts in, sentences out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from envcheck.conditions.core import Condition
+from envcheck.conditions.environment import Module, Package, Torch
+from envcheck.conditions.machine import Probe
+from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import Facts
+from envcheck.model import Finding, Rule, Status
+
+TORCH = "torch"
+_IDLE = frozenset({Status.PASS, Status.NA, Status.SKIPPED})  # verdicts that found nothing (not a rule error)
+
+
+def _names_torch(leaf: Condition) -> bool:
+    """A condition that is about torch: the torch package, its build, a torch module, or a live probe (every probe
+    runs in torch)."""
+    if isinstance(leaf, (Torch, Probe)):
+        return True
+    if isinstance(leaf, Package):
+        return canonical_name(leaf.requirement.name) == TORCH
+    return isinstance(leaf, Module) and leaf.name.split(".")[0] == TORCH
+
+
+def about_torch(rule: Rule) -> bool:
+    """Whether `rule`'s conditions (`applies` or `when`) ask about torch."""
+    return any(_names_torch(leaf) for part in (rule.applies, rule.when) for leaf in part.leaves())
+
+
+def unseen(rules: Iterable[Rule], facts: Facts, findings: Sequence[Finding]) -> tuple[str, ...]:
+    """One sentence per thing the verdicts could not see; empty when they saw all they asked about."""
+    if facts.active(TORCH) is not None or (facts.torch is not None and facts.torch.location):
+        return ()  # installed (a torch on the path without metadata has a build read from its folder)
+    ids = {rule.id for rule in rules if about_torch(rule)}
+    idle = {f.rule_id for f in findings if f.rule_id in ids and f.status in _IDLE}
+    if not idle:
+        return ()
+    rules_were = f"{len(idle)} rule about torch was" if len(idle) == 1 else f"{len(idle)} rules about torch were"
+    if facts.absence_known(TORCH):
+        return (f"torch is not installed here, so {rules_were} not checked",)
+    source = "the report" if facts.origin.startswith("report:") else "the snapshot"  # a partial package list
+    return (f"{source} does not say whether torch is installed, so {rules_were} not checked",)
