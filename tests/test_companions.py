@@ -37,7 +37,8 @@ def _derived(name: str, facts: Any) -> Any:
 
 def companion_tables() -> dict[str, companions.Companion]:
     """The shipped companion tables, merged by companion name as the derivations see them."""
-    return companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]))
+    return companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]),
+                             TABLES[tables_mod.TORCH_BUILDS])
 
 
 # --- the shipped tables ----------------------------------------------------------------------------------------
@@ -130,7 +131,7 @@ def _with_pins(torch: str, cuda: str | None, *dists: tuple[str, str, str | None]
         pytest.param(_with_pins("2.9.0", "12.8", ("torchaudio", "2.11.0", None)),
                      [("torchaudio", "2.9.0", "2.11.0 or later", companions.PYPI_INDEX)], id="no-pin-floor"),
         pytest.param(_with_pins("2.9.0", "12.8", ("torchcodec", "0.11.0", None)),
-                     [("torchcodec", "0.9.*", "2.11", companions.PYPI_INDEX)], id="torchcodec-series"),
+                     [("torchcodec", "0.9.1", "2.11", companions.PYPI_INDEX)], id="torchcodec-series"),
         pytest.param(_with_pins("2.7.0+cpu", None, ("torchaudio", "2.6.0+cpu", None)),
                      [("torchaudio", "2.7.0", "2.6.0", CPU_INDEX)], id="no-pin-cpu-index"),
         pytest.param(_with_pins("2.9.1", "12.8", ("torchvision", "0.23.0", None)),
@@ -145,7 +146,7 @@ def _with_pins(torch: str, cuda: str | None, *dists: tuple[str, str, str | None]
                      [("torchvision", "0.29.2", "2.6.0", companions.PYPI_INDEX)], id="newer-torch-floor-row"),
         pytest.param(_with_pins("2.9.0", "12.8", ("torchcodec", "0.11.0", None), ("torchaudio", "2.11.0", None)),
                      [("torchaudio", "2.9.0", "2.11.0 or later", companions.PYPI_INDEX),
-                      ("torchcodec", "0.9.*", "2.11", companions.PYPI_INDEX)], id="sorted-by-name"),
+                      ("torchcodec", "0.9.1", "2.11", companions.PYPI_INDEX)], id="sorted-by-name"),
     ],
 )
 def test_torch_mismatch(facts: Any, expected: list[tuple[str, str, str, str]]) -> None:
@@ -265,12 +266,16 @@ def test_no_build_mismatch(facts: Any, name: str) -> None:
 @pytest.mark.parametrize(
     ("torch", "expected"),
     [
-        pytest.param("2.9.0", ["0.9.*"], id="newest-series-for-2.9"),
-        pytest.param("2.7.1+cu128", ["0.5.*"], id="tagged"),
-        pytest.param("2.12.0", ["0.16.*"], id="floor-rows"),
+        pytest.param("2.9.0", ["0.9.1"], id="matrix-entry-for-2.9"),
+        pytest.param("2.7.1+cu128", ["0.5"], id="tagged"),
+        pytest.param("2.11.0+cu130", ["0.11.1"], id="matrix-entry-not-the-newest-floor-row"),
+        pytest.param("2.13.0", ["0.14.0"], id="matrix-entry-for-2.13"),
+        pytest.param("2.15.0", ["0.16.*"], id="beyond-the-matrix-newest-floor-row"),
     ],
 )
 def test_torchcodec_for_torch(torch: str, expected: list[str]) -> None:
+    """The torchcodec release for torch is the build matrix's entry; past the matrix's torchcodec column, the
+    newest series the companion table says was built for it."""
     items = _derived("companions.torchcodec-for-torch", _facts(torch, "12.8"))
     assert [i["expected"] for i in items] == expected
 

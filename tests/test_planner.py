@@ -16,7 +16,8 @@ from envcheck.rules import builtin_rules_dir
 from envcheck.rules import load as load_pack
 
 TABLES = tables_mod.load([builtin_rules_dir()])
-COMPANIONS = companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]))
+COMPANIONS = companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]),
+                              TABLES[tables_mod.TORCH_BUILDS])
 CPU = "https://download.pytorch.org/whl/cpu"
 CU128 = "https://download.pytorch.org/whl/cu128"
 
@@ -55,10 +56,10 @@ def test_companion_pin_on_torch_never_moves_torch() -> None:
 
 def test_unknown_companion_release_lets_the_resolver_pick_it_beside_the_pinned_torch() -> None:
     """Without a table row for this torch, torch is pinned as installed and the companion is left to pip."""
-    facts = _facts("1.13.1+cpu", None, ("torchvision", "0.20.0", "torch==2.5.0"))
+    facts = _facts("1.12.1+cpu", None, ("torchvision", "0.20.0", "torch==2.5.0"))
     item = {"package": "torchvision", "dependency": "torch", "requirement": "torch==2.5.0"}
     assert _plan(facts, "install", "torch==2.5.0", item=item) == [
-        ("install", "torch==1.13.1+cpu", "torchvision", "--index-url", CPU)]
+        ("install", "torch==1.12.1+cpu", "torchvision", "--index-url", CPU)]
 
 
 def test_same_version_other_build_needs_force_reinstall_only_without_a_tag() -> None:

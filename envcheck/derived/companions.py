@@ -5,6 +5,12 @@ Which torch each companion release was built for, and how PyPI's wheels of it ar
 rules/data/torch-companions.toml and rules/data/xformers.toml, read and validated with the rule pack
 (`parse_companions`), never constants here.
 
+Which companion release to install for a torch release is one answer, `companion_release`, for every rule and the
+planner: the release rules/data/torch-builds.toml lists for that torch release (the build matrix's companions,
+which `envcheck recommend` installs too), and only where the matrix lists none for it (a torch release newer than
+its companion columns: xformers after 2.10, torchaudio after 2.11) the newest release the companion table says
+was built for it. Two tables never print two answers for one torch release.
+
 Each finding carries the exact fix: the companion release made for the installed torch (`install`, a pip
 requirement) and the package index that has the build matching torch's (`index`): the PyTorch index named by
 torch's local version tag (`+cpu`, `+cu126`, `+rocm6.2`), or PyPI when torch has no tag (it came from PyPI, whose
@@ -22,13 +28,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from envcheck import torch_builds
 from envcheck._packaging import marker_env, parse_requirement, parse_version
 from envcheck.derived.common import Item, release_table
 from envcheck.errors import RuleError
@@ -89,15 +96,15 @@ class Release:
                 return f"{spec.version} or later"
         return str(self.torch)
 
-    def install(self, name: str) -> str:
-        return f"{name}=={self.key}"
-
 
 @dataclass(frozen=True)
 class Companion:
     name: str
     symptom: str  # how a build for another torch fails, in the library's own words
     releases: tuple[Release, ...]
+    # torch release ("2.11.0") -> the release of this companion the build matrix lists for it ("0.11.1"); empty
+    # where the matrix was not merged in (see `merged`)
+    made_for: Mapping[str, str] = field(default_factory=dict)
 
     def release_of(self, version: Version) -> Release | None:
         for release in self.releases:
@@ -131,9 +138,17 @@ def parse_companions(data: dict[str, Any], file: str) -> CompanionTable:
     return CompanionTable({name: _companion(file, name, table) for name, table in data.items()})
 
 
-def merged(tables: Iterable[CompanionTable]) -> dict[str, Companion]:
-    """Every companion of `tables`, by name."""
-    return {name: companion for table in tables for name, companion in table.companions.items()}
+def merged(tables: Iterable[CompanionTable], matrix: torch_builds.BuildMatrix | None = None) -> dict[str, Companion]:
+    """Every companion of `tables`, by name, with the releases the build `matrix` lists for each torch release
+    (`Companion.made_for`, which `companion_release` answers from first)."""
+    out = {name: companion for table in tables for name, companion in table.companions.items()}
+    if matrix is None:
+        return out
+    for name, companion in out.items():
+        made_for = {str(release.version): release.companions[name] for release in matrix.releases
+                    if name in release.companions}
+        out[name] = replace(companion, made_for=made_for)
+    return out
 
 
 def _companion(file: str, name: str, raw: object) -> Companion:
@@ -254,8 +269,14 @@ def pytorch_index(tag: str) -> str:
 
 
 def companion_release(companion: Companion, torch: Version) -> str | None:
-    """The release of `companion` made for torch release `torch` ("0.28.0", or a series "0.9.*"), else None."""
-    release = _for_torch(companion, Version(torch.base_version))
+    """The release of `companion` to install for torch release `torch`: the build matrix's entry for it ("0.28.0"),
+    else the newest release the companion table says was built for it ("0.28.0", or a series "0.9.*"), else None.
+    Every version a finding or a planned command names for a companion comes from here."""
+    base = Version(torch.base_version)
+    listed = companion.made_for.get(str(base))
+    if listed is not None:
+        return listed
+    release = _for_torch(companion, base)
     return None if release is None else release.key
 
 
@@ -295,12 +316,12 @@ def _mismatches(facts: Facts, tables: Mapping[str, Companion], declared_conflict
         if release is None or _fits(release, torch.version):
             continue
         requirement = _declared_torch_conflict(facts, dist)
-        wanted = _for_torch(companion, torch.version)
+        wanted = companion_release(companion, torch.version)
         if (requirement is not None) != declared_conflict or wanted is None:
             continue
         out.append({
             "name": dist.name, "version": dist.version, "built_for": release.built_for(), "torch": torch.text,
-            "expected": wanted.key, "install": wanted.install(name), "index": torch.index,
+            "expected": wanted, "install": f"{name}=={wanted}", "index": torch.index,
             "requirement": requirement or "", "symptom": companion.symptom,
         })
     return out
@@ -366,8 +387,8 @@ def release_for_torch(facts: Facts, companion: Companion) -> list[Item] | None:
     table can speak about, or the table has no release of `name` for it."""
     torch = installed_torch(facts)
     name = companion.name
-    wanted = None if torch is None else _for_torch(companion, torch.version)
+    wanted = None if torch is None else companion_release(companion, torch.version)
     if torch is None or wanted is None:
         return None
-    return [{"name": name, "torch": torch.text, "expected": wanted.key, "install": wanted.install(name),
+    return [{"name": name, "torch": torch.text, "expected": wanted, "install": f"{name}=={wanted}",
              "index": torch.index}]

@@ -353,7 +353,12 @@ def _coverage(wanted: str) -> Callable[[Derived], Any]:
 
 
 def _companion_tables(derived: Derived) -> dict[str, companions.Companion]:
-    return companions.merged((derived.tables[TORCH_COMPANIONS], derived.tables[XFORMERS]))
+    """The companion tables merged by name, with the build matrix's companion releases where it was loaded."""
+    try:
+        matrix = derived.tables[TORCH_BUILDS]
+    except LookupError:  # an evaluation without the build matrix (rules built by hand)
+        matrix = None
+    return companions.merged((derived.tables[TORCH_COMPANIONS], derived.tables[XFORMERS]), matrix)
 
 
 def _of_companions(fn: Callable[[Facts, dict[str, companions.Companion]], Any]) -> Callable[[Derived], Any]:
@@ -379,8 +384,10 @@ def _companion_derivations() -> list[Derivation]:
                    "installed torch companions (torchvision, torchaudio, torchcodec, xformers) that were built for "
                    "another torch minor than the installed one where no declared requirement says so (no torch "
                    "requirement, or a floor the installed torch meets): `name`, `version`, `built_for` (\"2.6.0\", "
-                   "\"2.11\", \"2.11.0 or later\"), `torch`, `expected` (the companion release made for the "
-                   "installed torch: \"0.22.0\", or a series \"0.9.*\"), `install` (the pip requirement, "
+                   "\"2.11\", \"2.11.0 or later\"), `torch`, `expected` (the companion release for the "
+                   "installed torch: the one `rules/data/torch-builds.toml` lists for it, \"0.22.0\", else the "
+                   "newest the companion table has for it, possibly a series \"0.9.*\"), `install` (the pip "
+                   "requirement, "
                    "`torchvision==0.22.0`), `index` (the index torch came from: "
                    "`https://download.pytorch.org/whl/cu126` for a `+cu126` torch, PyPI for an untagged one), "
                    "`requirement` (empty here), `symptom` (how the companion fails, in its own words). An exact pin "
@@ -406,9 +413,10 @@ def _companion_derivations() -> list[Derivation]:
             for name, major in (("torchvision", "(from 0.16) or major.minor (0.15)"),
                                 ("torchaudio", "and minor"))]
     out.append(Derivation("companions.torchcodec-for-torch",
-                          "one item, the torchcodec release made for the installed torch: `name`, `torch`, "
-                          "`expected` (\"0.9.*\"), `install`, `index`. Unknown without a torch release the table "
-                          "knows", ("name", "torch", "expected", "install", "index"),
+                          "one item, the torchcodec release for the installed torch, chosen as "
+                          "`companions.torch-mismatch`'s `expected` (\"0.11.1\" for torch 2.11.0): `name`, `torch`, "
+                          "`expected`, `install`, `index`. Unknown without a torch release the tables know",
+                          ("name", "torch", "expected", "install", "index"),
                           _companion(companions.release_for_torch, "torchcodec")))
     return out
 
