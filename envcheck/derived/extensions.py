@@ -46,6 +46,15 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _SYMBOL = re.compile(r"(?:undefined symbol|Symbol not found):\s*(\S+)")
 _FAILED = ("error", "crashed", "timeout")
+# Failures that are about the module the probe chose, not about the distribution (earlier probes recorded them,
+# and saved snapshots keep them; envcheck/probes/_child.py `_ext_modules` no longer chooses such modules):
+# - a compiled file with a module suffix that is a library, not a module (torchaudio's lib/_torchaudio.abi3.so,
+#   which torch.ops.load_library loads): CPython refuses it whatever the environment;
+# - a per-CUDA-major variant folder of the package (cuda-core's cuda/core/cu12 on a CUDA 13 stack): the package
+#   imports the variant for the CUDA it finds and takes over its namespace, so another major's folder is no module.
+_NOT_A_MODULE = "dynamic module does not define module export function"
+_NO_MODULE_NAMED = re.compile(r"No module named '([\w.]+)'")
+_CUDA_VARIANT = re.compile(r"(?:.+_)?cu(\d+)")
 
 # PyG's wheels: `+pt23cu121`, `+pt113cpu`, `+pt20cu118` (torch major, then minor; cpu or cuXY[Z]).
 _PYG_TAG = re.compile(r"pt(\d)(\d+)(cpu|cu\d+)")
@@ -74,6 +83,34 @@ def _installed(facts: Facts, name: str) -> str:
     return dist.version if dist is not None else "not installed"
 
 
+def _cuda_major(facts: Facts) -> str | None:
+    """The CUDA major of the installed torch build ("13"), None for a CPU or ROCm build or without torch."""
+    cuda = facts.torch.cuda if facts.torch is not None else None
+    return cuda.split(".")[0] if cuda else None
+
+
+def _about_the_module_chosen(facts: Facts, case: dict[str, Any]) -> bool:
+    """Whether a recorded failure says only that the probe's module is no module (see _NOT_A_MODULE): a file that
+    exports no init function, or `No module named 'PKG.cuXY'` for a package's variant folder of a CUDA major other
+    than the stack's (the module the probe tried lies inside it)."""
+    if case.get("status") != "error":
+        return False
+    message = str(case.get("message") or "").strip()
+    if message.startswith(_NOT_A_MODULE):
+        return True
+    missing = _NO_MODULE_NAMED.fullmatch(message)
+    if case.get("error_class") != "ModuleNotFoundError" or missing is None or "." not in missing.group(1):
+        return False
+    if not str(case.get("module") or "").startswith(missing.group(1) + "."):
+        return False  # a dependency that is missing, not a folder of the module's own path
+    variant = _CUDA_VARIANT.fullmatch(missing.group(1).rsplit(".", 1)[1])
+    return variant is not None and _cuda_of_tag(variant.group(1)).split(".")[0] != _cuda_major(facts)
+
+
+def _failed(facts: Facts, case: dict[str, Any]) -> bool:
+    return case.get("status") in _FAILED and not _about_the_module_chosen(facts, case)
+
+
 def import_failures(facts: Facts, kind: str) -> list[Item] | None:
     """The distributions whose import failed with an error of `kind` (see _KINDS; "crash"; "other"); None when
     the probe did not run to completion."""
@@ -82,7 +119,7 @@ def import_failures(facts: Facts, kind: str) -> list[Item] | None:
         return None
     out = []
     for name, case in sorted(cases.items()):
-        if case.get("status") not in _FAILED or _kind(case) != kind:
+        if not _failed(facts, case) or _kind(case) != kind:
             continue
         message = str(case.get("message") or "").strip().splitlines()
         error = f"{case.get('error_class') or 'error'}: {message[0] if message else ''}".strip()
@@ -225,7 +262,7 @@ def _imports_fine(facts: Facts, name: str) -> bool:
     """The `extension-imports` probe imported `name` without error in this environment."""
     cases = _probe_cases(facts)
     case = cases.get(canonical_name(name)) if cases is not None else None
-    return case is not None and case.get("status") == "ok"
+    return case is not None and (case.get("status") == "ok" or _about_the_module_chosen(facts, case))
 
 
 def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, libraries: tuple[str, ...] | None = None,

@@ -850,15 +850,46 @@ def _requires_bases(requires: list[str]) -> set[str]:
     return found
 
 
+def _cuda_variant(folder: str) -> bool:
+    """Whether a package folder is one per-CUDA-major variant of its parent: `cu12`, `cu13`, `foo_cu118`."""
+    tail = folder.rsplit("_", 1)[-1]
+    return tail[:2] == "cu" and tail[2:].isdigit()
+
+
+def _defines_module(path: str, name: str) -> bool:
+    """Whether a compiled file can be the Python module `name`: CPython imports it only if it exports
+    `PyInit_<name>` (else `dynamic module does not define module export function`). A file with a module suffix
+    that exports none is a library its package loads another way: torchaudio's `lib/_torchaudio.abi3.so` goes to
+    `torch.ops.load_library`. Searched in the file's symbol names, memory-mapped, never loaded; unreadable: True,
+    the import decides."""
+    import mmap
+
+    if not name.isascii():
+        return True  # such a module exports PyInitU_ and a punycode name
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(b"PyInit_" + name.encode("ascii") + b"\0") >= 0
+    except (OSError, ValueError):
+        return True
+
+
 def _ext_modules(dist: Any) -> tuple[list[str], int, list[str]]:
     """(modules to import, native files, the first compiled modules' paths) of a distribution, from its RECORD: its
     top-level packages and extension modules, then up to _EXT_NESTED_MAX nested Python extension modules (a file
-    named with a CPython extension suffix: `_C.cpython-311-x86_64-linux-gnu.so`, `_C.abi3.so`, `_C.pyd`; a bare
-    `lib.so` is a shared library that its package loads itself, not a module)."""
+    named with a CPython extension suffix: `_C.cpython-311-x86_64-linux-gnu.so`, `_C.abi3.so`, `_C.pyd`, and that
+    exports the module's init function; a bare `lib.so`, or a suffixed file without one, is a shared library that
+    its package loads itself, not a module).
+    Per-CUDA-major variants of a package side by side (cuda-core's `cuda/core/cu12/` and `cu13/`) are not imported
+    by name: the package imports the variant for the CUDA it finds and takes over its namespace (cuda.core copies
+    cu13's `__path__` over its own, so `cuda.core.cu12` is no module on a healthy CUDA 13 stack), and a variant
+    for another CUDA cannot load there anyway. The package above them is imported instead, which loads the one the
+    stack uses."""
     import importlib.machinery
 
     tagged = tuple(s for s in importlib.machinery.EXTENSION_SUFFIXES if s != ".so")
-    native, top, nested = 0, {}, []
+    native = 0
+    top: dict[str, str | None] = {}  # top-level module -> its compiled file (None: a package)
+    nested: dict[str, str | None] = {}
     files: list[str] = []
     for entry in dist.files or []:
         path = str(entry).replace("\\", "/")
@@ -872,15 +903,29 @@ def _ext_modules(dist: Any) -> tuple[list[str], int, list[str]]:
         if module_suffix is not None and len(files) < _EXT_SCANNED_FILES:
             files.append(str(dist.locate_file(entry)))
         if len(parts) == 2 and base == "__init__.py":
-            top[parts[0]] = True
+            top[parts[0]] = None
         elif len(parts) == 1 and module_suffix is not None:
-            top[base[: -len(module_suffix)]] = True
+            top.setdefault(base[: -len(module_suffix)], str(dist.locate_file(entry)))
         elif module_suffix is not None and not any(p in _EXT_SKIP_DIRS for p in parts[:-1]) and \
                 all(p.isidentifier() for p in parts[:-1]):
-            nested.append(".".join([*parts[:-1], base[: -len(module_suffix)]]))
-    names = sorted((m for m in top if m.isidentifier()), key=lambda m: (m.startswith("_"), m))
-    nested.sort(key=lambda m: (m.count("."), m))
-    return names + nested[:_EXT_NESTED_MAX], native, files
+            variant = next((i for i, p in enumerate(parts[:-1]) if i and _cuda_variant(p)), None)
+            if variant is not None:
+                nested.setdefault(".".join(parts[:variant]), None)
+            else:
+                nested.setdefault(".".join([*parts[:-1], base[: -len(module_suffix)]]), str(dist.locate_file(entry)))
+
+    def importable(module: str, path: str | None) -> bool:
+        return path is None or _defines_module(path, module.rsplit(".", 1)[-1])
+
+    names = sorted((m for m, p in top.items() if m.isidentifier() and importable(m, p)),
+                   key=lambda m: (m.startswith("_"), m))
+    chosen: list[str] = []
+    for module in sorted(nested, key=lambda m: (m.count("."), m)):
+        if len(chosen) == _EXT_NESTED_MAX:
+            break
+        if module not in top and importable(module, nested[module]):
+            chosen.append(module)
+    return names + chosen, native, files
 
 
 def _built_for_numpy2(files: list[str]) -> bool:
@@ -1190,6 +1235,16 @@ def begin_extension_imports(ctx: Context, *, before_torch: bool = False) -> None
         ctx.ext_begun = None
 
 
+def _ext_outcome(module: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """An import's outcome, where CPython's refusal of a file that is no module (one _defines_module could not rule
+    out) is no failure: the package does not import that file as a module either."""
+    if outcome.get("status") == "error" and str(outcome.get("message") or "").startswith(
+            "dynamic module does not define module export function"):
+        return {"status": "skipped", "message": "%s is a shared library, not a Python module: %s"
+                % (module, outcome.get("message"))}
+    return outcome
+
+
 def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     begun, ctx.ext_begun = ctx.ext_begun, None
     early = begun is not None and begun.first is not None
@@ -1209,7 +1264,7 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     for t in begun.targets:
         # The case is the distribution: its first failing module's outcome (what a user's import hits first),
         # else the first module's.
-        tried = [(m, outcomes.get(f"{t['name']}:{m}", {"status": "skipped"})) for m in t["modules"]]
+        tried = [(m, _ext_outcome(m, outcomes.get(f"{t['name']}:{m}", {"status": "skipped"}))) for m in t["modules"]]
         module, outcome = next(((m, o) for m, o in tried if o.get("status") not in ("ok", "skipped")), tried[0])
         case = {k: v for k, v in outcome.items() if k in ("status", "error_class", "message", "warnings", "stderr")
                 and v not in (None, "", [])}
