@@ -1,7 +1,8 @@
 """`envcheck recommend`: the torch-family install for this machine, a described one, or a saved snapshot.
 
 Thin: parses options, gathers the facts (static tier only: the recommendation reads NVML, the platform, Python
-and what is installed), calls envcheck.recommend, prints. Exit 0 with a recommendation, 1 when no build fits.
+and what is installed), calls envcheck.recommend, prints. Exit 0 with a recommendation (the installed build
+included, when nothing needs to change), 1 when no build fits.
 """
 
 from __future__ import annotations
@@ -45,4 +46,4 @@ def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | N
         facts = gather(pack.rules, python=discover(None) if facts_file is None else None, facts_file=facts_file)
     plan = recommend_mod.plan(facts, described, pack.tables)
     click.echo(recommend_mod.render_text(plan) if fmt == "text" else recommend_mod.render_json(plan), nl=False)
-    raise click.exceptions.Exit(0 if plan.command is not None or plan.recommendation.requirements else 1)
+    raise click.exceptions.Exit(0 if plan.recommendation.choice is not None else 1)

@@ -107,7 +107,8 @@ def machine(facts: Facts, described: Described, tables: Tables) -> builds.Machin
     driver = _driver(driver_text, bool(gpus))
     torch = facts.torch.version if facts.torch is not None else None
     companions = tuple(name for name in builds.MOVES_WITH_TORCH if facts.active(name) is not None)
-    return builds.Machine(platform, python, tuple(gpus), driver, driver_text, torch, companions)
+    return builds.Machine(platform, python, tuple(gpus), driver, driver_text, torch, companions,
+                          builds.installed_versions(facts))
 
 
 def plan(facts: Facts | None, described: Described, tables: Tables) -> Plan:
@@ -146,8 +147,9 @@ def _machine_line(m: builds.Machine) -> str:
 def render_text(p: Plan) -> str:
     """The plan for people: the choice, why, and the exact command."""
     rec = p.recommendation
-    lines = [f"recommended: {rec.described}" + (f" from {rec.index_url}" if rec.index_url else ""),
-             f"for: {_machine_line(p.machine)}", "why:"]
+    head = (f"recommended: the installed {rec.described} (nothing to change)" if rec.nothing_to_change
+            else f"recommended: {rec.described}" + (f" from {rec.index_url}" if rec.index_url else ""))
+    lines = [head, f"for: {_machine_line(p.machine)}", "why:"]
     lines += [f"  {sentence}" for sentence in rec.because]
     if rec.requirements:
         lines.append(f"install: {' '.join(rec.requirements)}")
@@ -168,6 +170,7 @@ def render_json(p: Plan) -> str:
         "recommended": None if rec.choice is None else {
             "torch": str(rec.choice.release.version), "variant": rec.choice.variant.name,
             "coverage": list(rec.choice.coverage)},
+        "nothing_to_change": rec.nothing_to_change,
         "because": list(rec.because),
         "requirements": list(rec.requirements),
         "index_url": rec.index_url or None,

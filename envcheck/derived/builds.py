@@ -49,6 +49,9 @@ class Machine:
     driver_text: str = ""  # the driver as NVML wrote it ("580.65.06"; Version drops the zero)
     torch: str | None = None  # the installed torch version ("2.5.1+cu124"); None: not installed
     companions: tuple[str, ...] = ()  # installed companions among MOVES_WITH_TORCH
+    # (name, distribution version) of torch and of each installed companion: "2.11.0" for torch from PyPI, whose
+    # torch/version.py says "2.11.0+cu130"
+    installed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,19 @@ class Recommendation:
             return "no torch build"
         return f"torch {self.choice.release.version}+{self.choice.variant.name}"
 
+    @property
+    def nothing_to_change(self) -> bool:
+        """The installed torch and companions are already the recommended ones: there is nothing to install."""
+        return self.choice is not None and not self.requirements
+
     def item(self) -> Item:
         """The recommendation as the fields of a derived item (RECOMMENDATION_FIELDS)."""
-        recommended = (f"{self.described} from {self.index_url}, with the installed companions made for it"
-                       if self.choice is not None else "no published torch build fits")
+        if self.choice is None:
+            recommended = "no published torch build fits"
+        elif self.nothing_to_change:
+            recommended = f"the installed {self.described}, which is already the right build"
+        else:
+            recommended = f"{self.described} from {self.index_url}, with the installed companions made for it"
         return {"install": " ".join(self.requirements), "index_url": self.index_url,
                 "recommended": recommended, "because": " ".join(self.because), "evidence": self.evidence}
 
@@ -113,7 +125,18 @@ def machine_of(facts: Facts) -> Machine | None:
         return None
     torch = facts.torch.version if facts.torch is not None else None
     installed = tuple(name for name in MOVES_WITH_TORCH if facts.active(name) is not None)
-    return Machine(platform, python, tuple(gpus), driver, nvml.driver_version or "", torch, installed)
+    return Machine(platform, python, tuple(gpus), driver, nvml.driver_version or "", torch, installed,
+                   installed_versions(facts))
+
+
+def installed_versions(facts: Facts) -> tuple[tuple[str, str], ...]:
+    """(name, distribution version) of torch and of each installed companion among MOVES_WITH_TORCH."""
+    out = []
+    for name in ("torch", *MOVES_WITH_TORCH):
+        dist = facts.active(name)
+        if dist is not None:
+            out.append((name, dist.version))
+    return tuple(out)
 
 
 def _requirement(name: str, version: str, variant: tb.Variant, platform: str) -> str:
@@ -152,23 +175,47 @@ def recommend(matrix: tb.BuildMatrix, machine: Machine) -> Recommendation:
         return Recommendation(None, (), "", (_nothing_fits(matrix, machine),))
     version = str(choice.release.version)
     made_for = tb.companions(matrix, version)
-    requirements = [_requirement("torch", version, choice.variant, machine.platform)]
-    for name in machine.companions:
-        if name in made_for:
-            pinned = made_for[name]
-            requirements.append(_requirement(name, pinned, choice.variant, machine.platform) if name in _TAGGED
-                                else f"{name}=={pinned}")
+    torch = _requirement("torch", version, choice.variant, machine.platform)
+    pins = [_requirement(name, made_for[name], choice.variant, machine.platform) if name in _TAGGED
+            else f"{name}=={made_for[name]}" for name in machine.companions if name in made_for]
+    in_place = machine.torch is not None and torch == f"torch=={machine.torch}"
+    # torch already the chosen build: only the companions that are not yet the releases made for it are installed
+    # (their own torch pins keep torch where it is), and nothing at all when they are.
+    requirements = [p for p in pins if not _installed_as(machine, p)] if in_place else [torch, *pins]
     # The same index function as every other torch-family command, so ENVCHECK_TORCH_INDEX_BASE (a mirror) applies.
     return Recommendation(choice, tuple(requirements), companions.pytorch_index(choice.variant.name),
                           _because(matrix, machine, choice, keep, minor, [n for n in machine.companions
-                                                                          if n not in made_for]))
+                                                                          if n not in made_for],
+                                   requirements if in_place else None))
+
+
+def _installed_as(machine: Machine, requirement: str) -> bool:
+    """Whether `name==version` is what is installed: the same release, and the same local tag, or none beside a
+    torch distribution without one either (both from PyPI, whose companion wheels are built like its torch)."""
+    name, _, pinned = requirement.partition("==")
+    installed = dict(machine.installed)
+    try:
+        have, want = Version(installed.get(name, "")), Version(pinned)
+        torch_local = Version(installed.get("torch", "")).local
+    except InvalidVersion:
+        return False
+    return have.public == want.public and (have.local == want.local or (have.local is None and torch_local is None))
 
 
 def _because(matrix: tb.BuildMatrix, machine: Machine, choice: tb.Choice, keep: Version | None, minor: bool,
-             unmatched: Sequence[str]) -> tuple[str, ...]:
+             unmatched: Sequence[str], in_place: Sequence[str] | None = None) -> tuple[str, ...]:
+    """Why this choice, in sentences. `in_place`: the installed torch is the chosen build, and these are the
+    companion requirements still to install (none: nothing changes)."""
     variant = choice.variant
     out = []
-    if keep is not None and choice.release.version == keep:
+    installed = f"torch {choice.release.version}+{variant.name}"
+    if in_place is not None and not in_place:
+        out.append(f"{installed} is already the right build for this machine: nothing to change.")
+    elif in_place is not None:
+        names = ", ".join(r.partition("==")[0] for r in in_place)
+        out.append(f"{installed} is already the right build for this machine; {names} "
+                   f"{'moves' if len(in_place) == 1 else 'move'} to the release made for it.")
+    elif keep is not None and choice.release.version == keep:
         out.append(f"It keeps torch {keep} and changes only its build.")
     elif keep is not None:
         out.append(f"No build of torch {keep} fits, so it is the newest release that does.")
