@@ -7,7 +7,7 @@ the functions: importing this module costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,6 +16,7 @@ from envcheck._text import split
 if TYPE_CHECKING:
     from envcheck._replay import Recording
     from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
+    from envcheck.facts.observed import Observation
     from envcheck.model import Report, Target
     from envcheck.probes.runner import Started
 
@@ -73,9 +74,12 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
               config_file: str | None, no_config: bool, rule_dirs: Sequence[Path], select: Sequence[str],
               ignore: Sequence[str], require: Sequence[str], forbid: Sequence[str], static: bool,
               probe_timeout: float, no_cache: bool, progress: ProgressLine | None,
-              recording: Recording | None = None) -> tuple[Report, RuleSet]:
+              recording: Recording | None = None,
+              explain: Callable[[RuleSet], Sequence[Observation]] | None = None) -> tuple[Report, RuleSet]:
     """The report of `envcheck check` on a collected environment (or a saved snapshot, --facts), with its rules;
-    `recording` is told what was collected (a static check that may be replayed: envcheck/_replay.py)."""
+    `recording` is told what was collected (a static check that may be replayed: envcheck/_replay.py);
+    `explain`: what error output shows, recognised with the rules' signatures (`envcheck explain`), joined with the
+    facts as evidence (envcheck/evidence/join.py)."""
     found, started = (None, None) if static or facts_file is not None else _probe_children(python, recording)
     try:
         from envcheck.api import checked, gather, memo_for, read_project, with_project
@@ -100,6 +104,10 @@ def collected(project_options: ProjectOptions, *, python: str | None, facts_file
     finally:
         if progress is not None:
             progress.clear()
+    if explain is not None:
+        from envcheck.evidence.join import joined
+
+        facts = joined(facts, explain(rules))
     memo = None if snapshot is not None else memo_for(facts, not no_cache)
     report = checked(evaluate(rules.chosen, facts, memo=memo), target if isinstance(target, Target) else None,
                      facts_file=facts_file)

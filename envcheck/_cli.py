@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +30,11 @@ from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.api import ProjectOptions
+    from envcheck.api import ProjectOptions, RuleSet
+    from envcheck.facts.observed import Observation
     from envcheck.facts.snapshot import Facts
     from envcheck.fix import Step
-    from envcheck.model import Report, Target
+    from envcheck.model import Report, Rule, Target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
@@ -135,8 +136,10 @@ _python_option = click.option(
 )
 
 
-def _from_report(report_file: str, python: str | None, facts_file: str | None) -> tuple[Facts, Target]:
-    """The facts a pasted report states (`-`: standard input), and the target line that names what was read."""
+def _from_report(report_file: str, python: str | None, facts_file: str | None,
+                 rules: Iterable[Rule] = ()) -> tuple[Facts, Target]:
+    """The facts a pasted report states (`-`: standard input), with the failures the `rules`' error signatures
+    recognise in it, and the target line that names what was read."""
     from envcheck.intake import ReportError, read_report, recognised
     from envcheck.intake.text import MAX_BYTES
     from envcheck.model import Target
@@ -154,13 +157,15 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None) -
         data = _files.read_bytes(report_file, error=ReportError, limit=MAX_BYTES)
     name = "<stdin>" if report_file == "-" else report_file
     found = recognised(data, name)
-    if not found:
+    snapshot = read_report(data, name, [s for rule in rules for s in rule.signatures])
+    if not found and not snapshot.observed:
         # Verdicts on nothing would be a pass of what was never read: no verdict, and exit 2 like any input
         # envcheck cannot use (the issue-triage workflow comments nothing on it).
         raise ReportError(name, "nothing envcheck reads was recognised in it (collect_env, pip list or freeze, "
-                                "conda list, nvidia-smi, ...; docs/reports.md lists them): no verdict")
-    snapshot = read_report(data, name)
-    read = "; ".join(f.where for f in found)
+                                "conda list, nvidia-smi, a known error message, ...; docs/reports.md lists them): "
+                                "no verdict")
+    read = "; ".join([*(f.where for f in found), *(f"{o.rule_id}'s error message at line {o.line}"
+                                                  for o in snapshot.observed)])
     return snapshot, Target(python=snapshot.python.executable, source="snapshot",
                             reason=f"from the report {name}: {read}; what it does not state is unknown "
                                    "(`envcheck facts` run on that machine states it)", in_process=False)
@@ -288,7 +293,7 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
         # A pasted report describes another machine: the working directory's project is not what it ran.
         rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None,
                           no_cache=no_cache)
-        facts, found = _from_report(report_file, python, facts_file)
+        facts, found = _from_report(report_file, python, facts_file, rules.every)
         report = checked(evaluate(rules.chosen, facts), found)
     else:
         report, rules = collected(_project_choice(), python=python, facts_file=facts_file, config_file=config_file,
@@ -298,6 +303,82 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     for extra_fmt, extra_file in also:
         _write(render(report, extra_fmt, verbose=verbose), extra_file)
+    level = fail_on or rules.config.fail_on or "error"
+    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(level) else EXIT_CLEAN)
+
+
+def _error_output(source: str) -> tuple[str, str]:
+    """(the text of `source`, its name): a file, or `-` for standard input, bounded like a report."""
+    from envcheck import _files
+    from envcheck.intake import ReportError
+    from envcheck.intake.text import MAX_BYTES, decode
+
+    if source == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError("explain reads error output from FILE, or from standard input when it is piped: "
+                                   "`python train.py 2>&1 | envcheck explain`")
+        try:
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
+        return decode(data, "<stdin>"), "<stdin>"
+    return decode(_files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source), source
+
+
+@cli.command()
+@click.argument("source", metavar="[FILE|-]", default="-")
+@click.option("--format", "fmt", type=click.Choice(ReportFormat.names()), default="text", show_default=True)
+@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
+@_checking_options
+@click.option("--facts", "facts_file", metavar="FILE", help="Explain for a snapshot saved by `envcheck facts -o`.")
+@click.option("--report", "report_file", metavar="FILE|-", help="Explain for the environment a pasted report "
+              "describes (collect_env, pip list/freeze, conda list, nvidia-smi; markdown welcome).")
+@_rules_option
+@_policy_options
+@_project_options
+@click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
+@click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
+              "unless NO_COLOR is set).")
+def explain(source: str, fmt: str, output: str | None, fail_on: str | None, select: tuple[str, ...],
+            ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
+            facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,
+            no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
+            color: bool | None) -> None:
+    """Explain error output (a traceback, a CI log) for this environment: the failures it shows, their cause, the
+    lines and facts that show it, and the fix; then the rest of the check. Same formats and exit codes as check.
+
+    `python train.py 2>&1 | envcheck explain`, or `envcheck explain build.log`.
+    """
+    import dataclasses
+
+    from envcheck.api import checked
+    from envcheck.engine import evaluate
+    from envcheck.evidence.join import joined, summary
+    from envcheck.evidence.signatures import scan
+    from envcheck.report import render
+
+    if report_file == "-" and source == "-":
+        raise click.UsageError("explain: standard input cannot be both the error output and --report")
+    text, name = _error_output(source)
+    seen: list[Observation] = []
+
+    def recognise(rules: RuleSet) -> list[Observation]:
+        seen.extend(scan(text, [s for rule in rules.every for s in rule.signatures], source=name))
+        return seen
+
+    if report_file is not None:
+        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None,
+                          no_cache=no_cache)
+        facts, found = _from_report(report_file, python, facts_file, rules.every)
+        report = checked(evaluate(rules.chosen, joined(facts, recognise(rules))), found)
+    else:
+        report, rules = collected(_project_choice(), python=python, facts_file=facts_file, config_file=config_file,
+                                  no_config=no_config, rule_dirs=rule_dirs, select=select, ignore=ignore,
+                                  require=require, forbid=forbid, static=static, probe_timeout=probe_timeout,
+                                  no_cache=no_cache, progress=_ProgressLine(), explain=recognise)
+    report = dataclasses.replace(report, explained=summary(name, text.count("\n") + (not text.endswith("\n")),
+                                                            seen))
+    _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     level = fail_on or rules.config.fail_on or "error"
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(level) else EXIT_CLEAN)
 
@@ -326,7 +407,7 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
     if report_file is not None:
         rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), None, no_cache=no_cache)
-        snapshot, _ = _from_report(report_file, python, None)
+        snapshot, _ = _from_report(report_file, python, None, rules.every)
         data = snapshot.to_dict()
         data["derived"] = Derived(snapshot, rules.every.tables).all()
         _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)

@@ -6,10 +6,14 @@ opens a file: a saved snapshot evaluates the same anywhere, and a bad table has 
 
 from __future__ import annotations
 
+import dataclasses
+
 from envcheck import __version__
 from envcheck.commands import choose
 from envcheck.conditions import Context
+from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.walk_memo import Memo
+from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
 from envcheck.rules import RulePack
@@ -56,12 +60,18 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     # Only a rule that fires renders and plans commands: a clean check never imports the planner.
     from envcheck.commands import for_environment
+    from envcheck.derived.tables import TORCH_BUILDS
     from envcheck.planner import plan_commands
     from envcheck.templates import render, render_argvs
 
     facts = ctx.facts
     # torch-family installs are planned (envcheck/planner.py) before they are written for the installer.
-    planned = plan_commands(render_argvs(rule.commands, facts, item), facts, ctx.derived.companions(), item)
+    try:
+        matrix = ctx.derived.tables[TORCH_BUILDS]  # a torch that is not installed is planned from it
+    except LookupError:  # rules evaluated without the pack's tables (built by hand)
+        matrix = None
+    planned = plan_commands(render_argvs(rule.commands, facts, item), facts, ctx.derived.companions(), item,
+                            matrix)
     commands = for_environment(planned, facts)
     fix = render(rule.fix, facts, item)
     return Finding(
@@ -81,6 +91,47 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
 
 
 def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
+    seen = [o for o in ctx.facts.observed if o.rule_id == rule.id] if ctx.facts.observed else []
+    if seen:
+        return _observed(rule, ctx, seen)
+    if rule.evidence_only:
+        return [_plain(rule, Status.NA, "shown only by error output (envcheck explain, check --report): none "
+                                        "was given, or none showed it")]
+    return _judged(rule, ctx)
+
+
+def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding]:
+    """The verdicts of a rule whose failure the error output shows: that is a finding whatever the other facts
+    say or leave unknown (the failure happened), with the matched lines as evidence, beside the facts' own."""
+    shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
+    said = f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"
+    judged = [] if rule.evidence_only else _judged(rule, ctx)
+    fired = [f for f in judged if f.status.is_finding]
+    if fired:
+        return [dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said) for f in fired]
+    first = seen[0]
+    signature = rule.signatures[first.signature] if first.signature < len(rule.signatures) else None
+    if rule.foreach is None:
+        finding = _found(rule, ctx, None, said)
+    else:
+        # The facts named no item (no GPU list, no package list was given): what the text states is the item, and
+        # what it does not state is not guessed: commands that need it are not written (the signature's own fix
+        # says what to do instead).
+        stated = {**first.captures, **({group: first.facts[fact] for fact, group in signature.yields.items()
+                                        if fact in first.facts} if signature is not None else {})}
+        item = {key: stated.get(key, "") for key in DERIVATIONS[rule.foreach].fields}
+        finding = _found(rule, ctx, item, said)
+        unstated = {key for key, value in item.items() if not value}
+        if any(f"item.{key}}}" in arg for argv in rule.commands for arg in argv for key in unstated):
+            finding = dataclasses.replace(finding, commands=())
+    if signature is not None:
+        says, fixes = signature.says(first.captures), signature.fixes(first.captures)
+        finding = dataclasses.replace(finding, summary=says or finding.summary, fix=fixes or finding.fix)
+    return [finding]
+
+
+def _judged(rule: Rule, ctx: Context) -> list[Finding]:
+    """The verdicts the facts give."""
     applies = rule.applies.evaluate(ctx)
     if applies.value is False:
         return [_plain(rule, Status.NA, f"does not apply here: applies when {rule.applies.describe()}")]

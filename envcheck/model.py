@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from envcheck.conditions import Condition
+    from envcheck.evidence.signatures import Signature
 
 
 class Severity(str, Enum):
@@ -61,6 +62,8 @@ class Rule:
     foreach: str | None  # a list-valued derived fact: one verdict per item, templates see {item.KEY}
     area: str  # the rule file's stem: "dependencies", "libraries", ...
     file: str  # where it was loaded from, for error messages
+    signatures: tuple[Signature, ...] = ()  # the messages its failure produces (envcheck/evidence/signatures.py)
+    evidence_only: bool = False  # no condition on facts: only error output shows it (n/a without a match)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class Report:
     installer: str = ""  # which installer the commands use and why, in words (envcheck/commands.py)
     target: Target | None = None  # which interpreter was checked and why; None where nobody chose (fleet nodes)
     project: str = ""  # the project files read, in words: "/p: pyproject.toml, uv.lock"; "" when none
+    explained: str = ""  # `envcheck explain`: the error output read and what was recognised in it, in words
     unseen: tuple[str, ...] = ()  # what the verdicts could not see, a sentence each (envcheck/unseen.py): "torch
     # is not installed here, so 60 rules about torch were not checked"; the tally says it
 

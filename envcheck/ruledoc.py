@@ -9,6 +9,7 @@ when its text around them needs it (`'{item.name}<2'`), as the filled-in argumen
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Collection, Sequence
 
@@ -41,7 +42,19 @@ def _trigger(rule: Rule) -> str:
         parts.append(f"Fires when {rule.when.describe()}.")
     if rule.foreach:
         parts.append(f"One verdict per item of fact `{rule.foreach}`.")
+    if rule.evidence_only:
+        parts.append("Fires when error output shows it (`envcheck explain`, `check --report`); n/a otherwise.")
+    elif rule.signatures:
+        parts.append("Also fires when error output shows it.")
     return " ".join(parts)
+
+
+def _recognised(rule: Rule) -> list[str]:
+    """The messages a rule recognises in error output, each as the text its example matches, in text."""
+    from envcheck.evidence.signatures import scan
+
+    return [f"    {seen[0].text if seen else s.anchor}\n      emitted at {s.source}\n      seen in {s.thread}"
+            for s in rule.signatures for seen in [scan(s.example, [s])]]
 
 
 def rules_text(rules: Sequence[Rule]) -> str:
@@ -51,6 +64,8 @@ def rules_text(rules: Sequence[Rule]) -> str:
                  f"  Why: {r.why}", f"  Fix: {r.fix}"]
         lines += [f"    $ {command_line(argv)}" for argv in r.commands]
         lines += [f"  Trigger: {_trigger(r)}", "  References:", *(f"    {ref}" for ref in r.references)]
+        if r.signatures:
+            lines += ["  Recognised in error output:", *_recognised(r)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 
@@ -61,6 +76,8 @@ def rules_json(rules: Sequence[Rule]) -> str:
             "id": r.id, "name": r.name, "severity": r.severity.value, "area": r.area, "summary": r.summary,
             "why": r.why, "fix": r.fix, "commands": [list(a) for a in r.commands], "references": list(r.references),
             "trigger": _trigger(r), "foreach": r.foreach,
+            "signatures": [{"anchor": s.anchor, "pattern": s.pattern.pattern, "lines": s.lines, "yields": s.yields,
+                            "source": s.source, "thread": s.thread, "example": s.example} for s in r.signatures],
         }
         for r in rules
     ]
@@ -92,6 +109,10 @@ def rules_markdown(files: Sequence[RuleFile], only: Collection[str] | None = Non
                 out += ["```sh", *(command_line(a) for a in r.commands), "```", ""]
             out += [f"**Trigger.** {_trigger(r)}", "", "**References.**", "",
                     *(f"- <{ref}>" for ref in r.references), ""]
+            for s in r.signatures:
+                fence = "`" * max(3, max(map(len, re.findall("`+", s.example)), default=0) + 1)
+                out += [f"**Recognised in error output** (emitted at <{s.source}>; seen in <{s.thread}>):", "",
+                        f"{fence}text", s.example.strip(), fence, ""]
     return "\n".join(out)
 
 

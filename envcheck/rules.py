@@ -26,6 +26,7 @@ from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.tables import Tables
 from envcheck.errors import RuleError
+from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
 from envcheck.templates import invalid_placeholder, placeholders
 
@@ -37,7 +38,7 @@ RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundred kilobytes
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
-_OPTIONAL = ("commands", "applies", "when", "foreach")
+_OPTIONAL = ("commands", "applies", "when", "foreach", "signatures")
 
 
 @dataclass(frozen=True)
@@ -118,12 +119,16 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
             listy = sorted(n for n, d in DERIVATIONS.items() if d.fields)
             raise at("foreach").error(f"expected a list-valued fact ({', '.join(listy)}), got {foreach!r}")
         item_fields = DERIVATIONS[foreach].fields
-    if "when" not in raw and foreach is None:
-        raise at("when").error("required (or 'foreach')")
 
     texts = {key: _text(raw, key, where) for key in ("summary", "why", "fix")}
     for key, text in texts.items():
         _check_placeholders(text, at(key), item_fields)
+
+    signatures = parse_signatures(raw["signatures"], rule_id, at("signatures"), texts["fix"]) \
+        if "signatures" in raw else ()
+    evidence_only = "when" not in raw and foreach is None
+    if evidence_only and not signatures:
+        raise at("when").error("required (or 'foreach', or 'signatures' for a failure only error output shows)")
 
     commands_raw = raw.get("commands", [])
     if not isinstance(commands_raw, list):
@@ -158,6 +163,8 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         foreach=foreach,
         area=area,
         file=file,
+        signatures=signatures,
+        evidence_only=evidence_only,
     )
 
 

@@ -19,6 +19,7 @@ from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.native import NativeFacts
 from envcheck.facts.network import NetworkFacts
+from envcheck.facts.observed import Observation
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
@@ -93,6 +94,10 @@ class Distribution:
     problems: tuple[str, ...]  # unreadable or corrupt metadata, in words; empty when healthy
     requires_known: bool = True  # False: `requires` was not stated (a package list read from a report) and is
     # unknown, not empty; the requirement walk then skips this distribution
+    unrecorded: str | None = None  # why pip and uv cannot uninstall it: "its RECORD is empty", "it has no RECORD
+    # file"; None when RECORD lists its files, or unknown (an .egg-info, a report, a snapshot before the field)
+    files_by_name: tuple[str, ...] = ()  # when `unrecorded`: what belongs to it, found by name (its metadata
+    # folder, then its top-level packages and modules in `location`): what removing it by hand deletes
 
     @classmethod
     def from_reader(cls, r: Reader) -> Distribution:
@@ -102,7 +107,8 @@ class Distribution:
             location=r.text("location"), metadata_dir=r.opt_text("metadata_dir") or "",
             requires=r.texts("requires"), requires_python=r.opt_text("requires_python"),
             installer=r.opt_text("installer"), editable=r.flag("editable"), problems=r.texts("problems"),
-            requires_known=r.flag("requires_known", default=True),
+            requires_known=r.flag("requires_known", default=True), unrecorded=r.opt_text("unrecorded"),
+            files_by_name=r.texts("files_by_name"),
         )
 
 
@@ -187,6 +193,8 @@ class Facts:
     # collected (snapshots from a report, older envcheck): rules on it are then unknown
     native: NativeFacts | None = None  # native libraries: LD_LIBRARY_PATH's CUDA libraries, ELF version needs,
     # libstdc++, manylinux floors, Windows runtime DLLs; None: not collected
+    observed: tuple[Observation, ...] = ()  # failures recognised in error output that came with the facts
+    # (`envcheck explain`, a pasted report's traceback); empty: none was given, or none was recognised
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -249,6 +257,8 @@ class Facts:
             out["toolchain"] = asdict(self.toolchain)
         if self.native is not None:
             out["native"] = _json_shape(asdict(self.native))
+        if self.observed:
+            out["observed"] = [asdict(o) for o in self.observed]
         out["python"]["path"] = list(self.python.path)
         return out
 
@@ -280,6 +290,7 @@ class Facts:
             network=_optional(r.opt_obj("network"), NetworkFacts.from_reader),  # absent before the field
             toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
             native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
+            observed=r.list_of("observed", Observation.from_reader, optional=True),
         )
 
 

@@ -64,6 +64,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     report = scrubbed(report)
     # The notice comes first: the run's summary says which interpreter was checked, and why, even when all is well.
     lines = [] if report.target is None else [annotation("notice", report.target.line(), title="envcheck")]
+    if report.explained:
+        lines.append(annotation("notice", f"explained {report.explained}", title="envcheck"))
     for p in grouped(report):
         count = f" ×{len(p.findings)}" if len(p.findings) > 1 else ""  # as the text report counts them
         lines.append(annotation(_LEVEL[p.status], _message(p), title=f"{p.rule_id} {p.name}{count}"))

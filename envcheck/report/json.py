@@ -41,6 +41,7 @@ def as_dict(report: Report) -> dict[str, Any]:
         "origin": report.origin,
         "installer": report.installer,
         "project": report.project,
+        "explained": report.explained,
         "target": None if report.target is None else report.target.to_dict(),
         "summary": report.counts(),
         "collection_problems": list(report.collection_problems),

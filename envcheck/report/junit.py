@@ -88,6 +88,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         ET.SubElement(properties, "property", name=name, value=_x(value))
     if report.project:
         ET.SubElement(properties, "property", name="project", value=_x(report.project))
+    if report.explained:
+        ET.SubElement(properties, "property", name="explained", value=_x(report.explained))
     if report.target is not None:
         ET.SubElement(properties, "property", name="target", value=_x(report.target.line()))
         ET.SubElement(properties, "property", name="target_source", value=report.target.source)

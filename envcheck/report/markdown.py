@@ -54,6 +54,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         out += [f"Checked {md_code(report.target.python)}: {md_text(report.target.reason)}", ""]
     if report.project:
         out += [f"Project {md_text(report.project)}", ""]
+    if report.explained:
+        out += [f"Explained: {md_text(report.explained)}", ""]
     out += [f"**{tally(report)}** — {md_code(report.python)}", ""]
     if shown:
         out += ["| | Rule | Severity | Problem |", "|---|---|---|---|", *(_row(p) for p in shown), ""]

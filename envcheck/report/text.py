@@ -86,6 +86,8 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
     lines: list[str] = [] if report.target is None else [report.target.line()]
     if report.project:
         lines.append(f"project {report.project}")
+    if report.explained:
+        lines.append(f"explained {report.explained}")
     for gap in report.collection_problems:
         lines.append(style("33", f"! could not collect everything: {gap}"))
     problems = grouped(report)

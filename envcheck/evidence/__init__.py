@@ -1,0 +1,1 @@
+"""Evidence: what error output shows about the environment it came from (error signatures, observations)."""

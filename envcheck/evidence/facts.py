@@ -1,0 +1,93 @@
+"""What a signature's captures state about the environment, written the way the snapshot writes it.
+
+A signature names which of its captures states which fact (`yields = { "driver.cuda" = "found" }`); the text says
+it in the library's own words ("found version 11040", "sm_70", "['sm_75', 'sm_80']"), and each fact here has one
+reader that turns those words into the snapshot's form, or None when they do not state it after all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["YIELDS", "normalised"]
+
+_SM = re.compile(r"(?:sm_|compute_)?(\d{1,2})(\d)\b")
+_DOTTED = re.compile(r"(\d{1,2})\.(\d{1,2})\b")
+_CUDA_INT = re.compile(r"(\d{1,2})0(\d{1,2})0")  # cudaDriverGetVersion's 1000 * major + 10 * minor: 11040 -> 11.4
+_VERSION = re.compile(r"\d+(?:\.\d+){0,3}(?:[a-z]+\d*)?(?:\+[A-Za-z0-9.]+)?")
+_ARCH = re.compile(r"\b(?:sm|compute)_\d{2,3}[af]?\b")
+_PLATFORMS = {"windows": "win32", "win32": "win32", "win_amd64": "win32", "linux": "linux", "darwin": "darwin",
+              "macos": "darwin", "macosx": "darwin"}
+
+
+def _capability(text: str) -> str | None:
+    """"sm_70", "70", "7.0", "(7, 0)" -> "7.0"; "sm_120" -> "12.0"."""
+    dotted = _DOTTED.search(text) or re.search(r"(\d{1,2}),\s*(\d)", text)
+    if dotted:
+        return f"{int(dotted[1])}.{int(dotted[2])}"
+    sm = _SM.search(text)
+    return None if sm is None else f"{int(sm[1])}.{int(sm[2])}"
+
+
+def _arch_list(text: str) -> str | None:
+    """"sm_75 sm_80", "['sm_75', 'sm_80']", "sm_75, sm_80" -> "sm_75 sm_80"."""
+    archs = _ARCH.findall(text)
+    return " ".join(dict.fromkeys(archs)) or None
+
+
+def _cuda(text: str) -> str | None:
+    """"11040" (an integer as CUDA reports it) or "11.4" -> "11.4"."""
+    dotted = _DOTTED.search(text)
+    if dotted:
+        return f"{int(dotted[1])}.{int(dotted[2])}"
+    number = _CUDA_INT.fullmatch(text.strip())
+    return None if number is None else f"{int(number[1])}.{int(number[2])}"
+
+
+def _version(text: str) -> str | None:
+    match = _VERSION.search(text)
+    return None if match is None else match[0]
+
+
+def _python(text: str) -> str | None:
+    """"3.11", "python3.11", "cpython-311", "cp311" -> "3.11"."""
+    dotted = _DOTTED.search(text)
+    if dotted:
+        return f"{int(dotted[1])}.{int(dotted[2])}"
+    packed = re.search(r"(?:cp|cpython-)?3(\d{1,2})\b", text)
+    return None if packed is None else f"3.{int(packed[1])}"
+
+
+def _platform(text: str) -> str | None:
+    word = re.search(r"[A-Za-z_0-9]+", text.lower())
+    return None if word is None else _PLATFORMS.get(word[0])
+
+
+def _name(text: str) -> str | None:
+    return text.strip() or None
+
+
+# The facts a signature may state, each with the reader of its words.
+YIELDS: dict[str, Callable[[str], str | None]] = {
+    "gpu.name": _name,
+    "gpu.capability": _capability,
+    "torch.arch_list": _arch_list,
+    "torch.version": _version,
+    "torch.cuda": _cuda,
+    "driver.version": _version,
+    "driver.cuda": _cuda,
+    "python.version": _python,
+    "platform": _platform,
+}
+
+
+def normalised(yields: dict[str, str], captures: dict[str, str]) -> dict[str, str]:
+    """The facts `yields` (fact -> capture name) reads from `captures`: those whose words state them."""
+    out: dict[str, str] = {}
+    for fact, group in yields.items():
+        words = captures.get(group)
+        value = None if words is None else YIELDS[fact](words)
+        if value is not None:
+            out[fact] = value
+    return out
