@@ -90,6 +90,21 @@ def test_a_hostile_gpu_name_is_commented_inert(tmp_path: Path) -> None:
     assert_inert_markdown(outputs["comment"])
 
 
+def test_an_error_and_its_environment_together_are_commented(tmp_path: Path) -> None:
+    """A body as people write it, a traceback with torch's own warning and no tool output, is read whole: the
+    comment names the rule the warning shows, and the line it was read from."""
+    body = ("## Describe the bug\nTraining crashes on the new node.\n\n```\n"
+            "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py:230: UserWarning:\n"
+            "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+            "installation.\nThe current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 "
+            "sm_86 sm_90.\n"
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device\n```\n")
+    outputs = _diagnose(tmp_path, body)
+    assert outputs["found"] == "true", outputs
+    assert "EC0401" in outputs["comment"] and "sm_120" in outputs["comment"]
+    assert "line 6" in outputs["comment"]
+
+
 @pytest.mark.parametrize("body", [
     pytest.param("Thanks for the tool!", id="no-report"),
     pytest.param("$(touch pwned) `touch pwned` ${HOME}", id="shell-syntax"),
