@@ -20,6 +20,14 @@ or xformers (any other command passes unchanged, but for the PEP 508 markers of 
 - torch changes only when torch is the problem (another package requires another torch, torch is missing or
   reinstalled), and then the installed companions move with it in the same command, pinned to the releases made
   for the new torch where the requirement pins one release, else left to the resolver on the same index.
+- A torch that is not installed is installed as `envcheck recommend` would: the newest release within the
+  requirement that has a build for this machine (the CPU build where no NVIDIA GPU is usable, a CUDA build the
+  driver runs otherwise), pinned, from that build's index, with the companions the command names pinned to the
+  releases made for it (torch-builds.toml). Without the build matrix or NVML's answer the command is left as it is.
+- A reinstall of the same torch with its dependencies (`--force-reinstall torch==X`, torch-import-fails' repair)
+  does not download every dependency again when some are what is wrong: torch's unmet requirements are installed
+  by a command of their own (the same one requirement-not-installed asks for, so the plan runs it once) and torch
+  is reinstalled with `--no-deps`.
 
 The PyTorch index base can be pointed elsewhere with the environment variable ENVCHECK_TORCH_INDEX_BASE (a mirror,
 or a test's local index); companions.pytorch_index reads it.
@@ -28,14 +36,15 @@ or a test's local index); companions.pytorch_index reads it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck import torch_builds as tb
+from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.companions import Companion, companion_release, installed_torch, pytorch_index
 from envcheck.facts.snapshot import Facts
 
@@ -195,10 +204,32 @@ def _variant_index(tag: str) -> str:
     return pytorch_index(tag).rstrip("/")
 
 
+def _unmet(facts: Facts, name: str) -> list[str]:
+    """The requirements of the installed `name` (outside extras, markers evaluated here) that what is installed
+    does not meet, each as a command line states it (a marker that holds is dropped)."""
+    dist = facts.active(name)
+    if dist is None:
+        return []
+    env = marker_env(facts)
+    out = []
+    for line in dist.requires:
+        req = parse_requirement(line)
+        if req is None or (req.marker is not None and marker_holds(req.marker, env) is not True):
+            continue
+        target = facts.active(req.name)
+        version = None if target is None else parse_version(target.version)
+        if target is None and not facts.absence_known(req.name):
+            continue
+        if version is None or not req.specifier.contains(version, prereleases=True):
+            out.append(_without_marker(req, facts))
+    return out
+
+
 def _torch_step(parsed: _Install, req: Requirement, named: Sequence[Requirement], facts: Facts,
-                tables: Mapping[str, Companion], torch: _Torch) -> tuple[str, ...]:
+                tables: Mapping[str, Companion], torch: _Torch) -> tuple[tuple[str, ...], ...]:
     """torch is the problem: change it within its variant (or to the one the command names), and move the
-    installed companions, and those the command names, with it in the same command."""
+    installed companions, and those the command names, with it in the same command. A reinstall of the same
+    torch with its dependencies installs the unmet ones first and then torch alone."""
     target = _target(parsed, torch)
     exact = _exact(req)
     if exact is not None:
@@ -219,12 +250,42 @@ def _torch_step(parsed: _Install, req: Requirement, named: Sequence[Requirement]
     flags = parsed.flags
     if moving:  # a reinstall of the same torch (`--no-deps`, `--force-reinstall`) keeps its flags; a move does not
         flags = tuple(f for f in flags if f not in ("--no-deps", "--force-reinstall"))
-    return _command(parsed.head, flags, wanted, target)
+    elif "--force-reinstall" in flags and "--no-deps" not in flags:
+        unmet = _unmet(facts, TORCH)
+        if unmet:  # those are the repair; the rest of torch's dependencies are not downloaded again
+            plain = tuple(f for f in flags if f != "--force-reinstall")
+            return ((*parsed.head, *plain, *unmet),
+                    _command(parsed.head, (*flags, "--no-deps"), wanted, target))
+    return (_command(parsed.head, flags, wanted, target),)
+
+
+def _fresh(parsed: _Install, ours: Sequence[Requirement], facts: Facts,
+           matrix: tb.BuildMatrix) -> tuple[str, ...] | None:
+    """torch is not installed: the command that installs it as `envcheck recommend` would, within the command's
+    requirement on torch, with the companions it names pinned to the releases made for that torch; None when
+    that cannot be told (no NVML answer, a platform or Python the matrix lacks, no release in range)."""
+    from envcheck.derived import builds  # only a command that installs a missing torch needs the build matrix
+
+    machine = builds.machine_of(facts)
+    if machine is None or parsed.index:
+        return None
+    torch_req = next((r for r in ours if canonicalize_name(r.name) == TORCH), None)
+    within = torch_req.specifier if torch_req is not None and torch_req.specifier else None
+    names = tuple(dict.fromkeys((*machine.companions, *(str(canonicalize_name(r.name)) for r in ours
+                                                        if canonicalize_name(r.name) in builds.MOVES_WITH_TORCH))))
+    rec = builds.recommend(matrix, replace(machine, companions=names), within)
+    if rec.choice is None or not rec.requirements:
+        return None
+    pinned = {str(canonicalize_name(r.split("==")[0])) for r in rec.requirements}
+    unpinned = [r.name for r in ours if canonicalize_name(r.name) not in pinned]  # the matrix names no release
+    return (*parsed.head, *parsed.flags, *rec.requirements, *unpinned, "--index-url", rec.index_url)
 
 
 def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Companion],
-                 item: Mapping[str, str] | None = None) -> tuple[tuple[str, ...], ...]:
-    """The commands that carry out `argv` for this environment (see the module docstring)."""
+                 item: Mapping[str, str] | None = None, matrix: tb.BuildMatrix | None = None,
+                 ) -> tuple[tuple[str, ...], ...]:
+    """The commands that carry out `argv` for this environment (see the module docstring). `matrix`: the build
+    matrix, for a torch that is not installed (without it such a command is left as it is)."""
     python = facts.python.executable
     parsed = _parse(argv, python)
     if parsed is None or parsed.others:
@@ -233,17 +294,18 @@ def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Compani
     ours = [r for r in parsed.reqs if canonicalize_name(r.name) in family]
     rest = [r for r in parsed.reqs if canonicalize_name(r.name) not in family]
     torch = _torch(facts)
+    fresh = None if torch is not None or not ours or matrix is None else _fresh(parsed, ours, facts, matrix)
     out: list[tuple[str, ...]] = []
-    if rest or torch is None or not ours:
-        reqs = [_without_marker(r, facts) for r in (parsed.reqs if torch is None else rest)]
+    if rest or (torch is None and fresh is None) or not ours:
+        reqs = [_without_marker(r, facts) for r in (parsed.reqs if torch is None and fresh is None else rest)]
         out.append((*parsed.head, *parsed.flags, *reqs, *parsed.index))
     if torch is None:
-        return tuple(out)
+        return tuple(out) if fresh is None else (*out, fresh)
     requirer = canonicalize_name((item or {}).get("package", ""))
     torch_req = next((r for r in ours if canonicalize_name(r.name) == TORCH), None)
     named = [r for r in ours if canonicalize_name(r.name) != TORCH]
     if torch_req is not None and requirer not in tables:
-        out.append(_torch_step(parsed, torch_req, named, facts, tables, torch))
+        out += _torch_step(parsed, torch_req, named, facts, tables, torch)
         return tuple(dict.fromkeys(out))
     if torch_req is not None:  # a companion's pin on torch: the companion is what is wrong, never torch
         named = [*named, Requirement(requirer)]
@@ -253,9 +315,10 @@ def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Compani
 
 
 def plan_commands(argvs: Iterable[Sequence[str]], facts: Facts, tables: Mapping[str, Companion],
-                  item: Mapping[str, str] | None = None) -> tuple[tuple[str, ...], ...]:
+                  item: Mapping[str, str] | None = None, matrix: tb.BuildMatrix | None = None,
+                  ) -> tuple[tuple[str, ...], ...]:
     """Every command of a finding, planned (see `plan_command`), in order, each once."""
     out: list[tuple[str, ...]] = []
     for argv in argvs:  # a command a rule repeats on purpose (EC0103's two uninstalls) stays repeated
-        out += plan_command(argv, facts, tables, item)
+        out += plan_command(argv, facts, tables, item, matrix)
     return tuple(out)

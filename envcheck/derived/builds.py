@@ -153,17 +153,18 @@ def _installed_release(version: str | None) -> Version | None:
         return None
 
 
-def recommend(matrix: tb.BuildMatrix, machine: Machine) -> Recommendation:
+def recommend(matrix: tb.BuildMatrix, machine: Machine, within: SpecifierSet | None = None) -> Recommendation:
     """The newest build that runs every GPU of `machine` with its driver, for its Python and platform: the
     installed release's own variant when one fits, else the newest release; full driver compatibility first, then
-    CUDA minor-version compatibility (a 470 driver runs cu118 builds that way)."""
+    CUDA minor-version compatibility (a 470 driver runs cu118 builds that way). `within`: only releases it admits
+    (a requirement on torch that the install must meet)."""
     capabilities = [cap for _, cap in machine.gpus]
     keep = _installed_release(machine.torch)
     attempts: list[tuple[SpecifierSet | None, bool]] = []
     for minor_compat in (False, True):
-        if keep is not None:
+        if keep is not None and (within is None or within.contains(keep, prereleases=True)):
             attempts.append((SpecifierSet(f"=={keep}"), minor_compat))
-        attempts.append((None, minor_compat))
+        attempts.append((within, minor_compat))
     choice = None
     minor = False
     for releases, minor in attempts:
