@@ -15,6 +15,10 @@ How the plan is made:
   resolution: pip finds a version satisfying both or fails with both named, and the plan stops there. A command is
   merged only when every option is a known flag without a value and every argument is a PEP 508 requirement;
   anything else (an index URL, a local path, `-r FILE`) runs on its own, unchanged.
+- Every install names a distribution once, with the range all its findings accept (`numpy<2.6,>=2.1` for
+  `numpy>=2.0`, `numpy<2.6,>=2.0` and `numpy>=2.1`: envcheck/_specifiers.py), and the plan never holds two installs
+  that disagree: where no version meets what the findings ask for one distribution (in one command or across
+  several), it is left out of every install and `Plan.conflicts` says so, to be decided by hand.
 - Only installer commands run without an opt-in: `PYTHON -m pip ...` for the checked interpreter, `uv pip ...`
   (given `--python PYTHON` when it names no interpreter) and `conda` / `mamba` / `micromamba` run by the uv or
   conda envcheck found (the same file, not the same name), and `PYTHON -m ensurepip`, which envcheck/commands.py
@@ -36,7 +40,9 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
+from envcheck import _specifiers
 from envcheck._packaging import parse_requirement, parse_version
 from envcheck.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
 from envcheck.consent import PREFIX as _PREFIX
@@ -75,6 +81,7 @@ class Plan:
     steps: tuple[Step, ...]  # in the order they run
     by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
     installer_line: str = ""  # which installer the commands use and why (Report.installer)
+    conflicts: tuple[str, ...] = ()  # distributions left out of every install: no version meets every finding
 
     def runnable(self, allow_other: bool) -> tuple[Step, ...]:
         return tuple(s for s in self.steps if allow_other or not s.needs_opt_in)
@@ -178,10 +185,108 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     first = [s for s in steps if s.installer == "ensurepip"]
     ordered = first + [s for s in steps if s.removes] + [s for s in steps if not s.removes and not s.needs_opt_in
                                                           and s.installer != "ensurepip"]
+    asked_by: dict[str, tuple[str, ...]] = {}  # a requirement -> the findings that ask for it, before merging
+    for step in steps:
+        for slot in _requirement_slots(step) or ():
+            asked_by[step.argv[slot]] = tuple(dict.fromkeys((*asked_by.get(step.argv[slot], ()), *step.rules)))
     ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in]
+    ordered, conflicts = _agreed(ordered, asked_by)
     if facts is not None:
         ordered = [replace(s, effect=effect(s, facts, python)) for s in ordered]
-    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line)
+    return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line,
+                conflicts=conflicts)
+
+
+# Options of pip / uv installs that take a value: the value is not a requirement.
+_VALUED = frozenset({"--python", "-p", "--index-url", "-i", "--extra-index-url", "--default-index", "--index",
+                     "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--platform", "--python-version",
+                     "--implementation", "--abi", "--upgrade-strategy", "--progress-bar", "--src"})
+
+
+def _requirement_slots(step: Step) -> list[int] | None:
+    """The positions of the requirements in an install step's argv; None for a step that is not an install, or one
+    whose arguments are not all requirements and options (`-r FILE`, `-e PATH`, a path): left as it is."""
+    if step.removes or step.installer not in ("pip", "uv"):
+        return None
+    prefix = _PREFIX[step.installer]
+    if step.argv[prefix - 1] != "install":
+        return None
+    slots: list[int] = []
+    i = prefix
+    while i < len(step.argv):
+        arg = step.argv[i]
+        if arg in _VALUED:
+            i += 2
+            continue
+        if arg in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable"):
+            return None
+        if not arg.startswith("-"):
+            if parse_requirement(arg) is None or "/" in arg or arg.startswith("."):
+                return None
+            slots.append(i)
+        i += 1
+    return slots
+
+
+def _with_requirements(step: Step, slots: list[int], reqs: tuple[str, ...]) -> Step:
+    """`step` with the requirements at `slots` replaced by `reqs` (written where the first one was)."""
+    first, rest = slots[0], set(slots[1:])
+    return replace(step, argv=(*step.argv[:first], *reqs, *(a for i, a in enumerate(step.argv) if i > first
+                                                             and i not in rest)))
+
+
+def _agreed(steps: list[Step], asked_by: dict[str, tuple[str, ...]]) -> tuple[list[Step], tuple[str, ...]]:
+    """Every install names a distribution once, with the intersection of what its findings ask; a distribution
+    no one version can satisfy (within one install, or across the plan's installs) is left out of all of them,
+    with a line saying so, naming the findings that asked (`asked_by`). An install left with no requirement goes."""
+    conflicts: list[str] = []
+    out: list[Step] = []
+    for step in steps:
+        slots = _requirement_slots(step)
+        if not slots:
+            out.append(step)
+            continue
+        written = tuple(step.argv[i] for i in slots)
+        merged = _specifiers.merge(written)
+        conflicts += [_conflict(name, [(r, asked_by.get(r, step.rules)) for r in reqs])
+                      for name, reqs in merged.unsatisfiable]
+        if merged.requirements:
+            out.append(step if merged.requirements == written else
+                       _with_requirements(step, slots, merged.requirements))
+    # Across installs: what two installs ask for one distribution must have a version in common.
+    asked: dict[str, list[tuple[int, int, Requirement]]] = {}  # name -> (step, slot, requirement)
+    for index, step in enumerate(out):
+        for slot in _requirement_slots(step) or ():
+            req = parse_requirement(step.argv[slot])
+            if req is not None and req.marker is None and not req.url:
+                asked.setdefault(canonical_name(req.name), []).append((index, slot, req))
+    dropped: dict[int, set[int]] = {}
+    for entries in asked.values():
+        if len({index for index, _, _ in entries}) < 2:
+            continue
+        together = SpecifierSet(",".join(str(req.specifier) for _, _, req in entries if req.specifier))
+        if _specifiers.satisfiable(together):
+            continue
+        who = [(out[index].argv[slot], asked_by.get(out[index].argv[slot], out[index].rules))
+               for index, slot, _ in entries]
+        conflicts.append(_conflict(entries[0][2].name, who))
+        for index, slot, _ in entries:
+            dropped.setdefault(index, set()).add(slot)
+    kept: list[Step] = []
+    for index, step in enumerate(out):
+        gone = dropped.get(index)
+        if not gone:
+            kept.append(step)
+        elif len(gone) < len(_requirement_slots(step) or ()):
+            kept.append(replace(step, argv=tuple(a for i, a in enumerate(step.argv) if i not in gone)))
+    return kept, tuple(dict.fromkeys(conflicts))
+
+
+def _conflict(name: str, asked: list[tuple[str, tuple[str, ...]]]) -> str:
+    """"no numpy release meets numpy<2 (EC1103) and numpy>=2.1 (EC0101) together, ..."."""
+    parts = [f"{req} ({', '.join(rules)})" for req, rules in dict.fromkeys(asked)]
+    return (f"no {name} release meets {' and '.join(parts)} together, so no command installs {name}: decide "
+            "which finding to follow, then check again")
 
 
 def _names(step: Step) -> tuple[list[Requirement], list[str]]:
@@ -262,9 +367,10 @@ def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
         for step in held:
             lines.append(f"  -  {shell(step.argv)}    ({', '.join(step.rules)})")
             lines += [f"       {step.held}"] if step.held else []
-    if the_plan.by_hand:
+    if the_plan.by_hand or the_plan.conflicts:
         lines.append("by hand (no command to run):")
         lines += [f"  -  {f.rule_id} {f.name}: {f.fix}" for f in the_plan.by_hand]
+        lines += [f"  -  {line}" for line in the_plan.conflicts]
     return "\n".join(lines) + "\n"
 
 

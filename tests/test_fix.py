@@ -67,16 +67,68 @@ def test_uninstalls_run_before_installs() -> None:
 
 def test_installs_with_the_same_flags_merge_into_one_resolution() -> None:
     """pip installs of the checked interpreter merge when their flags match; requirements keep their order and
-    duplicates go; two ranges of one distribution meet in the same resolution."""
+    duplicates go; two requirements of one distribution become one, the pin that meets both."""
     plan = fix_mod.plan([_f("EC0101", (*PIP, "install", "torch==2.6.0")),
                          _f("EC0303", (*PIP, "install", "numpy<2")),
                          _f("EC0306", (*PIP, "install", "torch>=2.4")),
                          _f("EC0501", (*PIP, "install", "--force-reinstall", "torch==2.6.0")),
                          _f("EC0502", (*PIP, "install", "torch==2.6.0"))], PY)
     assert [(s.argv, s.rules) for s in plan.steps] == [
-        ((*PIP, "install", "torch==2.6.0", "numpy<2", "torch>=2.4"), ("EC0101", "EC0502", "EC0303", "EC0306")),
+        ((*PIP, "install", "torch==2.6.0", "numpy<2"), ("EC0101", "EC0502", "EC0303", "EC0306")),
         ((*PIP, "install", "--force-reinstall", "torch==2.6.0"), ("EC0501",)),
     ]
+
+
+def test_one_requirement_per_distribution_with_the_range_every_finding_accepts() -> None:
+    """Five requirers' ranges of numpy (a layered NumPy 1.x under a NumPy 2 stack) are one requirement, tightened."""
+    reqs = ("numpy>=2.0", "numpy<2.6,>=2.0", "numpy>=2.1", "numpy>=2.0.0", "numpy>=2")
+    plan = fix_mod.plan([_f("EC0101", (*PIP, "install", r)) for r in reqs], PY)
+    assert argvs(plan) == [(*PIP, "install", "numpy<2.6,>=2.1")]
+    assert plan.conflicts == ()
+
+
+def test_requirements_no_version_meets_are_left_out_and_said() -> None:
+    """`numpy<2` and `numpy>=2.1` in one merged install: numpy is left out, the rest runs, and the plan says why."""
+    plan = fix_mod.plan([_f("EC0303", (*PIP, "install", "numpy<2")), _f("EC0101", (*PIP, "install", "numpy>=2.1")),
+                         _f("EC0102", (*PIP, "install", "safetensors"))], PY)
+    assert argvs(plan) == [(*PIP, "install", "safetensors")]
+    assert plan.conflicts == ("no numpy release meets numpy<2 (EC0303) and numpy>=2.1 (EC0101) "
+                              "together, so no command installs numpy: decide which finding to follow, then check "
+                              "again",)
+    assert "  -  no numpy release meets numpy<2" in fix_mod.render_plan(plan, allow_other=False)
+
+
+def test_two_installs_that_disagree_on_a_distribution_both_go() -> None:
+    """A reinstall of the broken torchvision and the install of the right one (different indexes, so never merged)
+    cannot both run: neither does, and the plan names both."""
+    index = ("--index-url", "https://download.pytorch.org/whl/cu130")
+    plan = fix_mod.plan([_f("EC0702", (*PIP, "install", "--no-deps", "torchvision==0.26.0+cu130", *index)),
+                         _f("EC0103", (*PIP, "uninstall", "-y", "torchvision"),
+                            (*PIP, "install", "--no-deps", "torchvision==0.20.0+cu130", *index))], PY)
+    assert argvs(plan) == [(*PIP, "uninstall", "-y", "torchvision")]
+    [line] = plan.conflicts
+    assert line.startswith("no torchvision release meets torchvision==0.26.0+cu130 (EC0702) and "
+                           "torchvision==0.20.0+cu130 (EC0103) together")
+
+
+def test_installs_that_agree_across_commands_are_kept_as_they_are() -> None:
+    """An exact pin from one finding and a range another accepts it in stay in their own commands."""
+    index = ("--index-url", "https://download.pytorch.org/whl/cpu")
+    plan = fix_mod.plan([_f("EC0702", (*PIP, "install", "--no-deps", "torchvision==0.28.0+cpu", *index)),
+                         _f("EC0101", (*PIP, "install", "torchvision>=0.20"))], PY)
+    assert argvs(plan) == [(*PIP, "install", "--no-deps", "torchvision==0.28.0+cpu", *index),
+                           (*PIP, "install", "torchvision>=0.20")]
+
+
+def test_a_report_says_when_its_items_want_no_common_version() -> None:
+    """One rule whose items want numpy<2 and numpy>=2: the report's merged command leaves numpy out and its fix
+    says that no version fits."""
+    from envcheck.report.groups import Problem
+
+    findings = [_f("EC0101", (*PIP, "install", r), summary=f"x requires {r}") for r in ("numpy<2", "numpy>=2")]
+    problem = Problem.of(findings, PY)
+    assert problem.commands == ()
+    assert problem.fixes[-1].startswith("no numpy release meets numpy<2 (EC0101) and numpy>=2 (EC0101) together")
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """A rule's findings read together: when one rule fires for several items (nine missing requirements of one
 distribution), a person reads the items as a list, the why and the fix once, and one merged command.
 
-The merge is `envcheck fix`'s own (`fix.commands`), so the command a report shows is the one `envcheck fix` runs.
+The merge is `envcheck fix`'s own (`fix.plan`), so the command a report shows is the one `envcheck fix` runs, and a
+requirement the merge leaves out (no version meets every item's) is said in the fix.
 The JSON report keeps one finding per item: it is the machine format.
 """
 
@@ -27,12 +28,14 @@ class Problem:
 
     findings: tuple[Finding, ...]  # at least one
     commands: tuple[tuple[str, ...], ...]  # every finding's commands, merged as `envcheck fix` merges them
+    conflicts: tuple[str, ...] = ()  # requirements the merge left out: no version meets every item's
 
     @classmethod
     def of(cls, findings: Sequence[Finding], python: str) -> Problem:
         from envcheck import fix  # only a report with problems needs the fix planner's merge
 
-        return cls(tuple(findings), fix.commands(findings, python))
+        merged = fix.plan(findings, python)
+        return cls(tuple(findings), tuple(step.argv for step in merged.steps), merged.conflicts)
 
     def command_lines(self, argv: tuple[str, ...], width: int) -> list[str]:
         """`argv` shell-quoted for display: one line for a single finding's command (as a script greps it), and
@@ -71,7 +74,7 @@ class Problem:
 
     @property
     def fixes(self) -> tuple[str, ...]:
-        return _distinct(f.fix for f in self.findings)
+        return _distinct((*(f.fix for f in self.findings), *self.conflicts))
 
     @property
     def evidence(self) -> tuple[str, ...]:
