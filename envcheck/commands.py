@@ -17,6 +17,19 @@ decided here, per environment, from the collected installer facts (envcheck/fact
 - and where not even ensurepip can provide pip, no command at all: the fix says what to do by hand, because a
   command that cannot run must not be printed as if it could.
 
+Two states of an environment make a pip command print and not do, and get a command that does instead:
+
+- a distribution whose .dist-info has an empty RECORD, or none (installed by hand or by `setup.py`, a copied
+  folder): pip and uv remove only what RECORD lists, so pip answers "No files were found to uninstall" (exit 0) and
+  the distribution stays, or refuses without a RECORD. Its uninstall becomes `rm -rf` of the files the collector
+  found by name (the metadata folder and its top-level packages and modules: `files_by_name`), and the fix says
+  why. It is not an installer command, so `envcheck fix` runs it only with --allow-other. On Windows it is left
+  to do by hand, with the paths;
+- a distribution whose METADATA pip cannot read (not UTF-8, not a regular file): every pip command stops with a
+  traceback while listing what is installed, whatever it was asked to do; one without a Version makes every
+  `pip install` print a traceback and skip its conflict check. Such metadata folders are removed first
+  (`rm -rf FOLDER`, EC0104 reports them), before any pip command of the finding. uv is not affected.
+
 Snapshots older than the installer fact get pip, as before.
 """
 
@@ -27,7 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Distribution, Facts
 
 # `uv pip` has these subcommands with pip's meaning; pip's others (download, wheel, ...) have no uv counterpart.
 _UV_SUBCOMMANDS = frozenset({"install", "uninstall", "freeze", "list", "show", "check"})
@@ -60,7 +73,8 @@ class Rendered:
     """Commands for one finding, and what to do by hand for those that cannot run here."""
 
     commands: tuple[tuple[str, ...], ...]
-    by_hand: str = ""  # a sentence for the finding's fix; empty when every command runs
+    by_hand: str = ""  # sentences for the finding's fix: what is done by hand, or differently from the rule's
+    # commands, and why; empty when every command runs as the rule wrote it
 
 
 def _kind(facts: Facts) -> tuple[str, str]:
@@ -117,6 +131,81 @@ def _conda_split(argv: Sequence[str], facts: Facts, conda: str) -> tuple[tuple[s
     return remove, ((*argv[:4], *options, *rest) if rest else ())
 
 
+def _unrecorded_split(argv: tuple[str, ...], facts: Facts,
+                      taken: dict[str, int]) -> tuple[list[Distribution], tuple[str, ...]]:
+    """A pip uninstall split into (the copies it would remove that have no RECORD to remove them by, the pip
+    uninstall of the rest; () when nothing is left). The n-th uninstall of a name in one finding removes its n-th
+    copy on the path (EC0103 uninstalls one per copy); `taken` counts them. An uninstall with options other than
+    -y (`-r FILE`) is left whole to pip."""
+    options = [a for a in argv[4:] if a.startswith("-")]
+    names = [a for a in argv[4:] if not a.startswith("-")]
+    if any(o not in ("-y", "--yes") for o in options):
+        return [], argv
+    by_hand: list[Distribution] = []
+    rest: list[str] = []
+    for name in names:
+        key = canonical_name(name)
+        copies = facts.names.get(key, ())
+        index = taken.get(key, 0)
+        taken[key] = index + 1
+        copy = copies[index] if index < len(copies) else None
+        if copy is not None and copy.unrecorded and copy.files_by_name:
+            by_hand.append(copy)
+        else:
+            rest.append(name)
+    if not by_hand:
+        return [], argv
+    return by_hand, ((*argv[:4], *options, *rest) if rest else ())
+
+
+def _removal(paths: Sequence[str], facts: Facts) -> tuple[str, ...] | None:
+    """The command that deletes `paths` (absolute, each a file or folder), or None where there is none to print."""
+    if facts.python.platform == "win32" or not paths or not all(p.startswith("/") for p in paths):
+        return None
+    return ("rm", "-rf", *paths)
+
+
+# What pip does with a distribution that has no usable RECORD (envcheck/facts/_collector.py says which), in words.
+_PIP_SAYS = {"its RECORD is empty": "pip removes nothing, says \"No files were found to uninstall\" and exits 0",
+             "it has no RECORD file": "pip refuses (\"uninstall-no-record-file\")"}
+
+
+# Problems (envcheck/facts/_collector.py) of metadata that pip cannot read: every pip command stops on it while
+# listing what is installed (a UnicodeDecodeError traceback; a FIFO would be waited on), and one without a Version
+# makes `pip install` print a traceback and skip its conflict check.
+_STOPS_PIP = ("METADATA is not valid UTF-8", "PKG-INFO is not valid UTF-8", "METADATA is not a regular file",
+              "PKG-INFO is not a regular file")
+_STOPS_PIP_INSTALL = ("METADATA has no Version",)
+
+
+def pip_blockers(facts: Facts, *, install: bool) -> list[Distribution]:
+    """The distributions whose metadata makes pip fail (`install`: a pip install among the commands) before it
+    does what it was asked."""
+    marks = _STOPS_PIP + (_STOPS_PIP_INSTALL if install else ())
+    return [d for d in facts.distributions
+            if d.metadata_dir and any(p.startswith(marks) for p in d.problems)]
+
+
+def _with_blockers_removed(out: list[tuple[str, ...]], facts: Facts) -> tuple[list[tuple[str, ...]], str]:
+    """`out`, its pip commands preceded by the removal of the metadata pip cannot read, and why, in words."""
+    python = facts.python.executable
+    pips = [a for a in out if _is_pip(a, python) or a == (python, "-m", "ensurepip")]
+    blockers = pip_blockers(facts, install=any(len(a) > 3 and a[3] == "install" for a in pips)) if pips else []
+    if not blockers:
+        return out, ""
+    folders = [d.metadata_dir for d in blockers]
+    which = "; ".join(f"{d.name or '?'} ({'; '.join(d.problems)})" for d in blockers)
+    removal = _removal(folders, facts)
+    if removal is None:
+        return out, (f"pip fails on the metadata of {which} before it does anything: delete "
+                     f"{', '.join(folders)} by hand first (EC0104), then run the commands.")
+    first = next(i for i, a in enumerate(out) if a in pips)
+    return ([*out[:first], removal, *out[first:]],
+            f"pip fails on the metadata of {which} before it does anything, so the commands first delete "
+            f"{'that folder' if len(folders) == 1 else 'those folders'} (EC0104); reinstall what is still needed "
+            "after.")
+
+
 def for_environment(commands: Iterable[Sequence[str]], facts: Facts) -> Rendered:
     """`commands` (argv, placeholders filled in) as the checked environment runs them.
 
@@ -127,6 +216,8 @@ def for_environment(commands: Iterable[Sequence[str]], facts: Facts) -> Rendered
     out: list[tuple[str, ...]] = []
     conda_removals: set[tuple[str, ...]] = set()
     unrunnable: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    taken: dict[str, int] = {}
     bootstrap = False
     for raw in commands:
         argv = tuple(raw)
@@ -141,6 +232,19 @@ def for_environment(commands: Iterable[Sequence[str]], facts: Facts) -> Rendered
                 out.append(remove)
             if not argv:
                 continue
+        if argv[3] == "uninstall":
+            unrecorded, argv = _unrecorded_split(argv, facts, taken)
+            for dist in unrecorded:
+                removal = _removal(dist.files_by_name, facts)
+                how = ("the command removes its files by name instead (envcheck fix runs it only with "
+                       "--allow-other)" if removal is not None else
+                       f"delete its files by hand instead: {', '.join(dist.files_by_name)}")
+                notes.append(f"pip and uv cannot uninstall {dist.name} {dist.version} in {dist.location}: "
+                             f"{dist.unrecorded}, so {_PIP_SAYS.get(dist.unrecorded or '', 'pip refuses')}; {how}.")
+                if removal is not None:
+                    out.append(removal)
+            if not argv:
+                continue
         found = facts.installer
         if chosen.uv is not None and argv[3] in _UV_SUBCOMMANDS:
             out.append(_to_uv(argv, chosen.uv, python))
@@ -153,9 +257,11 @@ def for_environment(commands: Iterable[Sequence[str]], facts: Facts) -> Rendered
             unrunnable.append(argv)
     if bootstrap:
         out.insert(0, (python, "-m", "ensurepip"))
-    by_hand = ""
+    out, blocked = _with_blockers_removed(out, facts)
+    if blocked:
+        notes.insert(0, blocked)
     if unrunnable:
         lines = "; ".join(shlex.join(a) for a in unrunnable)
-        by_hand = (f"No command is printed because nothing here can run it ({chosen.reason}): make pip or uv "
-                   f"available to {python}, then run: {lines}")
-    return Rendered(tuple(out), by_hand)
+        notes.append(f"No command is printed because nothing here can run it ({chosen.reason}): make pip or uv "
+                     f"available to {python}, then run: {lines}")
+    return Rendered(tuple(out), " ".join(notes))

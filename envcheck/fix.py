@@ -8,7 +8,9 @@ How the plan is made:
   (EC0103 uninstalls twice: pip removes one copy of a duplicated distribution per call) keeps the largest count
   any one finding asks for.
 - Removals run before installs, so an install is never undone by a later uninstall of another finding; within
-  each group the findings' order (rule id) is kept.
+  each group the findings' order (rule id) is kept. `rm -rf PATHS`, which envcheck/commands.py writes for what pip
+  cannot remove (a distribution without RECORD, metadata pip fails on), is a removal that waits for --allow-other;
+  while the removal of metadata pip fails on waits, the pip steps wait with it.
 - `pip install` commands of the checked interpreter (and `uv pip install` ones) with the same options are merged
   into one command, so the resolver sees every requirement at once instead of the second install quietly undoing
   the first (an upgrade of torch that drags NumPy back to 2). Two requirements of one distribution then meet in one
@@ -172,7 +174,8 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     steps = []
     for argv, n in counts.items():
         installer, prefix = _installer(argv, python, found)
-        removes = installer is not None and argv[prefix - 1] in _REMOVE
+        # `rm -rf PATHS` (envcheck/commands.py): what pip cannot remove, removed by name; held for --allow-other
+        removes = (installer is not None and argv[prefix - 1] in _REMOVE) or argv[:2] == ("rm", "-rf")
         target = _targeted(argv, installer, prefix, python)
         if installer is None:
             held = not_an_installer(argv, found)
@@ -189,10 +192,10 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     for step in steps:
         for slot in _requirement_slots(step) or ():
             asked_by[step.argv[slot]] = tuple(dict.fromkeys((*asked_by.get(step.argv[slot], ()), *step.rules)))
-    ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in]
+    ordered = _merged(ordered, python) + [s for s in steps if s.needs_opt_in and not s.removes]
     ordered, conflicts = _agreed(ordered, asked_by)
     if facts is not None:
-        ordered = [replace(s, effect=effect(s, facts, python)) for s in ordered]
+        ordered = [replace(s, effect=effect(s, facts, python)) for s in _behind_held_removals(ordered, facts)]
     return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line,
                 conflicts=conflicts)
 
@@ -287,6 +290,19 @@ def _conflict(name: str, asked: list[tuple[str, tuple[str, ...]]]) -> str:
     parts = [f"{req} ({', '.join(rules)})" for req, rules in dict.fromkeys(asked)]
     return (f"no {name} release meets {' and '.join(parts)} together, so no command installs {name}: decide "
             "which finding to follow, then check again")
+
+
+def _behind_held_removals(steps: list[Step], facts: Facts) -> list[Step]:
+    """pip fails on metadata it cannot read (envcheck/commands.py removes that first): while its removal waits for
+    --allow-other, the pip steps wait with it, since they could only fail."""
+    from envcheck.commands import pip_blockers
+
+    folders = {d.metadata_dir for d in pip_blockers(facts, install=True)}
+    held = next((s for s in steps if s.removes and s.needs_opt_in and folders.intersection(s.argv[2:])), None)
+    if held is None:
+        return steps
+    why = f"waits for `{shell(held.argv)}`: pip fails on that metadata until it is gone"
+    return [replace(s, held=why) if s.installer in ("pip", "ensurepip") and not s.held else s for s in steps]
 
 
 def _names(step: Step) -> tuple[list[Requirement], list[str]]:

@@ -105,6 +105,7 @@ def test_a_report_with_nothing_read_has_no_verdict(tmp_path: Path, command: str,
     for args, name in (([str(report)], str(report)), (["-"], "<stdin>")):
         result = CliRunner().invoke(cli, [command, "--report", *args], input=content)
         assert result.exit_code == 2, result.output
-        lines = result.output.splitlines()
-        assert lines == [f"envcheck: error: {name}: nothing envcheck reads was recognised in it (collect_env, pip "
-                         "list or freeze, conda list, nvidia-smi, ...; docs/reports.md lists them): no verdict"]
+        (line,) = result.output.splitlines()
+        assert line.startswith(f"envcheck: error: {name}: nothing envcheck reads was recognised in it (collect_env, "
+                               "pip list or freeze, conda list, nvidia-smi, ")
+        assert line.endswith("; docs/reports.md lists them): no verdict"), line

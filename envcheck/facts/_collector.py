@@ -259,6 +259,7 @@ def _distribution(dist: Any) -> dict[str, Any]:
         except (ValueError, AttributeError, RecursionError):
             problems.append("direct_url.json is not valid JSON")
     name = name or guess_name
+    unrecorded = _unrecorded(meta_dir, location, name, dist)
     return {
         "name": name,
         "canonical_name": canonical_name(name),
@@ -270,7 +271,77 @@ def _distribution(dist: Any) -> dict[str, Any]:
         "installer": installer.strip() if installer else None,
         "editable": editable,
         "problems": problems,
+        "unrecorded": unrecorded[0] if unrecorded else None,
+        "files_by_name": unrecorded[1] if unrecorded else [],
     }
+
+
+_MAX_EMPTY_RECORD = 4096  # a RECORD larger than this lists files; a smaller one is read to see whether it does
+
+
+def _unrecorded(meta_dir: str, location: str, name: str, dist: Any) -> tuple[str, list[str]] | None:
+    """(why, paths) for a .dist-info folder whose RECORD lists nothing: pip and uv uninstall what RECORD lists and
+    nothing else, so they cannot remove it (an empty RECORD: pip says "No files were found to uninstall", uv
+    "Uninstalled 1 package", and both leave it; no RECORD: both refuse). `paths` are what belongs to it, found by
+    name: the metadata folder, then each top-level name of top_level.txt (else the distribution's own name) as a
+    package, a module or an extension module directly in `location`. None when RECORD lists files, for an
+    .egg-info (pip reads installed-files.txt there), and when RECORD cannot be judged."""
+    if not meta_dir.endswith(".dist-info") or not location or not os.path.isabs(meta_dir):
+        return None
+    record = os.path.join(meta_dir, "RECORD")
+    try:
+        st = os.stat(record)
+    except FileNotFoundError:
+        why = "it has no RECORD file"
+    except (OSError, ValueError):
+        return None
+    else:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_EMPTY_RECORD:
+            return None
+        try:
+            with open(record, "rb") as fh:
+                if fh.read(_MAX_EMPTY_RECORD).strip():
+                    return None
+        except OSError:
+            return None
+        why = "its RECORD is empty"
+    text, _ = _read(dist, "top_level.txt")
+    names = [n.strip() for n in (text or "").splitlines() if n.strip()] or [name.replace("-", "_").replace(".", "_")]
+    paths = [meta_dir]
+    shared = _claimed_by_others(location, meta_dir)
+    for top in dict.fromkeys(names):
+        if not top.isidentifier() or top in shared:
+            continue  # never a path outside `location`, nor a name another distribution installed files into
+        package = os.path.join(location, top)
+        if os.path.isfile(os.path.join(package, "__init__.py")) and not os.path.islink(package):
+            paths.append(package)  # a regular package: a namespace folder (no __init__.py) may be shared
+        for suffix in [".py", *importlib.machinery.EXTENSION_SUFFIXES]:
+            if os.path.isfile(os.path.join(location, top + suffix)):
+                paths.append(os.path.join(location, top + suffix))
+    return why, paths
+
+
+def _claimed_by_others(location: str, meta_dir: str) -> set[str]:
+    """The top-level names the other metadata folders in `location` declare (top_level.txt). Read only for a
+    distribution without RECORD, which is rare: a name listed there is not this one's alone to remove."""
+    names: set[str] = set()
+    try:
+        entries = os.listdir(location)
+    except OSError:
+        return names
+    own = os.path.basename(meta_dir.rstrip("/\\"))
+    for entry in entries:
+        if entry == own or not entry.endswith((".dist-info", ".egg-info")):
+            continue
+        listed = os.path.join(location, entry, "top_level.txt")
+        if _irregular(listed, _MAX_METADATA_BYTES):
+            continue
+        try:
+            with open(listed, encoding="utf-8", errors="replace") as fh:
+                names.update(line.strip() for line in fh)
+        except OSError:
+            continue
+    return names
 
 
 # --- the metadata cache: each distribution's parsed facts, reused while its metadata files are unchanged -------
@@ -281,9 +352,10 @@ def _distribution(dist: Any) -> dict[str, Any]:
 # is ignored and replaced.
 
 _DIST_CACHE_FORMAT = 1
-_DIST_KEYS = frozenset(["name", "canonical_name", "version", "location", "metadata_dir", "requires",
+_DIST_KEYS = frozenset(["name", "canonical_name", "version", "location", "metadata_dir", "requires", "unrecorded",
+                        "files_by_name",
                         "requires_python", "installer", "editable", "problems"])
-_STAMPED = ("", "METADATA", "PKG-INFO", "INSTALLER", "direct_url.json")
+_STAMPED = ("", "METADATA", "PKG-INFO", "INSTALLER", "direct_url.json", "RECORD", "top_level.txt")
 
 
 def _stamp(meta_dir: str) -> list[Any]:
@@ -327,9 +399,9 @@ def _valid_fact(fact: Any) -> bool:
         return False
     texts = ("name", "canonical_name", "version", "location", "metadata_dir")
     return (all(isinstance(fact[k], str) for k in texts) and isinstance(fact["editable"], bool)
-            and all(isinstance(fact[k], (str, type(None))) for k in ("requires_python", "installer"))
+            and all(isinstance(fact[k], (str, type(None))) for k in ("requires_python", "installer", "unrecorded"))
             and all(isinstance(fact[k], list) and all(isinstance(v, str) for v in fact[k])
-                    for k in ("requires", "problems")))
+                    for k in ("requires", "problems", "files_by_name")))
 
 
 def _read_cache(file: str | None) -> dict[str, Any]:
@@ -442,7 +514,8 @@ def _distributions(path: list[str], cache_dir: Any = None) -> tuple[list[dict[st
             if (isinstance(hit, list) and len(hit) == 2 and hit[0] == stamp and _valid_fact(hit[1])
                     and hit[1]["metadata_dir"] == meta_dir):
                 fresh[meta_dir] = hit
-                out.append(dict(hit[1], requires=list(hit[1]["requires"]), problems=list(hit[1]["problems"])))
+                out.append(dict(hit[1], requires=list(hit[1]["requires"]), problems=list(hit[1]["problems"]),
+                                files_by_name=list(hit[1]["files_by_name"])))
                 continue
         try:
             if dist is None:
@@ -460,7 +533,7 @@ def _distributions(path: list[str], cache_dir: Any = None) -> tuple[list[dict[st
                 "name": name, "canonical_name": canonical_name(name), "version": version,
                 "location": os.path.dirname(meta_dir), "metadata_dir": meta_dir, "requires": [],
                 "requires_python": None, "installer": None, "editable": False,
-                "problems": ["%s: %s" % (type(exc).__name__, exc)],
+                "problems": ["%s: %s" % (type(exc).__name__, exc)], "unrecorded": None, "files_by_name": [],
             })
     if cache_file and fresh != cached:
         _write_cache(cache_file, fresh)
