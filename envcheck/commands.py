@@ -178,12 +178,26 @@ _STOPS_PIP = ("METADATA is not valid UTF-8", "PKG-INFO is not valid UTF-8", "MET
 _STOPS_PIP_INSTALL = ("METADATA has no Version",)
 
 
+# The last snapshot's distributions and those of them with problems. pip_blockers runs once per finding, and a
+# snapshot of 20,000 distributions can have as many findings: its distributions are scanned once, not per finding.
+# The tuple is held, so `is` cannot take another snapshot's tuple for it.
+_last: tuple[tuple[Distribution, ...], tuple[Distribution, ...]] = ((), ())
+
+
+def _with_problems(facts: Facts) -> tuple[Distribution, ...]:
+    global _last
+    held, found = _last
+    if held is not facts.distributions:
+        found = tuple(d for d in facts.distributions if d.metadata_dir and d.problems)
+        _last = (facts.distributions, found)
+    return found
+
+
 def pip_blockers(facts: Facts, *, install: bool) -> list[Distribution]:
     """The distributions whose metadata makes pip fail (`install`: a pip install among the commands) before it
     does what it was asked."""
     marks = _STOPS_PIP + (_STOPS_PIP_INSTALL if install else ())
-    return [d for d in facts.distributions
-            if d.metadata_dir and any(p.startswith(marks) for p in d.problems)]
+    return [d for d in _with_problems(facts) if any(p.startswith(marks) for p in d.problems)]
 
 
 def _with_blockers_removed(out: list[tuple[str, ...]], facts: Facts) -> tuple[list[tuple[str, ...]], str]:

@@ -124,26 +124,40 @@ def _install_parts(step: Step, python: str) -> tuple[tuple[str, ...], frozenset[
     return tuple(head), frozenset(flags), tuple(reqs)
 
 
+@dataclass
+class _Group:
+    """The installs of one head and flag set, merged into the step at `index` of the plan."""
+
+    index: int
+    requirements: dict[str, None]  # dicts as ordered sets: a plan of thousands of findings merges in linear time
+    rules: dict[str, None]
+    why: dict[str, None]
+    merged: bool = False  # a second install joined: the step is rewritten
+
+
 def _merged(steps: list[Step], python: str) -> list[Step]:
     out: list[Step] = []
-    groups: dict[tuple[tuple[str, ...], frozenset[str]], tuple[int, tuple[str, ...]]] = {}  # -> (index, reqs)
+    groups: dict[tuple[tuple[str, ...], frozenset[str]], _Group] = {}
     for step in steps:
         parts = _install_parts(step, python)
         if parts is None:
             out.append(step)
             continue
         head, flags, reqs = parts
-        if (head, flags) not in groups:
-            groups[head, flags] = (len(out), reqs)
+        group = groups.get((head, flags))
+        if group is None:
+            groups[head, flags] = _Group(len(out), dict.fromkeys(reqs), dict.fromkeys(step.rules),
+                                         dict.fromkeys(step.why))
             out.append(step)
             continue
-        index, before = groups[head, flags]
-        merged = tuple(dict.fromkeys((*before, *reqs)))
-        groups[head, flags] = (index, merged)
-        host = out[index]
-        out[index] = Step((*head, *sorted(flags), *merged), host.installer, False,
-                          tuple(dict.fromkeys((*host.rules, *step.rules))),
-                          tuple(dict.fromkeys((*host.why, *step.why))))
+        group.requirements.update(dict.fromkeys(reqs))
+        group.rules.update(dict.fromkeys(step.rules))
+        group.why.update(dict.fromkeys(step.why))
+        group.merged = True
+    for (head, flags), group in groups.items():
+        if group.merged:  # built once, not once per install that joins
+            out[group.index] = Step((*head, *sorted(flags), *group.requirements), out[group.index].installer, False,
+                                    tuple(group.rules), tuple(group.why))
     return out
 
 
@@ -154,8 +168,9 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     the uv and conda those facts name are installers. `outside_pack`: the ids of the rules that are not from the
     shipped pack (rules.shipped), whose installer commands are vetted before they run unasked."""
     counts: dict[tuple[str, ...], int] = {}
-    sources: dict[tuple[str, ...], list[str]] = {}
-    reasons: dict[tuple[str, ...], list[str]] = {}
+    # Ordered sets (dicts), not lists: thousands of findings may ask for one command.
+    sources: dict[tuple[str, ...], dict[str, None]] = {}
+    reasons: dict[tuple[str, ...], dict[str, None]] = {}
     by_hand: list[Finding] = []
     for finding in findings:
         if not finding.commands:
@@ -163,12 +178,8 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
             continue
         for argv, n in Counter(tuple(c) for c in finding.commands).items():
             counts[argv] = max(counts.get(argv, 0), n)
-            sources.setdefault(argv, [])
-            if finding.rule_id not in sources[argv]:
-                sources[argv].append(finding.rule_id)
-            reason = f"{finding.rule_id} {finding.summary}"
-            if reason not in reasons.setdefault(argv, []):
-                reasons[argv].append(reason)
+            sources.setdefault(argv, {})[finding.rule_id] = None
+            reasons.setdefault(argv, {})[f"{finding.rule_id} {finding.summary}"] = None
     found = None if facts is None else Found.of(facts)
     prefix_dir = None if facts is None else facts.python.prefix
     steps = []
@@ -307,11 +318,12 @@ def _behind_held_removals(steps: list[Step], facts: Facts) -> list[Step]:
 
 def _names(step: Step) -> tuple[list[Requirement], list[str]]:
     """(requirements installed, names removed) by a pip / uv / conda step."""
-    args, reqs, names = list(step.argv[_PREFIX[step.installer or "pip"]:]), [], []
-    while args:
-        arg = args.pop(0)
-        if arg in ("--python", "-p", "--index-url", "-i", "--extra-index-url", "-r", "-c") and args:
-            args.pop(0)  # an option's value, not a requirement
+    reqs: list[Requirement] = []
+    names: list[str] = []
+    args = iter(step.argv[_PREFIX[step.installer or "pip"]:])  # not list.pop(0): a merged step has thousands
+    for arg in args:
+        if arg in ("--python", "-p", "--index-url", "-i", "--extra-index-url", "-r", "-c"):
+            next(args, None)  # an option's value, not a requirement
         elif not arg.startswith("-"):
             try:
                 req = Requirement(arg)

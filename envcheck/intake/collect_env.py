@@ -18,7 +18,9 @@ __all__ = ["parse"]
 
 _KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ ./()-]*?):\s*(.*)$")
 _NOT_STATED = {"", "n/a", "none", "could not collect", "no cuda", "not available"}
-_GPU_LINE = re.compile(r"^\s*GPU (\d+): (.+?)\s*$")
+# "GPU 0: NAME": the name is the rest of the line, right-stripped by str.rstrip (a lazy `(.+?)\s*$` is quadratic in
+# a run of spaces inside the name).
+_GPU_LINE = re.compile(r"\s*GPU \d+: ")
 _GFX_TARGET = re.compile(r"\((gfx[0-9a-f]{3,4})\b")
 _LIBRARY = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
 _FREEZE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*(\S+)$")
@@ -60,6 +62,15 @@ def _platform(os_text: str | None, platform_text: str | None) -> str | None:
     return None
 
 
+def _gpu_name(line: str) -> str | None:
+    """NAME of a "GPU 0: NAME" line; None for any other line."""
+    head = _GPU_LINE.match(line)
+    if head is None or head.end() == len(line):
+        return None
+    name = line[head.end():]
+    return name.rstrip() or name[0]  # as `(.+?)\s*$` read it: a name of spaces is its first space
+
+
 def parse(block: Block) -> Found:
     values: dict[str, str] = {}
     gpus: list[Gpu] = []
@@ -82,10 +93,10 @@ def parse(block: Block) -> Found:
             end = index + 1
             packages.extend(_library(library.group(1), library.group(2)))
             continue
-        gpu = _GPU_LINE.match(line)
-        if gpu and in_gpus:
+        gpu = _gpu_name(line) if in_gpus else None
+        if gpu is not None:
             end = index + 1
-            gpus.append(Gpu(name=gpu.group(2)))
+            gpus.append(Gpu(name=gpu))
             continue
         in_gpus = False
         key = _KEY.match(line)
@@ -96,9 +107,9 @@ def parse(block: Block) -> Found:
             if name == "GPU models and configuration":
                 # "GPU 0: NAME" on this line or the next ones, one per GPU.
                 in_gpus = True
-                inline = _GPU_LINE.match(value)
-                if inline:
-                    gpus.append(Gpu(name=inline.group(2)))
+                inline = _gpu_name(value)
+                if inline is not None:
+                    gpus.append(Gpu(name=inline))
     start = start or 0
     torch_version = _stated(values.get("PyTorch version", ""))
     cuda: str | None = None

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 
-from envcheck.intake.found import Found, Package
+from envcheck.intake.found import Found, Package, number
 from envcheck.intake.text import Block
 
 __all__ = ["package_of_row", "parse", "recognise"]
 
-_HEADER = re.compile(r"^#\s*packages in environment at\s+(.+?):?\s*$")
+# "... at PREFIX:" with any PREFIX. The pattern once ended `\s+(.+?):?\s*$`, which accepts the same lines in time
+# quadratic in a run of spaces inside PREFIX.
+_HEADER = re.compile(r"^#\s*packages in environment at\s+.")
 _COLUMNS = re.compile(r"^#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _ROW = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._-]*)\s+(\d\S*)\s+(\S+)(?:\s+(\S+))?\s*$")
 # Conda package names whose PyPI distribution has another name (what `import` and pip see).
@@ -38,8 +40,9 @@ def torch_build_of(build: str) -> tuple[str | None, bool] | None:
     """conda's pytorch build string: ("11.8", True) for py3.10_cuda11.8_cudnn8.7.0_0, (None, True) for a CPU build,
     None when it does not say."""
     cuda = _CUDA_BUILD.search(build)
-    if cuda:
-        return f"{int(cuda.group(1))}.{int(cuda.group(2))}", True
+    major, minor = (None, None) if cuda is None else (number(cuda.group(1)), number(cuda.group(2)))
+    if major is not None and minor is not None:
+        return f"{major}.{minor}", True
     if re.search(r"(^|_)cpu(_|$)", build):
         return None, True
     return None

@@ -6,12 +6,16 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "major_minor_text"]
+__all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "major_minor_text", "number"]
 
 # torch's local version names its build: +cu124 (CUDA 12.4), +cu92 (9.2), +rocm6.2, +cpu, +xpu.
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)\b")
 _LOCAL_ROCM = re.compile(r"\+rocm(\d+\.\d+)")
-_MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)")
+# Begun only where a run of digits begins: tried inside one too, a search is quadratic in a long run of digits.
+_MAJOR_MINOR = re.compile(r"(?<!\d)(\d+)\.(\d+)")
+# More digits than any version part or size a tool prints: int() refuses a number of over 4,300 digits (and takes
+# time quadratic in the length below that), so a longer run is read as no number.
+_MAX_DIGITS = 30
 
 
 class Package(NamedTuple):
@@ -57,18 +61,27 @@ class Found:
     problems: tuple[str, ...] = ()  # what looked wrong in this output (cut short, implausible)
 
 
+def number(digits: str) -> int | None:
+    """The value of a run of digits an output printed; None for a run too long to be a version part or a size."""
+    return int(digits) if len(digits) <= _MAX_DIGITS else None
+
+
 def major_minor_text(text: str | None) -> str | None:
     """"10.1.243" -> "10.1"; None when `text` has no major.minor."""
     match = _MAJOR_MINOR.search(text or "")
-    return None if match is None else f"{int(match.group(1))}.{int(match.group(2))}"
+    if match is None:
+        return None
+    major, minor = number(match.group(1)), number(match.group(2))
+    return None if major is None or minor is None else f"{major}.{minor}"
 
 
 def cuda_of_local_version(version: str) -> tuple[str | None, str | None] | None:
     """(cuda, hip) named by torch's local version ("2.6.0+cu124" -> ("12.4", None), "+cpu" -> (None, None));
     None when the version names no build (a PyPI "2.6.0", whose build depends on the platform)."""
     cuda = _LOCAL_CUDA.search(version)
-    if cuda:
-        return f"{int(cuda.group(1))}.{int(cuda.group(2))}", None
+    major = None if cuda is None else number(cuda.group(1))
+    if cuda is not None and major is not None:
+        return f"{major}.{int(cuda.group(2))}", None
     rocm = _LOCAL_ROCM.search(version)
     if rocm:
         return None, rocm.group(1)

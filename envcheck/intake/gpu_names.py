@@ -60,6 +60,9 @@ _TABLE: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(pattern), capability) for pattern, capability in _TABLE)
 _NOISE = re.compile(r"\b(nvidia|geforce|tesla|quadro)\b")
 _CUT = re.compile(r"(\.\.\.|…)\s*$")
+# Longer than any GPU's name (under 64 characters), even with text pasted after it: no name the table answers for,
+# and each of its patterns (several times over for a cut name) would be searched through all of it.
+_MAX_NAME = 1024
 
 
 def _normalise(name: str) -> str:
@@ -69,6 +72,8 @@ def _normalise(name: str) -> str:
 
 def capability_of(name: str) -> str | None:
     """The compute capability of the GPU called `name`, when NVIDIA's list gives it one unambiguously."""
+    if len(name) > _MAX_NAME:
+        return None
     cut = _CUT.search(name)
     text = _normalise(_CUT.sub("", name))
     if not text:

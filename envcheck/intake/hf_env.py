@@ -14,8 +14,9 @@ from envcheck.intake.text import Block
 
 __all__ = ["parse", "recognise"]
 
-_LINE = re.compile(r"^\s*-?\s*(.+?):\s*(.*?)\s*$")
-_HEAD = re.compile(r"^\s*-?\s*(?:`(transformers|Accelerate)`|🤗 Diffusers|Diffusers) version:", re.IGNORECASE)
+# Matched where the line's text begins (after the indent and "- "): str methods find that, since a pattern such
+# as `\s*-?\s*(.+?):` tries every split of a run of spaces and is cubic in its length.
+_HEAD = re.compile(r"(?:`(transformers|Accelerate)`|🤗 Diffusers|Diffusers) version:", re.IGNORECASE)
 # "- X version: 1.2.3" keys that name a distribution, as these tools spell them.
 _PACKAGES = {
     "`transformers` version": "transformers", "transformers version": "transformers",
@@ -28,22 +29,48 @@ _PACKAGES = {
 _VERSION = re.compile(r"^(\d[\w.+!-]*)")
 
 
+def _text_start(line: str) -> int:
+    """Where the text of a "- Key: value" line begins: after the indent, one "-" and the spaces after it."""
+    body = line.lstrip()
+    if body.startswith("-"):
+        body = body[1:].lstrip()
+    return len(line) - len(body)
+
+
+def _is_head(line: str) -> bool:
+    return _HEAD.match(line, _text_start(line)) is not None
+
+
+# The answers of the pattern this once was, `^\s*-?\s*(.+?):\s*(.*?)\s*$`, down to its odd one: a colon that begins
+# the text takes the character before it (a space or the "-") as the key.
+def _key_value(line: str) -> tuple[str, str] | None:
+    """(key, value) of a "- Key: value" line, the key up to its first colon and the value stripped; None without
+    a colon after the key's first character."""
+    start = _text_start(line)
+    colon = line.find(":", start + 1)
+    if colon < 0:
+        if start == 0 or not line.startswith(":", start):
+            return None
+        start, colon = start - 1, start
+    return line[start:colon], line[colon + 1:].strip()
+
+
 def recognise(block: Block) -> bool:
-    return any(_HEAD.match(line) for line in block.lines[:400])
+    return any(_is_head(line) for line in block.lines[:400])
 
 
 def parse(block: Block) -> Found:
-    start = next(i for i, line in enumerate(block.lines) if _HEAD.match(line))
+    start = next(i for i, line in enumerate(block.lines) if _is_head(line))
     values: dict[str, str] = {}
     end = start + 1
     for index in range(start, len(block.lines)):
         line = block.lines[index]
-        match = _LINE.match(line)
-        if not match or not line.lstrip().startswith(("-", "`", "🤗")):
+        pair = _key_value(line)
+        if not pair or not line.lstrip().startswith(("-", "`", "🤗")):
             if line.strip():
                 continue
             break
-        values.setdefault(match.group(1).strip().lower(), match.group(2))
+        values.setdefault(pair[0].strip().lower(), pair[1])
         end = index + 1
     packages = []
     for key, name in _PACKAGES.items():

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import re
 
-from envcheck.intake.found import Found, Gpu
+from envcheck.intake.found import Found, Gpu, number
 from envcheck.intake.text import Block
 
 __all__ = ["parse_query", "parse_table", "recognise_query", "recognise_table"]
 
 _BANNER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver|KMD) Version:\s*(\S+)(?:\s+CUDA (?:UMD )?Version:\s*(\S+))?")
-# "|   0  NVIDIA GeForce RTX 4090        On  |   00000000:01:00.0  On |                  Off |"
-_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off|WDDM|TCC|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
+# "|   0  NVIDIA GeForce RTX 4090        On  |   00000000:01:00.0  On |                  Off |". The name (stripped
+# where it is read) ends before one space, not `\s+`: a lazy name then `\s+` is quadratic in a run of spaces. It
+# begins with a non-space, or is one space where nothing but spaces precede the mode (as `\s+(.+?)\s+` read it).
+_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(\S.*?|\s)\s(?:On|Off|WDDM|TCC|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
                       r"[0-9A-Fa-f]{2}\.\d)")
-_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
-_QUERY_KEY = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 ./()-]*?)\s*:\s*(.*)$")
+# Begun only where a run of digits begins: tried inside one too, a search is quadratic in a long run of digits.
+_MEMORY = re.compile(r"(?<!\d)(\d+)MiB\s*/\s*(\d+)MiB")
+_QUERY_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ./()-")
 _QUERY_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 
 
@@ -35,6 +38,20 @@ def _cuda(text: str | None) -> str | None:
     return text if text and re.fullmatch(r"\d+\.\d+", text) else None
 
 
+# str methods, not the pattern this once was, `^(\s*)([A-Za-z][A-Za-z0-9 ./()-]*?)\s*:\s*(.*)$`, which gave the
+# same answers in time quadratic in a run of spaces: its lazy key may hold spaces, and so may what follows it.
+def _query_key(line: str) -> tuple[int, str, str] | None:
+    """(indent, key, value) of a "    Key    : value" line of `nvidia-smi -q`, stripped; None for another line."""
+    text = line.lstrip()
+    colon = text.find(":")
+    if colon < 0 or not ("A" <= text[0] <= "Z" or "a" <= text[0] <= "z"):
+        return None
+    key = text[:colon].rstrip()
+    if not _QUERY_NAME.issuperset(key):
+        return None
+    return len(line) - len(text), key, text[colon + 1:].strip()
+
+
 def parse_table(block: Block) -> Found:
     lines = block.lines
     start = next(i for i, line in enumerate(lines) if _BANNER.search(line))
@@ -47,7 +64,7 @@ def parse_table(block: Block) -> Found:
         if row:
             memory = _MEMORY.search(lines[index + 1]) if index + 1 < len(lines) else None
             gpus.append(Gpu(name=row.group(2).strip(), pci_bus_id=row.group(3),
-                            memory_total_mib=int(memory.group(2)) if memory else None))
+                            memory_total_mib=number(memory.group(2)) if memory else None))
             end = index + 2
         elif "Processes:" in lines[index]:
             break
@@ -70,14 +87,14 @@ def parse_query(block: Block) -> Found:
             gpus.append({"pci_bus_id": gpu.group(1)})
             end = index + 1
             continue
-        key = _QUERY_KEY.match(line)
-        if not key:
+        key = _query_key(line)
+        if key is None:
             if line.strip() and not line.startswith(" "):
                 section = ""
             elif line.strip():
                 section = line.strip()  # "FB Memory Usage": a heading whose keys follow, indented deeper
             continue
-        indent, name, value = len(key.group(1)), key.group(2).strip(), key.group(3).strip()
+        indent, name, value = key
         end = index + 1
         if indent == 0 and name == "Driver Version":
             driver = value
@@ -95,7 +112,7 @@ def parse_query(block: Block) -> Found:
     for listed in gpus:
         memory = re.match(r"(\d+)\s*MiB", listed.get("memory", ""))
         out.append(Gpu(name=listed.get("name"), uuid=listed.get("uuid"), pci_bus_id=listed["pci_bus_id"],
-                       memory_total_mib=int(memory.group(1)) if memory else None))
+                       memory_total_mib=number(memory.group(1)) if memory else None))
     return Found(fmt="nvidia-smi -q", where=block.where("nvidia-smi -q", start, end),
                  driver_version=driver if driver and re.match(r"\d+\.\d+", driver) else None,
                  cuda_driver_version=_cuda(cuda), gpus=tuple(out))

@@ -15,7 +15,6 @@ from envcheck.intake.text import Block
 __all__ = ["parse_freeze", "parse_list", "recognise_freeze", "recognise_list"]
 
 _HEADER = re.compile(r"^\s*Package\s+Version(?:\s+\S.*)?$")
-_RULE = re.compile(r"^\s*-{3,}\s+-{3,}[\s-]*$")
 _ROW = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d\S*)(?:\s+(.*))?$")
 _FREEZE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===?)\s*([^\s;#]+)\s*(?:[;#].*)?$")
 _DIRECT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s+@\s+\S+")
@@ -24,9 +23,17 @@ _ELIDED = {"...", "…", "[...]", "(...)"}
 _FREEZE_MINIMUM = 3  # fewer `a==b` lines are a requirement quoted in prose, not a freeze
 
 
+# The answers of `^\s*-{3,}\s+-{3,}[\s-]*$`, which took time quadratic in a long run of dashes before other text.
+def _is_rule(line: str) -> bool:
+    """Whether `line` is the table's "------- -------" rule: dashes and spaces only, its first two runs of dashes
+    three or more long."""
+    runs = line.split()
+    return len(runs) >= 2 and len(runs[0]) >= 3 and len(runs[1]) >= 3 and not line.replace("-", "").strip()
+
+
 def recognise_list(block: Block) -> bool:
     lines = block.lines
-    return any(_HEADER.match(lines[i]) and _RULE.match(lines[i + 1]) for i in range(min(len(lines) - 1, 2000)))
+    return any(_HEADER.match(lines[i]) and _is_rule(lines[i + 1]) for i in range(min(len(lines) - 1, 2000)))
 
 
 def recognise_freeze(block: Block) -> bool:
@@ -41,7 +48,7 @@ def recognise_freeze(block: Block) -> bool:
 
 def parse_list(block: Block) -> Found:
     lines = block.lines
-    head = next(i for i in range(len(lines) - 1) if _HEADER.match(lines[i]) and _RULE.match(lines[i + 1]))
+    head = next(i for i in range(len(lines) - 1) if _HEADER.match(lines[i]) and _is_rule(lines[i + 1]))
     packages: list[Package] = []
     elided = False
     index = head + 2
