@@ -163,7 +163,8 @@ LINUX_TORCH = [dist_dict("torch", "2.6.0+cu124")]
                      True, id="fact-empty"),
         pytest.param({"fact": {"name": "requirements.missing", "equals": []}}, {}, True, id="fact-equals"),
         pytest.param({"fact": {"name": "distributions.duplicates", "equals": []}},
-                     {"dists": [dist_dict("a", "1"), dist_dict("a", "2", location="/b")]}, False,
+                     {"dists": [dist_dict("a", "1"), dist_dict("a", "2", location="/b"), dist_dict("c", "1", "a>=2")]},
+                     False,
                      id="fact-equals-other"),
         # torch (torch/version.py)
         pytest.param({"torch": {"version": "<2.6"}}, {}, False, id="torch-absent"),

@@ -152,19 +152,22 @@ def test_distribution_with_problems_is_not_a_root(site: Path) -> None:
 
 
 def test_duplicates(tmp_path: Path) -> None:
-    """Two versions of one name are a duplicate; one version with two metadata folders in one folder is not."""
+    """A copy layered over another counts only where the imported one breaks what the shadowed one met; one
+    version with two metadata folders in one folder does not count at all."""
     user, venv = tmp_path / "user", tmp_path / "venv"
-    write_dist(user, "numpy", "2.1.0")
-    write_dist(venv, "numpy", "1.26.4")
+    write_dist(user, "numpy", "1.26.4")
+    write_dist(venv, "numpy", "2.1.0")
+    write_dist(venv, "contourpy", "1.3.0", requires=["numpy>=2.0"])
     write_dist(venv, "cryptography", "41.0.7")
     write_dist(venv, "cryptography", "41.0.7", folder="cryptography-41.0.7.egg-info")
     write_dist(venv, "six", "1.16.0")
-    write_dist(user, "six", "1.16.0")
+    write_dist(user, "six", "1.17.0")
     items = _derived(collect_facts(user, venv), "distributions.duplicates")
     assert [(i["name"], i["active_version"], i["shadowed_version"], i["same_location"]) for i in items] == [
-        ("numpy", "2.1.0", "1.26.4", "no"), ("six", "1.16.0", "1.16.0", "no")]
+        ("numpy", "1.26.4", "2.1.0", "no")]
     assert items[0]["active_location"] == str(user)
-    assert items[0]["shadowed_metadata_dir"] == str(venv / "numpy-1.26.4.dist-info")
+    assert items[0]["shadowed_metadata_dir"] == str(venv / "numpy-2.1.0.dist-info")
+    assert items[0]["breaks"].endswith("contourpy 1.3.0 requires numpy>=2.0")
 
 
 def test_stale_metadata_in_one_folder_is_a_duplicate(site: Path) -> None:
@@ -174,6 +177,7 @@ def test_stale_metadata_in_one_folder_is_a_duplicate(site: Path) -> None:
     [item] = _derived(collect_facts(site), "distributions.duplicates")
     assert item["same_location"] == "yes"
     assert {item["active_version"], item["shadowed_version"]} == {"2.5.1", "2.6.0"}
+    assert (item["remove"], item["remove_again"], item["breaks"]) == ("torch", "torch", "")
 
 
 def test_corrupt_and_invalid_versions(site: Path) -> None:
@@ -211,7 +215,7 @@ def test_list_derivations_declare_their_item_fields() -> None:
     """Every item of a list-valued derivation has exactly the fields it declares (rules validate against them)."""
     raw = facts_dict(dists=[
         dist_dict("a", "1", "b>=2", "c", requires_python=">=3.12"), dist_dict("b", "1"),
-        dist_dict("b", "0.5", location="/elsewhere"), dist_dict("x", "1.0-custom"),
+        dist_dict("b", "2.0", location="/elsewhere"), dist_dict("x", "1.0-custom"),
         dist_dict("y", "1", problems=["no METADATA file"]),
         # torch's companions (envcheck/derived/companions.py): torchcodec declares no torch and is torch 2.9's,
         # xformers pins another torch, torchvision and torchaudio are CPU builds next to a CUDA torch; torch 2.5.1
@@ -300,11 +304,16 @@ def test_list_derivations_declare_their_item_fields() -> None:
                       "requirements": [{"requirement": r, "source": f"requirements.txt:{i}", "kind": "requirements"}
                                        for i, r in enumerate(["torch>=2.3", "torch<2.3", "torch==2.2.2+cu121"])]}
     on_a_mac = Derived(Facts.from_dict(mac), TABLES)
+    # A NumPy ABI failure under a NumPy 1.x is the other direction (envcheck/derived/layers.py).
+    old_numpy = Derived(Facts.from_dict(facts_dict(
+        dists=[dist_dict("numpy", "1.26.4"), dist_dict("c", "1", "numpy>=2")],
+        probes={"extension-imports": {"status": "ok", "cases": {
+            "c": {"status": "error", "message": "numpy.core.multiarray failed to import"}}}})), TABLES)
     for name, derivation in DERIVATIONS.items():
         if not derivation.fields or name.startswith("rocm."):  # a ROCm torch's: tests/test_rocm.py checks them
             continue
         items = (on_a_mac if name.startswith(("torch.requirement-without-wheel", "torch.index-without-wheel"))
-                 else derived).get(name)
+                 else old_numpy if name == "extensions.import-numpy-too-old" else derived).get(name)
         assert items, f"{name} is empty in this fixture"
         for item in items:
             assert tuple(item) == derivation.fields, name

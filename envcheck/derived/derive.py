@@ -24,6 +24,7 @@ from envcheck.derived import (
     companions,
     extensions,
     gpu_compat,
+    layers,
     multigpu,
     native_libs,
     rocm,
@@ -218,26 +219,9 @@ def _duplicates(derived: Derived) -> list[Item] | None:
     facts = derived.facts
     if _metadata_unknown(facts):
         return None  # a package list names each package once, wherever and however often it is installed
-    out = []
-    for dists in facts.names.values():
-        if len(dists) < 2:
-            continue
-        active = dists[0]
-        for shadowed in dists[1:]:
-            if shadowed.version == active.version and shadowed.location == active.location:
-                # e.g. Debian's python3-cryptography ships an .egg-info and a .dist-info for one install: every
-                # reader gets the same version and there is one module to import, so nothing can disagree.
-                continue
-            out.append({
-                "name": active.name,
-                "active_version": active.version,
-                "active_location": active.location,
-                "shadowed_version": shadowed.version,
-                "shadowed_location": shadowed.location,
-                "shadowed_metadata_dir": shadowed.metadata_dir,
-                "same_location": "yes" if shadowed.location == active.location else "no",
-            })
-    return sorted(out, key=lambda i: (i["name"].lower(), i["shadowed_metadata_dir"]))
+    if not any(len(dists) > 1 for dists in facts.names.values()):
+        return []
+    return layers.duplicates(facts, derived.walk().problems, derived.companions())
 
 
 def _corrupt(derived: Derived) -> list[Item] | None:
@@ -455,6 +439,23 @@ def _import_failures(kind: str) -> Callable[[Derived], Any]:
     return compute
 
 
+def _numpy_abi(newer: bool) -> Callable[[Derived], Any]:
+    """The NumPy ABI failures under a NumPy 2 (`newer` False: built for NumPy 1.x, EC1103's) or under a NumPy 1.x
+    (`newer` True: built for a newer NumPy, envcheck/derived/layers.py says what that needs)."""
+    failures = _import_failures("numpy-abi")
+
+    def compute(derived: Derived) -> Any:
+        items = failures(derived)
+        if not items:
+            return items
+        old = (layers.numpy_major(derived.facts) or 2) < 2
+        if not newer:
+            return [] if old else items
+        return layers.numpy_too_old(derived.facts, items) if old else []
+
+    return compute
+
+
 def _extension_derivations() -> list[Derivation]:
     """Compiled extensions against torch and NumPy (envcheck/derived/extensions.py)."""
     kinds = {
@@ -462,7 +463,8 @@ def _extension_derivations() -> list[Derivation]:
                             "procedure could not be found` (Windows): built against another torch (or library)",
         "missing-operator": "raised `operator NS::op does not exist` / `No such operator`: its compiled operators "
                             "did not register with this torch",
-        "numpy-abi": "failed with NumPy 2's `compiled using NumPy 1.x` (or `_ARRAY_API not found`, "
+        "numpy-abi": "failed, with a NumPy 2 (or no readable NumPy) installed, with NumPy 2's `compiled using "
+                     "NumPy 1.x` (or `_ARRAY_API not found`, "
                      "`numpy.core.multiarray failed to import`, `numpy.dtype size changed`)",
         "missing-library": "could not load a shared library it links (`DLL load failed`, `cannot open shared object "
                            "file`, `Library not loaded`)",
@@ -472,8 +474,18 @@ def _extension_derivations() -> list[Derivation]:
     out = [Derivation(f"extensions.import-{kind}",
                       f"installed distributions with native extensions on torch or NumPy whose import {doc}: "
                       f"{_IMPORT_DOC}. A torch companion that a `companions.*` fact already reports (built for "
-                      "another torch, or of another build) is left to it", _IMPORT_FIELDS, _import_failures(kind))
+                      "another torch, or of another build) is left to it", _IMPORT_FIELDS,
+                      _numpy_abi(newer=False) if kind == "numpy-abi" else _import_failures(kind))
            for kind, doc in kinds.items()]
+    out.append(Derivation(
+        "extensions.import-numpy-too-old",
+        "the same NumPy ABI failures under a NumPy 1.x: the extension was compiled against a newer NumPy (a module "
+        f"built for NumPy 1.x runs with every later 1.x): {_IMPORT_DOC}; and `built_for` (\"NumPy 2\", or \"a "
+        "newer NumPy than 1.26.4\"), `needs` (the NumPy requirement to meet: the extension's own where this NumPy "
+        "fails it, else `numpy>=2` where a NumPy 2 lies underneath in a base layer, else any newer one), `remove` "
+        "(`numpy` when this environment's own layer holds the old NumPy over a copy that meets `needs`: removing it "
+        "is the fix, the base is left as it is; else empty), `install` (`needs` when nothing is removed, else "
+        "empty), `evidence` (what decided `needs`)", (*_IMPORT_FIELDS, *layers.NUMPY_FIELDS), _numpy_abi(newer=True)))
     out += [
         Derivation("extensions.tag-other-torch",
                    f"installed distributions whose local version tag names another torch minor: {_TAG_DOC}. "
@@ -817,11 +829,19 @@ DERIVATIONS: dict[str, Derivation] = {
                    "another torch is left to `companions.pinned-to-other-torch` where the tables know the companion "
                    "release made for the installed torch", _UNSAT_FIELDS, _conflicts),
         Derivation("distributions.duplicates",
-                   "distributions installed more than once on the import path (the first is imported, the rest "
-                   "shadowed): `name`, `active_version`, `active_location`, `shadowed_version`, "
-                   "`shadowed_location`, `shadowed_metadata_dir`, `same_location`",
-                   ("name", "active_version", "active_location", "shadowed_version", "shadowed_location",
-                    "shadowed_metadata_dir", "same_location"), _duplicates),
+                   "distributions installed more than once on the import path where it matters (the first is "
+                   "imported, the rest shadowed): two metadata folders of different versions in one folder, or a "
+                   "copy in another layer (a `--system-site-packages` venv, a `.pth` line, a user site over a base) "
+                   "whose imported version breaks what the shadowed one met: a requirement only the shadowed "
+                   "version meets, or its own unmet requirements where the shadowed copy's are met "
+                   "(envcheck/derived/layers.py): `name`, `active_version`, `active_location`, "
+                   "`shadowed_version`, `shadowed_location`, `shadowed_metadata_dir`, `same_location`, `breaks` "
+                   "(\", and the imported copy breaks what the shadowed one met: ...\", empty for one folder), "
+                   "`remove` and `remove_again` (the name to uninstall once, twice for one folder; empty where no "
+                   "command may: pip and uv, the installers the commands need, and a copy outside this "
+                   "environment's own layer), `reinstall` (the requirement to install again after a one-folder "
+                   "removal: `name==version`, a torch companion by name alone for the planner to pin)",
+                   layers.DUPLICATE_FIELDS, _duplicates),
         Derivation("distributions.corrupt",
                    "distributions whose metadata is missing, unreadable, undecodable or malformed: `name`, "
                    "`metadata_dir`, `problem`", ("name", "metadata_dir", "problem"), _corrupt),
