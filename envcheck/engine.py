@@ -70,10 +70,11 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
         matrix = ctx.derived.tables[TORCH_BUILDS]  # a torch that is not installed is planned from it
     except LookupError:  # rules evaluated without the pack's tables (built by hand)
         matrix = None
-    planned = plan_commands(render_argvs(rule.commands, facts, item), facts, ctx.derived.companions(), item,
+    plan = _plan(rule, ctx)
+    planned = plan_commands(render_argvs(rule.commands, facts, item, plan), facts, ctx.derived.companions(), item,
                             matrix)
     commands = for_environment(planned, facts)
-    fix = render(rule.fix, facts, item)
+    fix = render(rule.fix if plan is not None or rule.plan is None else rule.fix_without_plan, facts, item, plan)
     return Finding(
         rule_id=rule.id,
         name=rule.name,
@@ -88,6 +89,15 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
         area=rule.area,
         evidence=evidence,
     )
+
+
+def _plan(rule: Rule, ctx: Context) -> dict[str, str] | None:
+    """The one item of the rule's `plan`, or None: no plan, or one its facts cannot tell (no GPU list, a platform the
+    build matrix lacks) or that is empty (no torch). The finding stands either way; only its fix differs."""
+    if rule.plan is None:
+        return None
+    items = ctx.derived.get(rule.plan)
+    return dict(items[0]) if items else None
 
 
 def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
@@ -142,8 +152,10 @@ def _judged(rule: Rule, ctx: Context) -> list[Finding]:
         return [_skipped(rule, when.missing)]
     if when.value is False:
         return [_plain(rule, Status.PASS, f"not found: fires when {rule.when.describe()}")]
+    # `first` in `applies` or `when` names the part that decided (a driver that answered, for want of a GPU list).
+    evidence = "; ".join(e for e in (applies.evidence, when.evidence) if e)
     if rule.foreach is None:
-        return [_found(rule, ctx, None, when.evidence)]
+        return [_found(rule, ctx, None, evidence)]
     items = ctx.derived.get(rule.foreach)
     if items is None:  # the derivation lacked its inputs (no NVML facts, a probe that did not run)
         return [_skipped(rule, frozenset({f"fact {rule.foreach}"}))]
@@ -151,4 +163,4 @@ def _judged(rule: Rule, ctx: Context) -> list[Finding]:
         return [_plain(rule, Status.PASS, f"not found: {rule.foreach} is empty")]
     # An item may name the facts that decided it (a probe's answer, else a table's): the rule's own `first`, if
     # any, still comes first.
-    return [_found(rule, ctx, dict(item), when.evidence or item.get("evidence", "")) for item in items]
+    return [_found(rule, ctx, dict(item), evidence or item.get("evidence", "")) for item in items]

@@ -64,6 +64,10 @@ class Rule:
     file: str  # where it was loaded from, for error messages
     signatures: tuple[Signature, ...] = ()  # the messages its failure produces (envcheck/evidence/signatures.py)
     evidence_only: bool = False  # no condition on facts: only error output shows it (n/a without a match)
+    plan: str | None = None  # a plan fact (PLANS): the install that fixes a finding; `fix` and `commands` see its
+    # one item as {plan.KEY}. It never decides a verdict: where it is unknown, the finding stands with
+    # `fix_without_plan` and without the commands that name it
+    fix_without_plan: str = ""  # the fix in words where the plan is unknown or empty; given exactly with `plan`
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,9 @@ def _trigger(rule: Rule) -> str:
         parts.append(f"Fires when {rule.when.describe()}.")
     if rule.foreach:
         parts.append(f"One verdict per item of fact `{rule.foreach}`.")
+    if rule.plan:
+        parts.append(f"The install comes from fact `{rule.plan}` where its facts are known; the verdict does not "
+                     "wait for it.")
     if rule.evidence_only:
         parts.append("Fires when error output shows it (`envcheck explain`, `check --report`); n/a otherwise.")
     elif rule.signatures:
@@ -63,6 +66,8 @@ def rules_text(rules: Sequence[Rule]) -> str:
         lines = [f"{r.id} {r.name}  [{r.severity.value}, {r.area}]", f"  {r.summary}", "",
                  f"  Why: {r.why}", f"  Fix: {r.fix}"]
         lines += [f"    $ {command_line(argv)}" for argv in r.commands]
+        if r.plan:
+            lines.append(f"  Fix where the plan is unknown: {r.fix_without_plan}")
         lines += [f"  Trigger: {_trigger(r)}", "  References:", *(f"    {ref}" for ref in r.references)]
         if r.signatures:
             lines += ["  Recognised in error output:", *_recognised(r)]
@@ -75,7 +80,7 @@ def rules_json(rules: Sequence[Rule]) -> str:
         {
             "id": r.id, "name": r.name, "severity": r.severity.value, "area": r.area, "summary": r.summary,
             "why": r.why, "fix": r.fix, "commands": [list(a) for a in r.commands], "references": list(r.references),
-            "trigger": _trigger(r), "foreach": r.foreach,
+            "trigger": _trigger(r), "foreach": r.foreach, "plan": r.plan, "fix_without_plan": r.fix_without_plan,
             "signatures": [{"anchor": s.anchor, "pattern": s.pattern.pattern, "lines": s.lines, "yields": s.yields,
                             "source": s.source, "thread": s.thread, "example": s.example} for s in r.signatures],
         }
@@ -107,6 +112,8 @@ def rules_markdown(files: Sequence[RuleFile], only: Collection[str] | None = Non
                     f"**Why.** {r.why}", "", f"**Fix.** {r.fix}", ""]
             if r.commands:
                 out += ["```sh", *(command_line(a) for a in r.commands), "```", ""]
+            if r.plan:
+                out += [f"**Fix where the plan is unknown.** {r.fix_without_plan}", ""]
             out += [f"**Trigger.** {_trigger(r)}", "", "**References.**", "",
                     *(f"- <{ref}>" for ref in r.references), ""]
             for s in r.signatures:

@@ -13,7 +13,7 @@ mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,15 +30,18 @@ from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
 from envcheck.templates import invalid_placeholder, placeholders
 
-__all__ = ["RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file", "load_files",
-           "matches", "select", "shipped", "unknown_selectors"]
+__all__ = ["PLANS", "RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file",
+           "load_files", "matches", "select", "shipped", "unknown_selectors"]
 
 RULE_ID = re.compile(r"EC\d{4}")
 RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundred kilobytes
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
-_OPTIONAL = ("commands", "applies", "when", "foreach", "signatures")
+_OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fix_without_plan")
+# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck plan` answers).
+# A rule names one as `plan`, never as `foreach`: a finding never waits for its fix to be plannable.
+PLANS = ("torch.recommended-build", "rocm.recommended-build")
 
 
 @dataclass(frozen=True)
@@ -78,11 +81,30 @@ def _text(rule: dict[str, Any], key: str, where: Where) -> str:
     return value.strip()
 
 
-def _check_placeholders(text: str, where: Where, item_fields: tuple[str, ...] | None) -> None:
+def _check_placeholders(text: str, where: Where, item_fields: tuple[str, ...] | None,
+                        plan_fields: tuple[str, ...] | None = None) -> None:
     for name in placeholders(text):
-        problem = invalid_placeholder(name, item_fields)
+        problem = invalid_placeholder(name, item_fields, plan_fields)
         if problem:
             raise where.error(problem)
+
+
+def _plan(raw: dict[str, Any], at: Callable[[str], Where]) -> tuple[str | None, tuple[str, ...] | None]:
+    """The rule's `plan` and its item's fields, both None without one; `foreach` naming a plan is refused."""
+    foreach = raw.get("foreach")
+    if foreach in PLANS:
+        raise at("foreach").error(f"{foreach!r} is a plan, not a finding: give the condition as 'when' and "
+                                  f"plan = {foreach!r} (a finding never waits for its fix to be plannable)")
+    plan = raw.get("plan")
+    if plan is None:
+        if "fix_without_plan" in raw:
+            raise at("fix_without_plan").error("only for a rule with 'plan'")
+        return None, None
+    if plan not in PLANS:
+        raise at("plan").error(f"expected a plan fact ({', '.join(PLANS)}), got {plan!r}")
+    if "fix_without_plan" not in raw:
+        raise at("fix_without_plan").error("required with 'plan': the fix in words where the plan is unknown")
+    return plan, DERIVATIONS[plan].fields
 
 
 def _rule(raw: object, index: int, file: str, area: str) -> Rule:
@@ -120,12 +142,15 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
             raise at("foreach").error(f"expected a list-valued fact ({', '.join(listy)}), got {foreach!r}")
         item_fields = DERIVATIONS[foreach].fields
 
-    texts = {key: _text(raw, key, where) for key in ("summary", "why", "fix")}
+    plan, plan_fields = _plan(raw, at)
+    texts = {key: _text(raw, key, where) for key in ("summary", "why", "fix", *(("fix_without_plan",) if plan else ()))}
     for key, text in texts.items():
-        _check_placeholders(text, at(key), item_fields)
+        # The summary and why state the finding, which the plan does not decide; only the fix and commands use it.
+        _check_placeholders(text, at(key), item_fields, plan_fields if key == "fix" else None)
 
-    signatures = parse_signatures(raw["signatures"], rule_id, at("signatures"), texts["fix"]) \
-        if "signatures" in raw else ()
+    # Error output may come without the facts a plan needs: then the fix shown is fix_without_plan.
+    fixes = " ".join(texts[key] for key in ("fix", "fix_without_plan") if key in texts)
+    signatures = parse_signatures(raw["signatures"], rule_id, at("signatures"), fixes) if "signatures" in raw else ()
     evidence_only = "when" not in raw and foreach is None
     if evidence_only and not signatures:
         raise at("when").error("required (or 'foreach', or 'signatures' for a failure only error output shows)")
@@ -138,11 +163,15 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
             raise at(f"commands[{i}]").error("expected a non-empty list of non-empty strings")
         for arg in argv:
-            _check_placeholders(arg, at(f"commands[{i}]"), item_fields)
+            _check_placeholders(arg, at(f"commands[{i}]"), item_fields, plan_fields)
         if argv[0] in ("pip", "pip3", "python", "python3"):
             # Principle 5: a bare pip may belong to another environment than the one checked.
             raise at(f"commands[{i}]").error("start with \"{python}\" so the command targets the checked interpreter")
         commands.append(tuple(argv))
+
+    used = [name for text in (texts["fix"], *(arg for argv in commands for arg in argv)) for name in placeholders(text)]
+    if plan is not None and not any(name.lstrip("*").startswith("plan.") for name in used):
+        raise at("plan").error("neither 'fix' nor 'commands' uses it (write {plan.KEY} where the plan goes)")
 
     refs = raw["references"]
     if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.startswith("https://")
@@ -165,6 +194,8 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         file=file,
         signatures=signatures,
         evidence_only=evidence_only,
+        plan=plan,
+        fix_without_plan=texts.get("fix_without_plan", ""),
     )
 
 

@@ -1,4 +1,4 @@
-"""Placeholders in a rule's summary, why, fix and commands: `{python}`, `{item.KEY}`, `{NAME.version}`, ...
+"""Placeholders in a rule's summary, why, fix and commands: `{python}`, `{item.KEY}`, `{plan.KEY}`, `{NAME.version}`.
 
 Commands are argv lists: each element is filled in on its own, so a value with spaces stays one argument, and the
 shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run. The engine then plans
@@ -22,6 +22,7 @@ _FORMS = (
     re.compile(r"python\.version"),
     re.compile(r"torch\.(cuda|hip)"),  # torch's build, from torch/version.py
     re.compile(r"\*?item\.\w+"),  # a field of the current item of a `foreach` rule; `*` splits it into arguments
+    re.compile(r"\*?plan\.\w+"),  # a field of a rule's `plan` (the install that fixes it), in `fix` and `commands`
     re.compile(r"driver\.(version|cuda)"),  # the NVIDIA driver (NVML)
     re.compile(r"probe\.[a-z0-9-]+\.(status|error_class|message)"),  # a live probe's result
     re.compile(rf"{_NAME}\.version"),  # the imported version of a distribution
@@ -34,27 +35,33 @@ def placeholders(text: str) -> list[str]:
     return PLACEHOLDER.findall(text.replace("{{", "").replace("}}", ""))
 
 
-def invalid_placeholder(name: str, item_fields: Iterable[str] | None) -> str | None:
-    """Why `{name}` cannot be used in a rule (None when it can). `item_fields` is None outside `foreach` rules."""
+def invalid_placeholder(name: str, item_fields: Iterable[str] | None,
+                        plan_fields: Iterable[str] | None = None) -> str | None:
+    """Why `{name}` cannot be used in a rule (None when it can). `item_fields` is None outside `foreach` rules;
+    `plan_fields` is None outside a rule's `fix` and `commands`, or where the rule has no `plan`."""
     if not any(form.fullmatch(name) for form in _FORMS):
         return (f"unknown placeholder {{{name}}} (use {{python}}, {{NAME.version}}, {{torch.cuda}}, "
-                f"{{driver.version}}, {{probe.NAME.message}} or {{item.KEY}})")
-    if name.startswith(("item.", "*item.")):
-        key = name.partition(".")[2]
-        if item_fields is None:
-            return f"{{{name}}} is only available in a rule with 'foreach'"
-        if key not in item_fields:
-            return f"{{{name}}}: items have no key {key!r} (they have: {', '.join(item_fields)})"
+                f"{{driver.version}}, {{probe.NAME.message}}, {{item.KEY}} or {{plan.KEY}})")
+    for prefix, fields, needs in (("item", item_fields, "a rule with 'foreach'"),
+                                  ("plan", plan_fields, "the 'fix' and 'commands' of a rule with 'plan'")):
+        if name.startswith((f"{prefix}.", f"*{prefix}.")):
+            key = name.partition(".")[2]
+            if fields is None:
+                return f"{{{name}}} is only available in {needs}"
+            if key not in fields:
+                return f"{{{name}}}: {prefix}s have no key {key!r} (they have: {', '.join(fields)})"
     return None
 
 
-def _value(name: str, facts: Facts, item: dict[str, str] | None) -> str:
+def _value(name: str, facts: Facts, item: dict[str, str] | None, plan: dict[str, str] | None) -> str:
     if name == "python":
         return facts.python.executable
     if name == "python.version":
         return facts.python.version
     if name.startswith(("item.", "*item.")) and item is not None:
         return item.get(name.partition(".")[2], "")
+    if name.startswith(("plan.", "*plan.")):
+        return "" if plan is None else plan.get(name.partition(".")[2], "")
     if name.startswith("driver."):
         nvml = facts.nvml
         if nvml is None:
@@ -72,37 +79,43 @@ def _value(name: str, facts: Facts, item: dict[str, str] | None) -> str:
     return dist.version if dist is not None else NOT_INSTALLED
 
 
-def render(text: str, facts: Facts, item: dict[str, str] | None = None) -> str:
+def render(text: str, facts: Facts, item: dict[str, str] | None = None, plan: dict[str, str] | None = None) -> str:
     def sub(match: re.Match[str]) -> str:
-        return _value(match.group(1), facts, item)
+        return _value(match.group(1), facts, item, plan)
 
     # Protect doubled braces, substitute, then restore them as single literal braces.
     protected = text.replace("{{", "\0").replace("}}", "\1")
     return PLACEHOLDER.sub(sub, protected).replace("\0", "{").replace("\1", "}")
 
 
-_SPLIT = re.compile(r"\{\*item\.\w+\}")
+_SPLIT = re.compile(r"\{\*(?:item|plan)\.\w+\}")
+_PLANNED = re.compile(r"\{\*?plan\.\w+\}")
 
 
-def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None) -> tuple[str, ...] | None:
-    """The argv filled in. An argument that is exactly `{*item.KEY}` becomes one argument per whitespace-separated
-    word of the value (a computed list of requirements); when it has none, there is nothing to run: None."""
+def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None,
+                plan: dict[str, str] | None = None) -> tuple[str, ...] | None:
+    """The argv filled in. An argument that is exactly `{*item.KEY}` (or `{*plan.KEY}`) becomes one argument per
+    whitespace-separated word of the value (a computed list of requirements); when it has none, there is nothing to
+    run: None. A command that names the plan, where there is none, is not written either: None."""
     out: list[str] = []
     for arg in argv:
+        if plan is None and _PLANNED.search(arg.replace("{{", "")):
+            return None
         if _SPLIT.fullmatch(arg):
-            words = render(arg, facts, item).split()
+            words = render(arg, facts, item, plan).split()
             if not words:
                 return None
             out.extend(words)
         else:
-            out.append(render(arg, facts, item))
+            out.append(render(arg, facts, item, plan))
     return tuple(out)
 
 
-def render_argvs(argvs: Iterable[Iterable[str]], facts: Facts,
-                 item: dict[str, str] | None = None) -> tuple[tuple[str, ...], ...]:
-    """A rule's commands filled in; a command whose `{*item.KEY}` argument is empty is left out (nothing to run)."""
-    rendered = (render_argv(argv, facts, item) for argv in argvs)
+def render_argvs(argvs: Iterable[Iterable[str]], facts: Facts, item: dict[str, str] | None = None,
+                 plan: dict[str, str] | None = None) -> tuple[tuple[str, ...], ...]:
+    """A rule's commands filled in; a command whose `{*item.KEY}` argument is empty, or that names a plan where there
+    is none, is left out (nothing to run)."""
+    rendered = (render_argv(argv, facts, item, plan) for argv in argvs)
     return tuple(argv for argv in rendered if argv is not None)
 
 

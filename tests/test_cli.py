@@ -192,7 +192,7 @@ def test_rule_all_json(rules_dir: Path) -> None:
     ids = [r["id"] for r in data]
     assert len(ids) == len(set(ids)) and {"EC0101", "EC9910", "EC9940"} <= set(ids)
     assert set(data[0]) == {"id", "name", "severity", "area", "summary", "why", "fix", "commands", "references",
-                            "trigger", "foreach"}
+                            "trigger", "foreach", "plan", "fix_without_plan", "signatures"}
 
 
 def test_facts_then_check_round_trip(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ which way a NumPy ABI failure points; checked on recorded snapshots of a GPU hos
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,7 +183,7 @@ def test_recorded_layered_numpy() -> None:
     assert not any(_removes_pip(s.argv) for s in plan.steps)
 
 
-def test_recorded_base_is_quiet(tmp_path: Path) -> None:
+def test_recorded_base_is_quiet() -> None:
     """The base environment those overlays sit on, with nothing layered, has no EC0103 or EC1120 finding."""
     facts, _ = _recorded("overlay-numpy.json")
     data = facts.to_dict()

@@ -91,26 +91,44 @@ class Gpu(_Leaf):
 
 @dataclass(frozen=True)
 class Driver(_Leaf):
-    """`driver = { version = "<525.60.13", cuda = "<12.4", status = "driver-mismatch" }`: the NVIDIA driver.
+    """`driver = { version = "<525.60.13", cuda = "<12.4", status = "driver-mismatch", loaded = true }`: the NVIDIA
+    driver.
 
     `version` is the driver's own version, `cuda` the newest CUDA runtime it supports, `status` NVML's state.
     Version keys are false when no driver is installed; `status` is unknown when the NVML bindings are missing.
+    `loaded` asks whether the driver answered with its version (NVML, or nvidia-smi in a report): its kernel module
+    is loaded, which it is only on a machine with an NVIDIA GPU, even where the GPUs themselves are not listed.
     """
 
     version: SpecifierSet | None
     cuda: SpecifierSet | None
     status: tuple[str, ...]
+    loaded: bool | None = None
 
     def describe(self) -> str:
         parts = [f"{k} `{v}`" for k, v in (("version", self.version), ("CUDA", self.cuda)) if v is not None]
         if self.status:
             parts.append(f"NVML status {' or '.join(self.status)}")
+        if self.loaded is not None:
+            parts.append("loaded (it answered with its version)" if self.loaded else "not loaded")
         return "NVIDIA driver: " + ", ".join(parts)
 
     def evaluate(self, ctx: Context) -> Outcome:
         nvml = ctx.facts.nvml
         if nvml is None:
             return unknown("NVIDIA driver (NVML facts not in this snapshot)")
+        if self.loaded is not None:
+            if nvml.status in ("no-driver", "driver-not-loaded"):
+                loaded: bool | None = False
+            else:  # nvmlInit answered, or nvidia-smi printed its header: the module found a GPU
+                loaded = True if parse_version(nvml.driver_version or "") is not None else None
+            if loaded and ctx.facts.python.platform == "darwin":
+                # macOS's "driver" (collect_env reads the CUDA kext's version) loads without an NVIDIA GPU.
+                return unknown("whether this Mac has an NVIDIA GPU (its CUDA driver loads without one)")
+            if loaded is None:
+                return unknown(f"whether the NVIDIA driver is loaded (NVML: {nvml.status}: {nvml.reason})")
+            if loaded is not self.loaded:
+                return FALSE
         if self.status and nvml.status not in self.status:
             if nvml.status == "unavailable":
                 # NVML was never asked: the driver might be in any state.
@@ -205,13 +223,17 @@ def _p_gpu(value: object, where: Where) -> Condition:
 
 
 def _p_driver(value: object, where: Where) -> Condition:
-    table = _table(value, where, {"version", "cuda", "status"}, set())
+    table = _table(value, where, {"version", "cuda", "status", "loaded"}, set())
     if not table:
-        raise where.error("needs at least one of version, cuda, status")
+        raise where.error("needs at least one of version, cuda, status, loaded")
+    loaded = table.get("loaded")
+    if loaded is not None and not isinstance(loaded, bool):
+        raise where.at("loaded").error(f"expected true or false, got {loaded!r}")
     return Driver(
         version=_specifier(table["version"], where.at("version")) if "version" in table else None,
         cuda=_specifier(table["cuda"], where.at("cuda")) if "cuda" in table else None,
         status=_statuses(table["status"], where.at("status"), STATUSES) if "status" in table else (),
+        loaded=loaded,
     )
 
 

@@ -104,12 +104,12 @@ def platform_key(facts: Facts) -> str | None:
 
 
 def machine_of(facts: Facts) -> Machine | None:
-    """The Machine a snapshot describes; None when NVML could not tell the GPUs or the platform is not in the
-    matrix."""
+    """The Machine a snapshot describes; None when NVML could not tell the GPUs, the platform is not in the matrix,
+    or the Python version is not stated (a report): a build chosen for no Python would be no answer."""
     platform = platform_key(facts)
     python = ".".join(facts.python.version.split(".")[:2])
     nvml = facts.nvml
-    if platform is None or nvml is None:
+    if platform is None or nvml is None or not python:
         return None
     gpus: list[tuple[str, tb.Capability]] = []
     if nvml.status not in ("no-driver", "driver-not-loaded"):
@@ -349,13 +349,18 @@ def with_coverage(items: list[Item] | None, wanted: str) -> list[Item] | None:
 UNPUBLISHED_FIELDS = ("torch", "python", "platform", "reason", *RECOMMENDATION_FIELDS)
 
 
-def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None) -> list[Item]:
+def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None) -> list[Item] | None:
     """One item when the installed torch is a release the matrix knows but no wheel PyPI or PyTorch's indexes
     publish for this platform and Python: its variant tag was not built for the platform, or the release has no
     wheel for this Python or platform at all. Nothing is judged for releases the matrix does not know (source
     builds, nightlies, releases newer than the table), tags that are no index variant (`+cpu.cxx11.abi`), or a
-    torch that conda installed (conda builds its own)."""
-    torch = facts.torch.version if facts.torch is not None else None
+    torch that conda installed (conda builds its own). None where what decides is not stated (a report): torch's
+    version, the platform, or the Python version when the release has wheels for this platform."""
+    if facts.torch is None:
+        return []
+    if facts.torch.problem is not None or not facts.python.platform or not facts.python.machine:
+        return None
+    torch = facts.torch.version
     platform = platform_key(facts)
     dist = facts.active("torch")
     if torch is None or platform is None or (dist is not None and dist.installer == "conda"):
@@ -371,6 +376,8 @@ def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list
     builds = found.platforms.get(platform)
     if builds is None or (local is None and builds.pypi is None):
         reason = f"PyTorch published no torch {found.version} wheel for {platform}"
+    elif not python:
+        return None
     elif python not in builds.python:
         reason = (f"torch {found.version} has wheels for Python {', '.join(builds.python)} on {platform}, "
                   f"not {python}")

@@ -15,6 +15,7 @@ from envcheck import torch_builds
 from envcheck._packaging import major_minor, parse_version
 from envcheck.derived.common import Item, without_cuda_torch
 from envcheck.errors import RuleError, check_table_head
+from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.snapshot import Facts
 
 NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
@@ -81,7 +82,8 @@ def parse_cuda_driver(data: dict[str, Any], file: str) -> CudaDriverTable:
 
 
 def driver_vs_torch_cuda(facts: Facts, table: CudaDriverTable) -> str | None:
-    """"ok", "minor-compat", "too-old" or "n/a" (no CUDA torch, or no driver); None when it cannot be told."""
+    """"ok", "minor-compat", "too-old" or "n/a" (no CUDA torch, or no driver); None when it cannot be told. Where
+    the platform is not stated (a report), the answer is the one Linux's and Windows' driver tables agree on."""
     if without_cuda_torch(facts):
         return "n/a"  # it needs no NVIDIA driver
     runtime = major_minor(facts.torch.cuda if facts.torch is not None else None)
@@ -90,7 +92,13 @@ def driver_vs_torch_cuda(facts: Facts, table: CudaDriverTable) -> str | None:
         return None
     if nvml.status in ("no-driver", "driver-not-loaded"):
         return "n/a"  # no driver at all is another finding than an old one
-    platform = "windows" if facts.python.platform == "win32" else "linux"
+    if facts.python.platform:
+        return _driver_vs_runtime(nvml, table, runtime, "windows" if facts.python.platform == "win32" else "linux")
+    answers = {_driver_vs_runtime(nvml, table, runtime, platform) for platform in _PLATFORMS}
+    return answers.pop() if len(answers) == 1 else None
+
+
+def _driver_vs_runtime(nvml: NvmlFacts, table: CudaDriverTable, runtime: tuple[int, int], platform: str) -> str | None:
     driver = parse_version(nvml.driver_version)
     supported = major_minor(nvml.cuda_driver_version)
     if supported is not None:
@@ -101,6 +109,10 @@ def driver_vs_torch_cuda(facts: Facts, table: CudaDriverTable) -> str | None:
     else:
         # NVML gave no CUDA version: the driver's own version against the toolkit's minimum driver.
         minimum = table.toolkit_minimum[platform].get(runtime)
+        oldest = min(table.toolkit_minimum[platform], default=None)
+        if minimum is None and driver is not None and oldest is not None and runtime < oldest \
+                and driver >= table.toolkit_minimum[platform][oldest]:
+            return "ok"  # a driver runs every older runtime: one that runs the table's oldest runs this one
         if driver is None or minimum is None:
             return None
         if driver >= minimum:
