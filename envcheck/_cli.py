@@ -140,6 +140,7 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None,
                  rules: Iterable[Rule] = ()) -> tuple[Facts, Target]:
     """The facts a pasted report states (`-`: standard input), with the failures the `rules`' error signatures
     recognise in it, and the target line that names what was read."""
+    from envcheck.gpus import GpuNames
     from envcheck.intake import ReportError, read_report, recognised
     from envcheck.intake.text import MAX_BYTES
     from envcheck.model import Target
@@ -157,13 +158,16 @@ def _from_report(report_file: str, python: str | None, facts_file: str | None,
         data = _files.read_bytes(report_file, error=ReportError, limit=MAX_BYTES)
     name = "<stdin>" if report_file == "-" else report_file
     found = recognised(data, name)
-    snapshot = read_report(data, name, [s for rule in rules for s in rule.signatures])
+    # A RulePack carries its rules/data/gpus.toml (a rule directory may ship a newer one): GPUs are named by it.
+    table = getattr(getattr(rules, "tables", None), "parsed", {}).get("gpus")
+    gpu_names = table if isinstance(table, GpuNames) else None
+    snapshot = read_report(data, name, [s for rule in rules for s in rule.signatures], gpu_names)
     if not found and not snapshot.observed:
         # Verdicts on nothing would be a pass of what was never read: no verdict, and exit 2 like any input
         # envcheck cannot use (the issue-triage workflow comments nothing on it).
         raise ReportError(name, "nothing envcheck reads was recognised in it (collect_env, pip list or freeze, "
-                                "conda list, nvidia-smi, a known error message, ...; docs/reports.md lists them): "
-                                "no verdict")
+                                "conda list, nvidia-smi, versions, a GPU or an OS named in the text, a known error "
+                                "message, ...; docs/reports.md lists them): no verdict")
     read = "; ".join([*(f.where for f in found), *(f"{o.rule_id}'s error message at line {o.line}"
                                                   for o in snapshot.observed)])
     return snapshot, Target(python=snapshot.python.executable, source="snapshot",
@@ -279,16 +283,23 @@ def cli() -> None:
 @click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
 @click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
               "unless NO_COLOR is set).")
+@click.option("--machine", "machines", multiple=True, metavar="NAME|all",
+              help="Judge what the project pins (its lock, else its pinned requirements) for a machine declared "
+                   "in the configuration ([[tool.envcheck.machines]]), without that machine: one report per "
+                   "machine (repeatable; `all`: every one). The local environment is not checked.")
 def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: str | None, select: tuple[str, ...],
           ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
           facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,
           no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
-          color: bool | None) -> None:
+          color: bool | None, machines: tuple[str, ...]) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
     from envcheck.api import checked
     from envcheck.engine import evaluate
     from envcheck.report import render
 
+    if machines:
+        _check_machines(machines, fmt, output, also, fail_on, select, ignore, no_cache, facts_file, report_file,
+                        rule_dirs, config_file, no_config, require, forbid, verbose, color)
     if report_file is not None:
         # A pasted report describes another machine: the working directory's project is not what it ran.
         rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None,
@@ -305,6 +316,26 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
         _write(render(report, extra_fmt, verbose=verbose), extra_file)
     level = fail_on or rules.config.fail_on or "error"
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(level) else EXIT_CLEAN)
+
+
+def _check_machines(names: tuple[str, ...], fmt: str, output: str | None, also: list[tuple[str, str]],
+                    fail_on: str | None, select: tuple[str, ...], ignore: tuple[str, ...], no_cache: bool,
+                    facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...],
+                    config_file: str | None, no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...],
+                    verbose: bool, color: bool | None) -> None:
+    """`check --machine`: each declared machine judged on the project's pins (envcheck/machines/); exits."""
+    from envcheck.machines.report import render as render_machines
+    from envcheck.machines.run import checked as machines_checked
+
+    outcome = machines_checked(names, project_options=_project_choice(), config_file=config_file,
+                               no_config=no_config, rule_dirs=rule_dirs, select=select, ignore=ignore,
+                               require=require, forbid=forbid, fail_on=fail_on, facts_file=facts_file,
+                               report_file=report_file, no_cache=no_cache)
+    _write(render_machines(outcome.result, fmt, color=_use_color(color, output), verbose=verbose,
+                           fail_on=outcome.level), output)
+    for extra_fmt, extra_file in also:
+        _write(render_machines(outcome.result, extra_fmt, verbose=verbose, fail_on=outcome.level), extra_file)
+    raise click.exceptions.Exit(EXIT_FINDINGS if outcome.failed else EXIT_CLEAN)
 
 
 def _error_output(source: str) -> tuple[str, str]:

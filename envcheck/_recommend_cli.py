@@ -26,8 +26,15 @@ from envcheck.torch_builds import PLATFORMS
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="An extra rule directory, whose data/ tables replace the shipped ones.")
+@click.option("--machine", "machines", multiple=True, metavar="NAME|all",
+              help="A machine declared in the configuration ([[tool.envcheck.machines]]): the pins that suit it, "
+                   "keeping the project's pinned torch release where a build of it fits (repeatable; `all`: every "
+                   "one, and one set of pins for all of them where one can).")
+@click.option("--config", "config_file", metavar="FILE", help="The configuration that declares the machines "
+              "(default: the nearest envcheck.toml or pyproject.toml with [tool.envcheck]).")
 def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | None, python_version: str | None,
-              platform: str | None, facts_file: str | None, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
+              platform: str | None, facts_file: str | None, fmt: str, rule_dirs: tuple[Path, ...],
+              machines: tuple[str, ...], config_file: str | None) -> None:
     """Print the torch build (and companions) to install: for the checked environment on this machine, a saved
     snapshot (--facts), or a machine described by --gpu/--capability, --driver, --python and --platform. The
     command is written for the environment's installer (pip or uv); a machine described in full, with no
@@ -38,6 +45,9 @@ def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | N
     from envcheck.api import gather
     from envcheck.target import discover
 
+    if machines:
+        _for_machines(machines, fmt, rule_dirs, config_file, bool(gpu or capability or driver or python_version
+                                                                  or platform or facts_file))
     described = recommend_mod.describe_from(gpu, capability, driver, python_version, platform)
     pack = rules_mod.load(rule_dirs)
     wholly_described = bool((gpu or capability) and python_version and platform and facts_file is None)
@@ -47,3 +57,30 @@ def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | N
     plan = recommend_mod.plan(facts, described, pack.tables)
     click.echo(recommend_mod.render_text(plan) if fmt == "text" else recommend_mod.render_json(plan), nl=False)
     raise click.exceptions.Exit(0 if plan.recommendation.choice is not None else 1)
+
+
+def _for_machines(names: tuple[str, ...], fmt: str, rule_dirs: tuple[Path, ...], config_file: str | None,
+                  described: bool) -> None:
+    """`recommend --machine`: the pins for declared machines (envcheck/machines/recommend.py); exits 0 when every
+    machine has a build, else 1."""
+    from envcheck import config as config_mod
+    from envcheck import rules as rules_mod
+    from envcheck.derived.tables import TORCH_BUILDS
+    from envcheck.errors import EnvcheckError
+    from envcheck.machines import recommend as machines_recommend
+    from envcheck.machines.declared import chosen
+    from envcheck.machines.pins import pins_for
+    from envcheck.project.discover import discover as discover_project
+
+    if described:
+        raise EnvcheckError("--machine takes the machine from the configuration: it excludes --gpu, --capability, "
+                            "--driver, --python, --platform and --facts")
+    config = config_mod.resolve(config_file)
+    machines = chosen(config.machines, names, config.file, lambda message: config.error("machines", message))
+    project = discover_project(Path.cwd())
+    matrix = rules_mod.load(rule_dirs).tables[TORCH_BUILDS]
+    pins = {m.name: None if project is None else pins_for(project, m) for m in machines}
+    recs, together, groups = machines_recommend.plan(matrix, machines, pins)
+    render = machines_recommend.render_text if fmt == "text" else machines_recommend.render_json
+    click.echo(render(machines, recs, together, groups), nl=False)
+    raise click.exceptions.Exit(0 if all(r.choice is not None for r in recs) else 1)

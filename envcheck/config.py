@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -21,6 +21,9 @@ from envcheck import _files
 from envcheck._packaging import too_complex
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
+
+if TYPE_CHECKING:
+    from envcheck.machines.declared import DeclaredMachine
 
 ENVCHECK_TOML = "envcheck.toml"
 PYPROJECT = "pyproject.toml"
@@ -45,6 +48,7 @@ class Config:
     ignore: tuple[tuple[str, str], ...] = ()  # (rule id, prefix or name; the reason it is ignored)
     select: tuple[str, ...] = ()  # only these rules of the pack (and rule-dirs) run
     fail_on: str | None = None  # None: the command line's, else "error"
+    machines: tuple[DeclaredMachine, ...] = ()  # the machines the project runs on (`check --machine`)
 
     def key(self, name: str) -> str:
         """How `name` is spelled in the file: `tool.envcheck.require` in a pyproject.toml."""
@@ -178,6 +182,12 @@ def _fail_on(value: object, cfg: Config, key: str) -> str:
     return str(value)
 
 
+def _machines(value: object, cfg: Config, key: str) -> tuple[DeclaredMachine, ...]:
+    from envcheck.machines.declared import parse  # only a configuration that declares machines reads the GPU table
+
+    return parse(value, cfg.error, key, cfg.file or "<configuration>")
+
+
 # TOML key -> (Config field, parser). The README's configuration table documents each one.
 KEYS: dict[str, tuple[str, Parser]] = {
     "require": ("require", _requirements),
@@ -191,6 +201,7 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "ignore": ("ignore", _ignore),
     "select": ("select", _strings),
     "fail-on": ("fail_on", _fail_on),
+    "machines": ("machines", _machines),
 }
 
 

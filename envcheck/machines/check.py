@@ -1,0 +1,135 @@
+"""`envcheck check --machine NAME`: the rule pack on the snapshot each declared machine would have, one report each.
+
+Each machine's Facts come from the project's pins (facts.py) and are evaluated by the engine like any snapshot;
+the project's generated rules (EC98xx: requirements unmet, lock drift) are left out, since the snapshot is made of
+the pins themselves. Every finding is then said for the machine: its summary names the machine and the pin it is
+about, and its commands (written for a local interpreter) become the change to the pins (fixes.py). Pure but for
+reading the project's lock: no probe runs, nothing is installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envcheck.derived import builds
+from envcheck.derived.tables import TORCH_BUILDS
+from envcheck.engine import evaluate
+from envcheck.errors import EnvcheckError
+from envcheck.machines.declared import DeclaredMachine
+from envcheck.machines.facts import facts_for
+from envcheck.machines.fixes import Change, pin_change, read_command
+from envcheck.machines.pins import Pin, Pins, pins_for
+from envcheck.machines.recommend import per_machine
+from envcheck.model import Finding, Report
+from envcheck.project import rules as project_rules
+from envcheck.project.discover import Project
+from envcheck.rules import RulePack
+
+# Areas whose findings are about torch's build when nothing narrower names their pin.
+_TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})
+_ITEM_NAMES = ("name", "dependency", "package", "distribution", "companion")
+
+
+@dataclass(frozen=True)
+class MachineReport:
+    """One machine's verdicts, and the pin each finding is about."""
+
+    machine: DeclaredMachine
+    report: Report
+    pins: Pins
+    about: tuple[Pin | None, ...]  # per finding of `report`, in order: the pin it is about, or None
+
+
+@dataclass(frozen=True)
+class MachinesReport:
+    """Every checked machine's report, in declaration order."""
+
+    machines: tuple[MachineReport, ...]
+
+    def failing(self, level: str) -> list[MachineReport]:
+        """The machines with a finding at or above `level` (a --fail-on level)."""
+        return [m for m in self.machines if m.report.at_or_above(level)]
+
+
+def _pin_of(finding: Finding, pins: Pins) -> Pin | None:
+    """The pin a finding is about: the one its item cites by line, or names; else the pin its summary names first;
+    else torch's, for the areas about torch's build."""
+    item = finding.item or {}
+    for key in ("source", "requirer"):
+        cited = next((p for p in pins.pins if item.get(key) == p.where), None)
+        if cited is not None:
+            return cited
+    for key in _ITEM_NAMES:
+        named = pins.get(item[key]) if item.get(key) else None
+        if named is not None:
+            return named
+    first: tuple[int, Pin] | None = None
+    for pin in pins.pins:
+        spelled = re.escape(pin.name).replace(r"\-", "[-_.]")
+        match = re.search(rf"(?<![\w.-]){spelled}(?![\w-])", finding.summary, re.IGNORECASE)
+        if match is not None and (first is None or match.start() < first[0]):
+            first = (match.start(), pin)
+    if first is not None:
+        return first[1]
+    return pins.get("torch") if finding.area in _TORCH_AREAS else None
+
+
+def _requirements(texts: tuple[str, ...]) -> tuple[Requirement, ...]:
+    out = []
+    for text in texts:
+        try:
+            out.append(Requirement(text))
+        except InvalidRequirement:
+            continue
+    return tuple(out)
+
+
+def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pins, scoped: bool,
+          shared: tuple[str, ...], recommended: Change | None) -> Finding:
+    """`finding` for the machine: named in the summary, its commands turned into pin changes."""
+    if not finding.status.is_finding:
+        return dataclasses.replace(finding, commands=())
+    summary = f"{machine.name}: {finding.summary}"
+    if pin is not None and pin.where not in finding.summary:
+        summary += f" [{pin.written}, {pin.where}]"
+    changes = [c for c in map(read_command, finding.commands) if c is not None]
+    if not changes and recommended is not None and pin is not None and pin.name in ("torch",
+                                                                                    *builds.MOVES_WITH_TORCH):
+        changes = [recommended]
+    said = [s for s in (pin_change(c, pins, machine.platform, scoped) for c in changes) if s]
+    if said and shared:
+        said.append(f"The same pins install on {', '.join(shared)} ({machine.platform} too): `envcheck recommend "
+                    "--machine all` says which pins suit every machine, or that none do.")
+    fix = " ".join([finding.fix, *said]).strip()
+    return dataclasses.replace(finding, summary=summary, fix=fix, commands=())
+
+
+def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | None, pack: RulePack,
+                   ) -> MachinesReport:
+    """Every machine's report on what `project` pins; `pack` is the check's chosen rules with their tables."""
+    if project is None:
+        raise EnvcheckError("--machine: no project here to read pins from (a lock, requirements.txt or "
+                            "pyproject.toml at or above the working directory; --requirements FILE names one)")
+    matrix = pack.tables[TORCH_BUILDS]
+    rules = pack.only([r for r in pack.rules if not r.id.startswith(project_rules.RESERVED)])
+    out = []
+    for machine in machines:
+        pins = pins_for(project, machine)
+        facts = facts_for(machine, pins, matrix)
+        report = evaluate(rules, facts)
+        rec = per_machine(matrix, machine, pins)
+        recommended = None if not rec.requirements else Change(
+            _requirements(rec.requirements), (), rec.index_url or None)
+        about = tuple(_pin_of(f, pins) if f.status.is_finding else None for f in report.findings)
+        shared = tuple(m.name for m in machines if m.platform == machine.platform and m is not machine)
+        scoped = not shared and any(m.platform != machine.platform for m in machines)
+        findings = tuple(_said(f, machine, pin, pins, scoped, shared, recommended)
+                         for f, pin in zip(report.findings, about, strict=True))
+        report = dataclasses.replace(report, findings=findings, python=f"machine {machine.name}", installer="",
+                                     target=None, project=f"{project.root}: {pins.source}")
+        out.append(MachineReport(machine, report, pins, about))
+    return MachinesReport(tuple(out))

@@ -1,0 +1,191 @@
+"""The Facts snapshot a declared machine would have once the project's pins are installed on it, built without it.
+
+Like a snapshot read from a pasted report (envcheck/intake/build.py), it states only what the declaration and the
+pins say and marks the rest unknown: the interpreter is the declared Python on the declared platform; the
+distributions are the pins of one version (`distributions_complete` is false: what a pin pulls in is not in the
+files, and a range is no version); torch is the exact release and build the pin names, by its local version
+(`2.5.1+cu124`), else by the PyTorch index it comes from, else PyPI's build for the platform (rules/data/
+torch-builds.toml); the GPUs and driver are those declared, with no driver CUDA version (the derivation reads it
+from rules/data/cuda-driver.toml). A pinned torch that has no wheel for the machine's platform and Python is not
+installed there (its requirement is what the wheel rules EC1601-EC1603 judge), nor are the companions built for
+it. `provenance` names the pin's file and line and the declaration's key for every fact taken from them.
+"""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck import __version__
+from envcheck import torch_builds as tb
+from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.project import Declared, ProjectFacts
+from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
+from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
+from envcheck.machines.declared import DeclaredMachine
+from envcheck.machines.pins import PLATFORM_MARKERS, Pin, Pins, index_variant, marker_environment
+
+__all__ = ["UNKNOWN", "facts_for", "torch_variant"]
+
+# What a declaration and the pins never state: the environment's variables, its leftovers, probe results, and the
+# kind of environment the project will be installed into.
+UNKNOWN = ("env", "partial_installs", "probes", "python.virtualenv", "python.conda", "python.externally_managed")
+# Companions published in the same variants as torch (torchvision-0.20.1+cu124): they go where torch's build goes.
+_TAGGED = frozenset({"torchvision", "torchaudio"})
+
+
+def _python(machine: DeclaredMachine) -> PythonFacts:
+    sys_platform, arch, system, _ = PLATFORM_MARKERS[machine.platform]
+    return PythonFacts(
+        version=machine.python.rstrip("t"), implementation="cpython", executable="python", prefix="",
+        base_prefix="", virtualenv=False, conda=False, externally_managed=False, platform=sys_platform,
+        machine=arch, system=system, release="", libc=None, user_site=None, cwd="", path=(),
+        marker_environment=marker_environment(machine))
+
+
+def torch_variant(matrix: tb.BuildMatrix, pin: Pin, platform: str) -> str | None:
+    """The build the pin installs on `platform`: its local tag, else the PyTorch index it comes from, else PyPI's
+    build there; None when none of those says (a release the matrix does not know, from PyPI)."""
+    if pin.version is None:
+        return None
+    try:
+        local = Version(pin.version).local
+    except InvalidVersion:
+        return None
+    if local:
+        return local
+    named = index_variant(pin.index)
+    if named is not None:
+        return named
+    found = tb.release(matrix, pin.version)
+    builds = None if found is None else found.platforms.get(platform)
+    return None if builds is None else builds.pypi
+
+
+def _published(matrix: tb.BuildMatrix, version: str, variant: str | None, machine: DeclaredMachine) -> bool | None:
+    """Whether PyTorch published torch `version` as `variant` for the machine's platform and Python; None when the
+    matrix does not know the release (a newer one, a nightly): nothing can be said."""
+    found = tb.release(matrix, version)
+    if found is None:
+        return None
+    builds = found.platforms.get(machine.platform)
+    if builds is None or machine.python not in builds.python:
+        return False
+    return variant is None or any(v.name == variant for v in builds.variants)
+
+
+def _torch(pins: Pins, machine: DeclaredMachine, matrix: tb.BuildMatrix,
+           prov: dict[str, str]) -> tuple[TorchBuild | None, str | None, bool]:
+    """(torch's build, its installed version string, whether it can be installed on the machine)."""
+    pin = pins.get("torch")
+    if pin is None:
+        if pins.lock is not None:
+            return None, None, True  # the lock installs no torch here
+        return (TorchBuild(location="", version=None, cuda=None, hip=None, git_version=None, debug=None, fields={},
+                           problem="the project pins no torch: whether a dependency installs one, and which, is not "
+                                   "in its files"), None, True)
+    prov["torch.version"] = pin.where
+    if pin.version is None:
+        return (TorchBuild(location="", version=None, cuda=None, hip=None, git_version=None, debug=None, fields={},
+                           problem=f"{pin.written} ({pin.where}) pins no one torch version: which build a resolver "
+                                   "installs is not in the files"), None, True)
+    variant = torch_variant(matrix, pin, machine.platform)
+    if _published(matrix, pin.version, variant, machine) is False:
+        return None, None, False
+    dist = _distribution_version(pin)
+    build = dist
+    if variant is not None and _valid(dist) and not Version(dist).local and not machine.platform.startswith("macos"):
+        build = f"{dist}+{variant}"  # PyPI's wheel: its torch/version.py names the build its files do not
+    cuda = hip = None
+    problem = None
+    if variant is None:
+        problem = f"the pins do not say which build of torch {pin.version} ({pin.where}) is installed"
+    elif variant.startswith("cu"):
+        cuda = f"{variant[2:-1]}.{variant[-1]}"
+    elif variant.startswith("rocm"):
+        hip = variant[4:]
+    if variant is not None:
+        prov["torch.cuda"] = f"{pin.where}, build {variant}" + (f" from {pin.index}" if pin.index else "")
+    return (TorchBuild(location="", version=build, cuda=cuda, hip=hip, git_version=None, debug=None, fields={},
+                       problem=problem), dist, True)
+
+
+def _distribution_version(pin: Pin) -> str:
+    """The version the pin installs as its distribution says it: `2.5.1` from the cu124 index is `2.5.1+cu124`."""
+    version = pin.version or ""
+    variant = index_variant(pin.index)
+    if variant is None or not _valid(version) or Version(version).local:
+        return version
+    return f"{version}+{variant}"
+
+
+def _valid(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _distributions(pins: Pins, torch_version: str | None, torch_ok: bool) -> tuple[Distribution, ...]:
+    out = []
+    for pin in pins.pins:
+        if pin.version is None or (pin.name == "torch" and torch_version is None):
+            continue
+        if pin.name in _TAGGED and not torch_ok:
+            continue  # made for a torch that cannot be installed there: the install fails as a whole
+        version = torch_version if pin.name == "torch" and torch_version else _distribution_version(pin)
+        out.append(Distribution(name=pin.name, canonical_name=pin.name, version=version, location="",
+                                metadata_dir="", requires=(), requires_python=None, installer=None, editable=False,
+                                problems=(), requires_known=False))
+    return tuple(out)
+
+
+def _gpus(machine: DeclaredMachine, prov: dict[str, str]) -> tuple[NvmlFacts, RocmFacts | None]:
+    where = f"{machine.file}: {machine.key}"
+    linux = machine.platform.startswith("linux")
+    if machine.rocm is not None:
+        prov["rocm.devices"] = f"{where}.gpu"
+        devices = tuple(AmdGpu(index=i, node=None, gfx_target=t, gfx_target_version=gfx_version(t) or 0,
+                               device_id=None, simd_count=None, pci_bus_id=None)
+                        for i, t in enumerate(machine.amd_gpus))
+        return (NvmlFacts(status="no-driver", reason="declared with ROCm, without an NVIDIA driver",
+                          driver_version=None, cuda_driver_version=None, devices=()),
+                RocmFacts(status="ok", reason=None, devices=devices, kfd_access=None,
+                          rocm_version=machine.rocm))
+    rocm = (RocmFacts(status="no-kfd", reason="declared without an AMD GPU", devices=(), kfd_access=None) if linux
+            else RocmFacts(status="unavailable", reason=f"{machine.platform}: ROCm runs on Linux only", devices=(),
+                           kfd_access=None))
+    if not machine.gpus:
+        return (NvmlFacts(status="no-driver", reason="declared without an NVIDIA GPU", driver_version=None,
+                          cuda_driver_version=None, devices=()), rocm)
+    prov["nvml.devices"] = f"{where}.gpu"
+    if machine.driver:
+        prov["nvml.driver_version"] = f"{where}.driver"
+    nvidia = tuple(GpuDevice(index=i, name=name, uuid=None, pci_bus_id=None, compute_capability=f"{cap[0]}.{cap[1]}",
+                              memory_total_mib=None, mig_mode=None) for i, (name, cap) in enumerate(machine.gpus))
+    return (NvmlFacts(status="ok", reason=None, driver_version=machine.driver, cuda_driver_version=None,
+                      devices=nvidia), rocm)
+
+
+def facts_for(machine: DeclaredMachine, pins: Pins, matrix: tb.BuildMatrix) -> Facts:
+    """The snapshot `machine` would have with the project's `pins` installed (see the module docstring)."""
+    prov = {"python.version": f"{machine.file}: {machine.key}.python",
+            "python.platform": f"{machine.file}: {machine.key}.platform"}
+    torch, torch_version, torch_ok = _torch(pins, machine, matrix, prov)
+    nvml, rocm = _gpus(machine, prov)
+    if pins.pins:
+        prov["distributions"] = pins.source
+    # The pins are what the project requires there: the wheel rules (EC1601-EC1604) judge them, each by its line.
+    requirements = tuple(Declared(pin.requirement if pin.version is None
+                                  else f"{pin.name}=={_distribution_version(pin)}", pin.where, "requirements")
+                         for pin in pins.pins)
+    index = [*pins.index_options]
+    for pin in pins.pins:
+        if pins.lock is not None and pin.index and index_variant(pin.index) and pin.index not in index:
+            index += ["--index-url", pin.index]
+    project = ProjectFacts(root=str(pins.root), name=pins.name, files=pins.files, requirements=requirements,
+                           index_options=tuple(index), locks=())
+    return Facts(python=_python(machine), distributions=_distributions(pins, torch_version, torch_ok), torch=torch,
+                 modules={}, sources={}, env={}, problems=(), nvml=nvml, rocm=rocm, probes={},
+                 envcheck_version=__version__, host=machine.name, origin=f"machine:{machine.name}",
+                 project=project, distributions_complete=False, unknown=UNKNOWN, provenance=prov)

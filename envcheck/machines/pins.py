@@ -1,0 +1,286 @@
+"""What the project would install on a declared machine: its lock's entries for that machine where it has a lock,
+else its pinned requirements, each with the file and line it is written on.
+
+A lock (uv.lock, pylock.toml, poetry.lock, pdm.lock) is what `uv sync` and its peers install: every entry whose
+markers hold on the machine; uv.lock's entries are those reached from the project's own entry through dependency
+edges whose markers hold there (a universal lock lists every platform's packages). Without a lock, the project's
+requirements (requirements files with their index options, `[project]` dependencies, the named extras and groups)
+are what `pip install` gets: a requirement pinned to one version (`==`, `===`) is a pin; a range is a pin whose
+version is unknown, since which release a resolver picks tomorrow is not in the files. A marker that names a
+variable a declaration does not state (`python_full_version`) leaves the version unknown too: nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import Requirement
+
+from envcheck import _toml
+from envcheck._packaging import marker_holds, parse_requirement
+from envcheck.facts._collector import canonical_name
+from envcheck.machines.declared import DeclaredMachine
+from envcheck.project import locks as locks_mod
+from envcheck.project.discover import Project
+from envcheck.project.errors import ProjectError
+
+# platform key -> (sys_platform, platform_machine, platform_system, os_name)
+PLATFORM_MARKERS = {
+    "linux-x86_64": ("linux", "x86_64", "Linux", "posix"),
+    "linux-aarch64": ("linux", "aarch64", "Linux", "posix"),
+    "windows-x86_64": ("win32", "AMD64", "Windows", "nt"),
+    "macos-arm64": ("darwin", "arm64", "Darwin", "posix"),
+    "macos-x86_64": ("darwin", "x86_64", "Darwin", "posix"),
+}
+# The last path part of a wheel index of PyTorch's layout (https://download.pytorch.org/whl/cu124, or a mirror).
+_INDEX_VARIANT = re.compile(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
+_BLOCK = re.compile(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)
+_NAME = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
+_VERSION = re.compile(r'^version\s*=\s*"([^"]+)"', re.MULTILINE)
+# Where a lock says an entry comes from: uv.lock's `source = { registry = ... }`, pylock.toml's `index`, poetry's `url`.
+_REGISTRY = re.compile(r'^(?:source\s*=\s*\{[^}\n]*\bregistry\s*=\s*"([^"]+)"'
+                       r'|index\s*=\s*"([^"]+)"|url\s*=\s*"([^"]+)")', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One package the project would install on the machine, and where the project says so."""
+
+    name: str  # canonical
+    written: str  # as the file writes it: "torch==2.5.1+cu124", "torch>=2.3", or a lock's "torch 2.5.1+cu124"
+    version: str | None  # the one version it installs, as written ("2.5.1", "2.5.1+cu124"); None: not one version
+    file: str  # relative to the project root
+    line: int | None
+    index: str | None = None  # the index it comes from where the files say (a lock's registry, --index-url)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    @property
+    def requirement(self) -> str:
+        """A PEP 508 requirement for what it installs: `torch==2.5.1+cu124`, or the range as written."""
+        return f"{self.name}=={self.version}" if self.version is not None else self.written
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Everything the project would install on one machine."""
+
+    root: Path
+    name: str | None  # the project's [project] name
+    files: tuple[str, ...]  # the files read, relative to root
+    pins: tuple[Pin, ...]  # in the files' order
+    lock: locks_mod.LockFile | None  # the lock they come from; None: the requirements
+    lock_shown: str  # the lock's file name as shown ("uv.lock"); "" without a lock
+    index_options: tuple[str, ...]  # the requirements files' index options (argv form)
+    index_where: dict[str, str]  # an index URL -> where it is written ("requirements.txt:1")
+    declared: dict[str, Pin]  # with a lock: what the project's own files require of each name (pyproject.toml)
+
+    def get(self, name: str) -> Pin | None:
+        key = canonical_name(name)
+        return next((p for p in self.pins if p.name == key), None)
+
+    @property
+    def source(self) -> str:
+        """What the pins were read from, in words: "uv.lock", "requirements.txt, pyproject.toml"."""
+        if self.lock is not None:
+            return self.lock_shown
+        return ", ".join(dict.fromkeys(p.file for p in self.pins)) or "no pinned requirement"
+
+
+def marker_environment(machine: DeclaredMachine) -> dict[str, str]:
+    """The PEP 508 marker variables a declaration states. PyTorch publishes wheels for CPython only, so the
+    implementation is CPython; python_full_version and platform_release are not stated, and stay unknown."""
+    sys_platform, arch, system, os_name = PLATFORM_MARKERS[machine.platform]
+    python = machine.python.rstrip("t")
+    return {"python_version": python, "sys_platform": sys_platform, "platform_machine": arch,
+            "platform_system": system, "os_name": os_name, "implementation_name": "cpython",
+            "platform_python_implementation": "CPython"}
+
+
+def index_variant(url: str | None) -> str | None:
+    """The PyTorch variant an index URL serves ("cu124"); None for PyPI and other indexes."""
+    match = _INDEX_VARIANT.search(url or "")
+    return None if match is None else match.group(1)
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    at = text.find(needle)
+    return None if at < 0 else text.count("\n", 0, at) + 1
+
+
+def _exact(req: Requirement) -> str | None:
+    specs = list(req.specifier)
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and not specs[0].version.endswith("*"):
+        return specs[0].version
+    return None
+
+
+def _read(root: Path, shown: str) -> str:
+    try:
+        return (root / shown).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _where(source: str) -> tuple[str, int | None]:
+    """("requirements.txt", 3) from a Declared source "requirements.txt:3" or "pyproject.toml: project.x[0]"."""
+    match = re.fullmatch(r"(.+?):(\d+)", source)
+    if match:
+        return match.group(1), int(match.group(2))
+    return source.split(":", 1)[0], None
+
+
+def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
+    exact: dict[str, Pin] = {}
+    ranges: dict[str, Pin] = {}
+    constraints: dict[str, Pin] = {}
+    order: list[str] = []
+    index = next((project.index_options[i + 1] for i, o in enumerate(project.index_options[:-1])
+                  if o in ("--index-url", "--extra-index-url") and index_variant(project.index_options[i + 1])),
+                 None)
+    for declared in project.requirements:
+        if declared.kind == "policy":
+            continue
+        req = parse_requirement(declared.requirement)
+        if req is None or req.url is not None:
+            continue
+        file, line = _where(declared.source)
+        name = canonical_name(req.name)
+        holds = True if req.marker is None else marker_holds(req.marker, env)
+        if holds is False:
+            continue
+        version = _exact(req) if holds else None
+        pin = Pin(name, declared.requirement, version, file, line, index if name in _FROM_TORCH_INDEX else None)
+        if declared.kind == "constraint":
+            constraints.setdefault(name, pin)
+            continue
+        if name not in order:
+            order.append(name)
+        if version is not None:
+            exact.setdefault(name, pin)
+        else:
+            ranges.setdefault(name, pin)
+    out = []
+    for name in order:
+        constraint = constraints.get(name)
+        # A range with a `-c` file's exact pin installs the constraint's version.
+        out.append(exact.get(name) or (constraint if constraint is not None and constraint.version else ranges[name]))
+    return out
+
+
+# The packages PyTorch's indexes serve in variants: a requirements file's PyTorch index is where these come from.
+_FROM_TORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "triton", "pytorch-triton-rocm"})
+
+
+def _blocks(text: str) -> list[tuple[str, str, int, str | None]]:
+    """(name, version, line of its name, registry) of every [[package]] table of a lock, in order."""
+    out = []
+    starts = [m.start() for m in _BLOCK.finditer(text)]
+    for i, start in enumerate(starts):
+        block = text[start:starts[i + 1] if i + 1 < len(starts) else len(text)]
+        name, version = _NAME.search(block), _VERSION.search(block)
+        if name is None:
+            continue
+        registry = _REGISTRY.search(block)
+        url = None if registry is None else next((g for g in registry.groups() if g), None)
+        line = text.count("\n", 0, start + name.start()) + 1
+        out.append((canonical_name(name.group(1)), version.group(1) if version else "", line, url))
+    return out
+
+
+def _uv_reached(text: str, env: dict[str, str]) -> set[str] | None:
+    """The uv.lock packages `uv sync --no-dev` installs on the machine: those reached from the project's own entry
+    (its editable or virtual source) through `dependencies` whose markers hold; None when the lock has no such
+    entry or cannot be walked."""
+    try:
+        data: dict[str, Any] = _toml.loads(text)
+    except _toml.TOMLDecodeError:
+        return None
+    packages = [p for p in data.get("package", []) if isinstance(p, dict) and isinstance(p.get("name"), str)]
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for package in packages:
+        by_name.setdefault(canonical_name(package["name"]), []).append(package)
+    roots = [p for p in packages if isinstance(p.get("source"), dict)
+             and any(k in p["source"] for k in ("editable", "virtual"))]
+    if not roots:
+        return None
+    seen: set[str] = set()
+    todo: list[tuple[str, tuple[str, ...]]] = [(canonical_name(p["name"]), ()) for p in roots]
+    while todo:
+        name, extras = todo.pop()
+        key = f"{name}[{','.join(extras)}]"
+        if key in seen:
+            continue
+        seen.add(key)
+        for package in by_name.get(name, []):
+            edges = list(package.get("dependencies", []))
+            optional = package.get("optional-dependencies", {})
+            for extra in extras:
+                edges += optional.get(extra, []) if isinstance(optional, dict) else []
+            for edge in edges:
+                if not isinstance(edge, dict) or not isinstance(edge.get("name"), str):
+                    continue
+                marker = edge.get("marker")
+                if isinstance(marker, str):
+                    parsed = parse_requirement(f"x; {marker}")
+                    if parsed is not None and parsed.marker is not None \
+                            and marker_holds(parsed.marker, {**env, "extra": ""}) is False:
+                        continue
+                todo.append((canonical_name(edge["name"]), tuple(sorted(edge.get("extra", [])))))
+    return {key.split("[", 1)[0] for key in seen}
+
+
+def _from_lock(project: Project, lock: locks_mod.LockFile, shown: str, env: dict[str, str]) -> list[Pin]:
+    text = lock.file.read_text(encoding="utf-8")
+    reached = _uv_reached(text, env) if lock.tool == "uv" else None
+    blocks = _blocks(text)
+    used: set[int] = set()
+    found: dict[str, list[Pin]] = {}
+    for entry in lock.entries:
+        if not locks_mod.applies(entry, env) or (reached is not None and entry.name not in reached):
+            continue
+        at = next((i for i, b in enumerate(blocks) if i not in used and b[0] == entry.name and b[1] == entry.version),
+                  None)
+        line, url = (None, None) if at is None else (blocks[at][2], blocks[at][3])
+        if at is not None:
+            used.add(at)
+        found.setdefault(entry.name, []).append(Pin(entry.name, f"{entry.name} {entry.version}", entry.version,
+                                                    shown, line, url))
+    out = []
+    for name, pins in found.items():
+        versions = {p.version for p in pins}
+        # Several entries apply (forks on an extra, or on what the declaration does not state): not one version.
+        out.append(pins[0] if len(versions) == 1 else Pin(name, " or ".join(p.written for p in pins), None,
+                                                          pins[0].file, pins[0].line))
+    return out
+
+
+def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
+    """What `project` would install on `machine`, from its first lock (uv.lock, pylock.toml, poetry.lock, pdm.lock)
+    where it has one, else from its requirements."""
+    env = marker_environment(machine)
+    index_where: dict[str, str] = {}
+    for i, option in enumerate(project.index_options[:-1]):
+        if option in ("--index-url", "--extra-index-url"):
+            url = project.index_options[i + 1]
+            for shown in project.files:
+                line = _line_of(_read(project.root, shown), url) if not shown.endswith(".lock") else None
+                if line is not None:
+                    index_where.setdefault(url, f"{shown}:{line}")
+                    break
+    lock = project.locks[0] if project.locks else None
+    if lock is not None:
+        shown = next((f for f in project.files if f.rsplit("/", 1)[-1] == lock.file.name), lock.file.name)
+        try:
+            pins = _from_lock(project, lock, shown, env)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProjectError(shown, f"cannot be read for the machines ({exc})") from None
+        declared = {pin.name: pin for pin in _from_requirements(project, env)}
+        return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared)
+    return Pins(project.root, project.name, project.files, tuple(_from_requirements(project, env)), None, "",
+                project.index_options, index_where, {})
