@@ -1,17 +1,20 @@
 """NVIDIA GPU names -> compute capability (rules/data/gpus.toml), for describing a machine by its GPU's name.
 
-A checked machine's GPUs come from NVML with their capability; this table serves only `envcheck recommend --gpu
-"RTX 5090"`. Names match without case, without the words NVIDIA / GeForce / Tesla / Quadro, "-" read as a space,
-by whole words from the start, longest listed name first (see the file's header).
+A checked machine's GPUs come from NVML with their capability; this table serves `envcheck recommend --gpu
+"RTX 5090"` and the GPUs a pasted report names without their capability (envcheck/intake/). Names match without
+case, without the words NVIDIA / GeForce / Tesla / Quadro, "-" read as a space, by whole words from the start,
+longest listed name first (see the file's header).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from envcheck import _files, _resources
 from envcheck.errors import RuleError, check_table_head
 
 Capability = tuple[int, int]
@@ -19,6 +22,10 @@ _NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro"})
 # "sm_120", "sm120", "12.0", "compute capability 12.0": a capability given directly.
 _SM = re.compile(r"sm_?(\d+)(\d)")
 _DOTTED = re.compile(r"(\d+)\.(\d)")
+# Far longer than any GPU's name (they stay under 64 characters, and a pasted name may carry text after it): not a
+# name the table answers for.
+MAX_NAME = 1024
+_CUT = ("...", "\u2026")  # nvidia-smi cuts a long name: "GeForce GTX 108..."
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class GpuNames:
     """rules/data/gpus.toml, parsed: normalised name words -> (name as listed, capability)."""
 
     names: Mapping[tuple[str, ...], tuple[str, Capability]]
+    longest: int = 8  # words in the longest listed name: no longer prefix of a name can be listed
 
 
 def _words(name: str) -> tuple[str, ...]:
@@ -51,7 +59,7 @@ def parse(data: dict[str, Any], file: str) -> GpuNames:
             if words in names:
                 raise RuleError(file, f"{name!r} is listed twice", key=f"capability.{key}")
             names[words] = (name, (int(match.group(1)), int(match.group(2))))
-    return GpuNames(names)
+    return GpuNames(names, max(map(len, names)))
 
 
 def capability_of(text: str) -> Capability | None:
@@ -64,8 +72,44 @@ def capability_of(text: str) -> Capability | None:
 def lookup(table: GpuNames, name: str) -> tuple[str, Capability] | None:
     """(the listed name, its capability) for a GPU name as NVML or a person writes it; None when not listed."""
     words = _words(name)
-    for length in range(len(words), 0, -1):
+    for length in range(min(len(words), table.longest), 0, -1):
         found = table.names.get(words[:length])
         if found is not None:
             return found
     return None
+
+
+def capability_of_name(table: GpuNames, name: str) -> Capability | None:
+    """The capability of the GPU a tool's output names (collect_env, nvidia-smi, a report's text): its listed name,
+    or for a name nvidia-smi cut short ("GeForce GTX 108...") the one capability of every listed name it could
+    begin; None when not listed or ambiguous."""
+    if len(name) > MAX_NAME:
+        return None
+    text = name.rstrip()
+    cut = text.endswith(_CUT)
+    text = text.rstrip(".\u2026") if cut else text
+    words = _words(text)
+    if not words:
+        return None
+    if not cut:
+        found = lookup(table, text)
+        return None if found is None else found[1]
+    # Cut: the name may go on as any listed name that extends its last word, or be one its whole words begin.
+    head, last = words[:-1], words[-1]
+    capabilities = {capability for listed, (_, capability) in table.names.items()
+                    if (len(listed) > len(head) and listed[:len(head)] == head and listed[len(head)].startswith(last))
+                    or listed == words[:len(listed)]}
+    return capabilities.pop() if len(capabilities) == 1 else None
+
+
+def capability_text(capability: Capability | None) -> str | None:
+    """(8, 9) -> "8.9", as the facts write a compute capability."""
+    return None if capability is None else f"{capability[0]}.{capability[1]}"
+
+
+@functools.cache
+def shipped() -> GpuNames:
+    """The table the rule pack ships (rules/data/gpus.toml), read once: for readers that run without a loaded
+    pack, such as the free-text report reader naming GPUs."""
+    path = _resources.data_dir() / "gpus.toml"
+    return parse(_files.load_toml(path, error=RuleError), str(path))
