@@ -136,7 +136,9 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
             finding = dataclasses.replace(finding, commands=())
     if signature is not None:
         says, fixes = signature.says(first.captures), signature.fixes(first.captures)
-        finding = dataclasses.replace(finding, summary=says or finding.summary, fix=fixes or finding.fix)
+        explains = signature.explains(first.captures)
+        finding = dataclasses.replace(finding, summary=says or finding.summary, why=explains or finding.why,
+                                      fix=fixes or finding.fix)
     return [finding]
 
 

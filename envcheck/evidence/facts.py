@@ -15,6 +15,8 @@ __all__ = ["YIELDS", "normalised"]
 _SM = re.compile(r"(?:sm_|compute_)?(\d{1,2})(\d)\b")
 _DOTTED = re.compile(r"(\d{1,2})\.(\d{1,2})\b")
 _CUDA_INT = re.compile(r"(\d{1,2})0(\d{1,2})0")  # cudaDriverGetVersion's 1000 * major + 10 * minor: 11040 -> 11.4
+# torch's "+cu121", bitsandbytes' "libbitsandbytes_cuda124": the last digit is the minor version
+_CUDA_TAG = re.compile(r"cu(?:da)?(\d{1,2}?)(\d)")
 _VERSION = re.compile(r"\d+(?:\.\d+){0,3}(?:[a-z]+\d*)?(?:\+[A-Za-z0-9.]+)?")
 _ARCH = re.compile(r"\b(?:sm|compute)_\d{2,3}[af]?\b")
 _PLATFORMS = {"windows": "win32", "win32": "win32", "win_amd64": "win32", "linux": "linux", "darwin": "darwin",
@@ -37,10 +39,13 @@ def _arch_list(text: str) -> str | None:
 
 
 def _cuda(text: str) -> str | None:
-    """"11040" (an integer as CUDA reports it) or "11.4" -> "11.4"."""
+    """"11040" (an integer as CUDA reports it), "11.4", or a wheel's or library's tag ("cu118", "cuda124") -> "11.4"."""
     dotted = _DOTTED.search(text)
     if dotted:
         return f"{int(dotted[1])}.{int(dotted[2])}"
+    tag = _CUDA_TAG.fullmatch(text.strip())
+    if tag:
+        return f"{int(tag[1])}.{int(tag[2])}"
     number = _CUDA_INT.fullmatch(text.strip())
     return None if number is None else f"{int(number[1])}.{int(number[2])}"
 

@@ -6,6 +6,7 @@
     lines = 1           # the match may run on over this many following lines (default 0)
     yields = { "gpu.capability" = "cc", "gpu.name" = "name" }        # what the text states, from which group
     summary = "{name} (sm_{cc}) has no kernels in this torch build"   # optional, with the pattern's groups
+    why = "..."         # optional: the mechanism, where the rule's own why names what only the facts know
     fix = "Install a torch build with sm_{cc}."     # optional; required where the rule's fix needs {item.*}
     source = "https://github.com/pytorch/pytorch/blob/v2.13.0/torch/cuda/__init__.py#L427"   # the emitting line
     thread = "https://github.com/pytorch/pytorch/issues/150733"        # one real thread that shows it
@@ -46,7 +47,7 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
-_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "fix", "source", "thread", "example", "near_miss"}
+_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "source", "thread", "example", "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
@@ -62,6 +63,7 @@ class Signature:
     lines: int = 0
     yields: dict[str, str] = field(default_factory=dict)  # fact -> capture group
     summary: str = ""  # "" -> the rule's own summary
+    why: str = ""  # "" -> the rule's own why; needed where that why names item fields the text does not state
     fix: str = ""  # "" -> the rule's own fix; needed where that fix names what only the facts know ({item.*})
     source: str = ""
     thread: str = ""
@@ -71,6 +73,10 @@ class Signature:
     def says(self, captures: dict[str, str]) -> str:
         """The signature's summary with its captures filled in ("" when it has none)."""
         return _filled(self.summary, captures)
+
+    def explains(self, captures: dict[str, str]) -> str:
+        """The signature's why with its captures filled in ("" when it has none)."""
+        return _filled(self.why, captures)
 
     def fixes(self, captures: dict[str, str]) -> str:
         """The signature's fix with its captures filled in ("" when it has none)."""
@@ -159,12 +165,13 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
         if group not in groups:
             raise where.at(f"yields.{fact}").error(f"the pattern has no group (?P<{group}>...)")
     summary, fix = _text(raw, "summary", where, default=""), _text(raw, "fix", where, default="")
-    for key, text in (("summary", summary), ("fix", fix)):
+    why = _text(raw, "why", where, default="")
+    for key, text in (("summary", summary), ("why", why), ("fix", fix)):
         for name in _PLACEHOLDER.findall(text):
             if name not in groups:
                 raise where.at(key).error(f"{{{name}}}: the pattern has no group (?P<{name}>...)")
     signature = Signature(rule_id=rule_id, index=index, anchor=anchor, pattern=pattern, lines=lines,
-                          yields=dict(yields), summary=summary, fix=fix, source=_url(raw, "source", where),
+                          yields=dict(yields), summary=summary, why=why, fix=fix, source=_url(raw, "source", where),
                           thread=_url(raw, "thread", where), example=_text(raw, "example", where),
                           near_miss=_text(raw, "near_miss", where))
     # The examples are part of the rule's definition: a pattern that misses its own example, or catches its near
