@@ -185,7 +185,7 @@ def _fail_on(value: object, cfg: Config, key: str) -> str:
 def _machines(value: object, cfg: Config, key: str) -> tuple[DeclaredMachine, ...]:
     from envcheck.machines.declared import parse  # only a configuration that declares machines reads the GPU table
 
-    return parse(value, cfg.error, key, cfg.file or "<configuration>")
+    return parse(value, cfg.error, key, cfg.file or "<configuration>", cfg.prefix)
 
 
 # TOML key -> (Config field, parser). The README's configuration table documents each one.

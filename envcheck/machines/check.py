@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.derived import builds
-from envcheck.derived.tables import TORCH_BUILDS
+from envcheck.derived.tables import CUDA_DRIVER, TORCH_BUILDS
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
+from envcheck.facts._collector import canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.facts import facts_for
 from envcheck.machines.fixes import Change, pin_change, read_command
@@ -63,8 +64,11 @@ def _pin_of(finding: Finding, pins: Pins) -> Pin | None:
         cited = next((p for p in pins.pins if item.get(key) == p.where), None)
         if cited is not None:
             return cited
+    own = pins.requires_python
     for key in _ITEM_NAMES:
         named = pins.get(item[key]) if item.get(key) else None
+        if named is None and own is not None and canonical_name(item.get(key, "")) == own.name:
+            named = own
         if named is not None:
             return named
     first: tuple[int, Pin] | None = None
@@ -96,6 +100,10 @@ def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pin
     summary = f"{machine.name}: {finding.summary}"
     if pin is not None and pin.where not in finding.summary:
         summary += f" [{pin.written}, {pin.where}]"
+    if pin is not None and pin is pins.requires_python:
+        own = (f"The project's {pin.written} ({pin.where}) excludes Python {machine.python}, which {machine.name} "
+               "is declared with: run the project there with a Python it supports, or change requires-python.")
+        return dataclasses.replace(finding, summary=summary, fix=own, commands=())
     changes = [c for c in map(read_command, finding.commands) if c is not None]
     if not changes and recommended is not None and pin is not None and pin.name in ("torch",
                                                                                     *builds.MOVES_WITH_TORCH):
@@ -119,7 +127,7 @@ def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | Non
     out = []
     for machine in machines:
         pins = pins_for(project, machine)
-        facts = facts_for(machine, pins, matrix)
+        facts = facts_for(machine, pins, matrix, pack.tables[CUDA_DRIVER])
         report = evaluate(rules, facts)
         rec = per_machine(matrix, machine, pins)
         recommended = None if not rec.requirements else Change(

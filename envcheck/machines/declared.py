@@ -86,7 +86,7 @@ def _nvidia(items: list[str], key: str, error: Error, table: gpus_mod.GpuNames) 
     return tuple(out)
 
 
-def _machine(raw: object, key: str, error: Error, file: str) -> DeclaredMachine:
+def _machine(raw: object, key: str, error: Error, file: str, shown: str) -> DeclaredMachine:
     if not isinstance(raw, dict):
         raise error(key, f"expected a table ([[machines]] with name, gpu, driver, python, platform), got {raw!r}")
     unknown = sorted(set(raw) - set(KEYS))
@@ -126,15 +126,16 @@ def _machine(raw: object, key: str, error: Error, file: str) -> DeclaredMachine:
             if gfx_version(item.lower()) is None:
                 raise error(f"{key}.gpu[{i}]", f"expected an AMD GPU's gfx target such as \"gfx942\" (with rocm), "
                                                f"got {item!r}")
-        return DeclaredMachine(name, (), tuple(i.lower() for i in items), None, rocm, python, platform, key, file)
+        return DeclaredMachine(name, (), tuple(i.lower() for i in items), None, rocm, python, platform, shown, file)
     if items and platform.startswith("macos"):
         raise error(f"{key}.gpu", "macOS has no CUDA: a Mac's GPU is used through MPS; leave `gpu` out")
     nvidia = _nvidia(items, key, error, gpus_mod.shipped()) if items else ()
-    return DeclaredMachine(name, nvidia, (), driver, None, python, platform, key, file)
+    return DeclaredMachine(name, nvidia, (), driver, None, python, platform, shown, file)
 
 
-def parse(value: object, error: Error, key: str, file: str) -> tuple[DeclaredMachine, ...]:
-    """The machines of the `machines` array; `error(key, message)` makes the ConfigError."""
+def parse(value: object, error: Error, key: str, file: str, prefix: str = "") -> tuple[DeclaredMachine, ...]:
+    """The machines of the `machines` array; `error(key, message)` makes the ConfigError (adding the file's
+    `prefix`, "tool.envcheck." in a pyproject.toml, which each machine's `key` carries too)."""
     if not isinstance(value, list) or not value:
         raise error(key, f"expected an array of tables ([[machines]]), got {value!r}")
     if len(value) > MAX_MACHINES:
@@ -142,7 +143,7 @@ def parse(value: object, error: Error, key: str, file: str) -> tuple[DeclaredMac
                          "once (`envcheck fleet` checks nodes)")
     machines: list[DeclaredMachine] = []
     for i, raw in enumerate(value):
-        machine = _machine(raw, f"{key}[{i}]", error, file)
+        machine = _machine(raw, f"{key}[{i}]", error, file, f"{prefix}{key}[{i}]")
         if any(m.name == machine.name for m in machines):
             raise error(f"{key}[{i}].name", f"machine {machine.name!r} is declared twice")
         machines.append(machine)

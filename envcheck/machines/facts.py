@@ -1,14 +1,15 @@
 """The Facts snapshot a declared machine would have once the project's pins are installed on it, built without it.
 
 Like a snapshot read from a pasted report (envcheck/intake/build.py), it states only what the declaration and the
-pins say and marks the rest unknown: the interpreter is the declared Python on the declared platform; the
+pins say and marks the rest unknown. The interpreter is the declared Python on the declared platform. The
 distributions are the pins of one version (`distributions_complete` is false: what a pin pulls in is not in the
-files, and a range is no version); torch is the exact release and build the pin names, by its local version
-(`2.5.1+cu124`), else by the PyTorch index it comes from, else PyPI's build for the platform (rules/data/
-torch-builds.toml); the GPUs and driver are those declared, with no driver CUDA version (the derivation reads it
-from rules/data/cuda-driver.toml). A pinned torch that has no wheel for the machine's platform and Python is not
-installed there (its requirement is what the wheel rules EC1601-EC1603 judge), nor are the companions built for
-it. `provenance` names the pin's file and line and the declaration's key for every fact taken from them.
+files, and a range is no version), and the project itself with its Requires-Python where pyproject.toml states it
+and a static version. torch is the exact release and build the pin names: by its local version (`2.5.1+cu124`),
+else by the PyTorch index it comes from, else PyPI's build for the platform (rules/data/torch-builds.toml). The GPUs
+and driver are those declared, the newest CUDA the driver supports read from rules/data/cuda-driver.toml (as
+nvidia-smi would print it). A pinned torch without a wheel for the machine's platform and Python is not installed
+there (its requirement is what the wheel rules EC1601-EC1603 judge), nor are the companions built for it.
+`provenance` names the pin's file and line and the declaration's key for every fact taken from them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck import __version__
 from envcheck import torch_builds as tb
+from envcheck._packaging import parse_version
+from envcheck.derived.gpu_compat import CudaDriverTable
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.project import Declared, ProjectFacts
 from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
@@ -137,10 +140,30 @@ def _distributions(pins: Pins, torch_version: str | None, torch_ok: bool) -> tup
         out.append(Distribution(name=pin.name, canonical_name=pin.name, version=version, location="",
                                 metadata_dir="", requires=(), requires_python=None, installer=None, editable=False,
                                 problems=(), requires_known=False))
+    own = pins.requires_python
+    if own is not None and own.version is not None and all(d.canonical_name != own.name for d in out):
+        # The project itself, installed with its dependencies: its Requires-Python is judged like any
+        # distribution's (EC0106); its dependencies are the pins above, so it declares none of its own here.
+        out.append(Distribution(name=own.name, canonical_name=own.name, version=own.version, location="",
+                                metadata_dir="", requires=(), requires_python=own.written.split(" ", 1)[-1],
+                                installer=None,
+                                editable=True, problems=()))
     return tuple(out)
 
 
-def _gpus(machine: DeclaredMachine, prov: dict[str, str]) -> tuple[NvmlFacts, RocmFacts | None]:
+def driver_cuda(table: CudaDriverTable | None, machine: DeclaredMachine) -> str | None:
+    """The newest CUDA the declared driver supports (what nvidia-smi prints as "CUDA Version"): the newest toolkit
+    whose minimum driver it meets (rules/data/cuda-driver.toml); None without a driver or the table."""
+    driver = parse_version(machine.driver)
+    if table is None or driver is None:
+        return None
+    minimums = table.toolkit_minimum["windows" if machine.platform.startswith("windows") else "linux"]
+    met = [cuda for cuda, minimum in minimums.items() if driver >= minimum]
+    return f"{max(met)[0]}.{max(met)[1]}" if met else None
+
+
+def _gpus(machine: DeclaredMachine, prov: dict[str, str],
+          table: CudaDriverTable | None) -> tuple[NvmlFacts, RocmFacts | None]:
     where = f"{machine.file}: {machine.key}"
     linux = machine.platform.startswith("linux")
     if machine.rocm is not None:
@@ -159,20 +182,25 @@ def _gpus(machine: DeclaredMachine, prov: dict[str, str]) -> tuple[NvmlFacts, Ro
         return (NvmlFacts(status="no-driver", reason="declared without an NVIDIA GPU", driver_version=None,
                           cuda_driver_version=None, devices=()), rocm)
     prov["nvml.devices"] = f"{where}.gpu"
+    cuda = driver_cuda(table, machine)
     if machine.driver:
         prov["nvml.driver_version"] = f"{where}.driver"
+    if cuda is not None:
+        prov["nvml.cuda_driver_version"] = f"rules/data/cuda-driver.toml, for the driver of {where}"
     nvidia = tuple(GpuDevice(index=i, name=name, uuid=None, pci_bus_id=None, compute_capability=f"{cap[0]}.{cap[1]}",
                               memory_total_mib=None, mig_mode=None) for i, (name, cap) in enumerate(machine.gpus))
-    return (NvmlFacts(status="ok", reason=None, driver_version=machine.driver, cuda_driver_version=None,
+    return (NvmlFacts(status="ok", reason=None, driver_version=machine.driver, cuda_driver_version=cuda,
                       devices=nvidia), rocm)
 
 
-def facts_for(machine: DeclaredMachine, pins: Pins, matrix: tb.BuildMatrix) -> Facts:
-    """The snapshot `machine` would have with the project's `pins` installed (see the module docstring)."""
+def facts_for(machine: DeclaredMachine, pins: Pins, matrix: tb.BuildMatrix,
+              driver_table: CudaDriverTable | None = None) -> Facts:
+    """The snapshot `machine` would have with the project's `pins` installed (see the module docstring); the
+    driver's CUDA version is read from `driver_table` (rules/data/cuda-driver.toml)."""
     prov = {"python.version": f"{machine.file}: {machine.key}.python",
             "python.platform": f"{machine.file}: {machine.key}.platform"}
     torch, torch_version, torch_ok = _torch(pins, machine, matrix, prov)
-    nvml, rocm = _gpus(machine, prov)
+    nvml, rocm = _gpus(machine, prov, driver_table)
     if pins.pins:
         prov["distributions"] = pins.source
     # The pins are what the project requires there: the wheel rules (EC1601-EC1604) judge them, each by its line.

@@ -79,6 +79,7 @@ class Pins:
     index_options: tuple[str, ...]  # the requirements files' index options (argv form)
     index_where: dict[str, str]  # an index URL -> where it is written ("requirements.txt:1")
     declared: dict[str, Pin]  # with a lock: what the project's own files require of each name (pyproject.toml)
+    requires_python: Pin | None = None  # the project itself: its [project] version, `written` "requires-python SPEC"
 
     def get(self, name: str) -> Pin | None:
         key = canonical_name(name)
@@ -260,6 +261,23 @@ def _from_lock(project: Project, lock: locks_mod.LockFile, shown: str, env: dict
     return out
 
 
+def _own(project: Project) -> Pin | None:
+    """The project itself as a pin: its static [project] version, and its requires-python as `written`; None when
+    pyproject.toml states no requires-python or no version (a dynamic one is not in the files)."""
+    text = _read(project.root, "pyproject.toml") if "pyproject.toml" in project.files else ""
+    try:
+        table = _toml.loads(text).get("project") if text else None
+    except _toml.TOMLDecodeError:
+        return None
+    if not isinstance(table, dict) or not project.name:
+        return None
+    spec, version = table.get("requires-python"), table.get("version")
+    if not isinstance(spec, str) or not isinstance(version, str):
+        return None
+    return Pin(canonical_name(project.name), f"requires-python {spec}", version, "pyproject.toml",
+               _line_of(text, "requires-python"))
+
+
 def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
     """What `project` would install on `machine`, from its first lock (uv.lock, pylock.toml, poetry.lock, pdm.lock)
     where it has one, else from its requirements."""
@@ -281,6 +299,7 @@ def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
         except (OSError, UnicodeDecodeError) as exc:
             raise ProjectError(shown, f"cannot be read for the machines ({exc})") from None
         declared = {pin.name: pin for pin in _from_requirements(project, env)}
-        return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared)
+        return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared,
+                    _own(project))
     return Pins(project.root, project.name, project.files, tuple(_from_requirements(project, env)), None, "",
-                project.index_options, index_where, {})
+                project.index_options, index_where, {}, _own(project))
