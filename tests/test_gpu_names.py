@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from envcheck import gpus
+from envcheck.intake import read_report
 from envcheck.intake.gpu_names import capability_of
 
 # Every product the report reader's own regular-expression table (envcheck/intake/gpu_names.py until it read
@@ -83,3 +85,13 @@ def test_names_the_table_does_not_answer_for(name: str, capability: str | None) 
     """A cut name whose completions disagree, and text too long to be a GPU's name, answer nothing."""
     assert capability_of(name) == capability
 
+
+def test_the_table_a_rule_directory_ships_names_the_gpus_of_a_report() -> None:
+    """A report's GPUs get their capability from the table the rule pack loaded (a newer gpus.toml), not a copy."""
+    newer = gpus.parse({"schema": 1, "capability": {"13.0": ["RTX 6090"]}}, "gpus.toml")
+    text = b"| NVIDIA-SMI 600.10   Driver Version: 600.10   CUDA Version: 13.1 |\n" \
+           b"|   0  NVIDIA GeForce RTX 6090     Off |   00000000:01:00.0  On |   N/A |\n"
+    assert read_report(text, "r").nvml.devices[0].compute_capability is None  # type: ignore[union-attr]
+    facts = read_report(text, "r", gpu_names=newer)
+    assert facts.nvml is not None and facts.nvml.devices[0].compute_capability == "13.0"
+    assert "rules/data/gpus.toml" in facts.provenance["nvml.devices.0.compute_capability"]

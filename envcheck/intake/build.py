@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
-from envcheck import __version__
+from envcheck import __version__, gpus
 from envcheck.facts._collector import canonical_name
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
@@ -36,20 +36,22 @@ def _first(founds: Iterable[Found], attr: str, provenance: dict[str, str], key: 
     for found in founds:
         value = getattr(found, attr)
         if value is not None:
-            provenance[key] = found.where
+            provenance[key] = found.where_of(attr)
             return value  # type: ignore[no-any-return]
     return None
 
 
-def facts_of(founds: list[Found], file: str) -> Facts:
-    """The snapshot that `founds` (in input order) state; `file` names the report in `origin`."""
+def facts_of(founds: list[Found], file: str, gpu_names: gpus.GpuNames | None = None) -> Facts:
+    """The snapshot that `founds` (in input order) state; `file` names the report in `origin`; GPU names are read
+    through `gpu_names` (the shipped rules/data/gpus.toml by default)."""
+    founds = [*(f for f in founds if f.fmt != "prose"), *(f for f in founds if f.fmt == "prose")]
     prov: dict[str, str] = {}
     problems: list[str] = [f"{f.where}: {p}" for f in founds for p in f.problems]
     distributions = _distributions(founds, prov)
     complete = any(f.packages_complete for f in founds)
     python = _python(founds, prov)
     torch, distributions = _torch(founds, distributions, complete, prov)
-    nvml = _nvml(founds, prov, problems)
+    nvml = _nvml(founds, prov, problems, gpus.shipped() if gpu_names is None else gpu_names)
     probes: dict[str, ProbeResult] = {}
     archs: tuple[str, ...] | None = _first(founds, "arch_list", prov, "probes.torch-build.arch_list")
     if archs is not None:
@@ -78,7 +80,7 @@ def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribut
     sources: list[str] = []
     for found in founds:
         if found.packages:
-            sources.append(found.where)
+            sources.append(found.where if found.fmt != "prose" else "prose")
         for package in found.packages:
             key = _canonical(package.name)
             if key in seen and (seen[key].version or not package.version):
@@ -88,7 +90,7 @@ def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribut
                 requires=(), requires_python=None, installer=package.installer, editable=False, problems=(),
                 requires_known=False)
             if key == "torch":
-                prov["distributions.torch"] = found.where
+                prov["distributions.torch"] = found.where_of(f"package:{package.name}")
     if sources:
         prov["distributions"] = "; ".join(sources)  # one entry: a list of thousands repeats few blocks
     return tuple(seen.values())
@@ -135,13 +137,20 @@ def _torch(founds: list[Found], distributions: tuple[Distribution, ...], complet
             return None, distributions  # a complete package list without torch: not installed
         return TorchBuild(location="", version=None, cuda=None, hip=None, git_version=None, debug=None, fields={},
                           problem="the report does not say whether torch is installed"), distributions
-    cuda: str | None = _first(founds, "torch_cuda", prov, "torch.cuda")
-    hip: str | None = _first(founds, "torch_hip", prov, "torch.hip")
+    tools = [f for f in founds if f.fmt != "prose"]
+    cuda: str | None = _first(tools, "torch_cuda", prov, "torch.cuda")
+    hip: str | None = _first(tools, "torch_hip", prov, "torch.hip")
     if cuda is None and hip is None:
         named = cuda_of_local_version(version)
         if named is not None:
             cuda, hip = named[0] or "", named[1]
             prov["torch.cuda"] = prov["torch.version"] + ", its local version"
+    if cuda is None and hip is None:
+        # What the text says of torch's build counts for this torch only: not for a text about another version.
+        public = version.split("+")[0]
+        text = [f for f in founds if f.fmt == "prose" and (f.torch_version or version).split("+")[0] == public]
+        cuda = _first(text, "torch_cuda", prov, "torch.cuda")
+        hip = _first(text, "torch_hip", prov, "torch.hip")
     problem = None
     if cuda is None and hip is None:
         problem = f"the report does not state torch {version}'s CUDA build"
@@ -149,13 +158,14 @@ def _torch(founds: list[Found], distributions: tuple[Distribution, ...], complet
                       fields={}, problem=problem), distributions
 
 
-def _nvml(founds: list[Found], prov: dict[str, str], problems: list[str]) -> NvmlFacts | None:
+def _nvml(founds: list[Found], prov: dict[str, str], problems: list[str],
+          table: gpus.GpuNames) -> NvmlFacts | None:
     driver: str | None = _first(founds, "driver_version", prov, "nvml.driver_version")
     cuda: str | None = _first(founds, "cuda_driver_version", prov, "nvml.cuda_driver_version")
     # nvidia-smi lists every GPU in bus order; collect_env lists those torch sees. The first listing wins.
     listing = next((f for f in sorted(founds, key=lambda f: not f.fmt.startswith("nvidia-smi"))
                     if f.gpus is not None), None)
-    if driver is None and listing is None:
+    if driver is None and cuda is None and listing is None:
         return None
     if listing is None or listing.gpus is None:
         return NvmlFacts(status="unavailable", reason="the report states the driver but lists no GPUs",
@@ -164,17 +174,19 @@ def _nvml(founds: list[Found], prov: dict[str, str], problems: list[str]) -> Nvm
         problems.append(f"{listing.where}: lists {len(listing.gpus)} GPUs, more than {MAX_GPUS}; GPUs not read")
         return NvmlFacts(status="unavailable", reason=f"the report lists an implausible {len(listing.gpus)} GPUs",
                          driver_version=driver, cuda_driver_version=cuda, devices=())
-    prov["nvml.devices"] = listing.where
-    devices = tuple(_device(index, gpu, listing.where, prov) for index, gpu in enumerate(listing.gpus))
+    where = listing.where_of("gpus")
+    prov["nvml.devices"] = where
+    devices = tuple(_device(index, gpu, where, prov, table) for index, gpu in enumerate(listing.gpus))
     return NvmlFacts(status="ok", reason=None, driver_version=driver, cuda_driver_version=cuda, devices=devices)
 
 
-def _device(index: int, gpu: Gpu, where: str, prov: dict[str, str]) -> GpuDevice:
+def _device(index: int, gpu: Gpu, where: str, prov: dict[str, str], table: gpus.GpuNames) -> GpuDevice:
     capability = gpu.compute_capability
     if capability is None and gpu.name:
-        capability = capability_of(gpu.name)
+        capability = capability_of(gpu.name, table)
         if capability is not None:
-            prov[f"nvml.devices.{index}.compute_capability"] = f"GPU-name table, for {gpu.name!r} named in {where}"
+            prov[f"nvml.devices.{index}.compute_capability"] = (f"GPU-name table (rules/data/gpus.toml), for "
+                                                                f"{gpu.name!r} named in {where}")
     return GpuDevice(index=index, name=gpu.name, uuid=gpu.uuid, pci_bus_id=gpu.pci_bus_id,
                      compute_capability=capability, memory_total_mib=gpu.memory_total_mib, mig_mode=None)
 

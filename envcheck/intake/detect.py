@@ -1,14 +1,19 @@
-"""Which outputs a block holds, each recognised by its own markers, in a fixed order."""
+"""Which outputs a block holds, each recognised by its own markers, in a fixed order; then what the free text
+around them states (envcheck/intake/prose/), read from the lines no tool's output holds."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 
-from envcheck.intake import collect_env, conda_list, ds_report, hf_env, nvidia_smi, pip_list
+from envcheck.intake import collect_env, conda_list, ds_report, hf_env, nvidia_smi, pip_list, prose
 from envcheck.intake.found import Found
 from envcheck.intake.text import Block
 
-__all__ = ["FORMATS", "recognise"]
+__all__ = ["FORMATS", "recognise", "recognise_all"]
+
+# The lines Block.where names: "block 2 (pip list, lines 14-80)".
+_LINES = re.compile(r"lines (\d{1,9})-(\d{1,9})\)$")
 
 # (name, recognises the block, reads it). Several may match one block: an unfenced issue body is one block.
 FORMATS: tuple[tuple[str, Callable[[Block], bool], Callable[[Block], Found]], ...] = (
@@ -34,3 +39,16 @@ def recognise(block: Block) -> list[Found]:
         if matches(block):
             out.append(parse(block))
     return out
+
+
+def recognise_all(blocks: Sequence[Block]) -> list[Found]:
+    """Every output the blocks hold, in input order, then one Found for what the rest of the text states (prose:
+    sentences, lists, tables, install commands), which reads no line a tool's output holds."""
+    out = [found for block in blocks for found in recognise(block)]
+    claimed: set[int] = set()
+    for found in out:
+        span = _LINES.search(found.where)
+        if span is not None:
+            claimed.update(range(int(span.group(1)), int(span.group(2)) + 1))
+    text = prose.read(blocks, claimed)
+    return out if text is None else [*out, text]

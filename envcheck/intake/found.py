@@ -40,7 +40,7 @@ class Gpu:
 class Found:
     """One recognised output: its format, where it is, and what it states."""
 
-    fmt: str  # "collect_env", "pip list", "pip freeze", "conda list", "nvidia-smi", "nvidia-smi -q"
+    fmt: str  # "collect_env", "pip list", "pip freeze", "conda list", "nvidia-smi", "nvidia-smi -q", "prose"
     where: str  # "block 2 (pip list, lines 14-80)"
     packages: tuple[Package, ...] = ()
     packages_complete: bool = False  # the output lists everything installed (not a selection, not cut)
@@ -59,6 +59,13 @@ class Found:
     amd_gpus: tuple[str, ...] | None = None  # a ROCm torch's GPUs as gfx targets ("gfx1100"); None: not listed
     conda: bool = False  # the output shows a conda environment
     problems: tuple[str, ...] = ()  # what looked wrong in this output (cut short, implausible)
+    # (field, where) for a field read from its own line rather than from `where` as a whole (free text states each
+    # fact on a line of its own): ("torch_version", "prose, line 4"); a package's field is "package:NAME".
+    at: tuple[tuple[str, str], ...] = ()
+
+    def where_of(self, field: str) -> str:
+        """Where `field` was read: its own line when the output says (`at`), else the whole output's `where`."""
+        return next((where for name, where in self.at if name == field), self.where)
 
 
 def number(digits: str) -> int | None:
