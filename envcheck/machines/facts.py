@@ -2,11 +2,12 @@
 
 Like a snapshot read from a pasted report (envcheck/intake/build.py), it states only what the declaration and the
 pins say and marks the rest unknown. The interpreter is the declared Python on the declared platform. The
-distributions are the pins of one version (`distributions_complete` is false: what a pin pulls in is not in the
-files, and a range is no version), and the project itself with its Requires-Python where pyproject.toml states it
-and a static version. torch is the exact release and build the pin names: by its local version (`2.5.1+cu124`),
-else by the PyTorch index it comes from, else PyPI's build for the platform (rules/data/torch-builds.toml). The GPUs
-and driver are those declared, the newest CUDA the driver supports read from rules/data/cuda-driver.toml (as
+distributions are the pins of one version, and the project itself with its Requires-Python where pyproject.toml
+states it and a static version; with a lock the list is complete (what the lock does not install is not
+installed), without one it is partial (`distributions_complete` false: what a requirement pulls in is not in the
+files, and a range is no version). torch is the exact release and build the pin names: by its local version
+(`2.5.1+cu124`), else by the PyTorch index it comes from, else PyPI's build for the platform (torch-builds.toml).
+The GPUs and driver are those declared, the newest CUDA the driver supports read from rules/data/cuda-driver.toml (as
 nvidia-smi would print it). A pinned torch without a wheel for the machine's platform and Python is not installed
 there (its requirement is what the wheel rules EC1601-EC1603 judge), nor are the companions built for it.
 `provenance` names the pin's file and line and the declaration's key for every fact taken from them.
@@ -216,4 +217,5 @@ def facts_for(machine: DeclaredMachine, pins: Pins, matrix: tb.BuildMatrix,
     return Facts(python=_python(machine), distributions=_distributions(pins, torch_version, torch_ok), torch=torch,
                  modules={}, sources={}, env={}, problems=(), nvml=nvml, rocm=rocm, probes={},
                  envcheck_version=__version__, host=machine.name, origin=f"machine:{machine.name}",
-                 project=project, distributions_complete=False, unknown=UNKNOWN, provenance=prov)
+                 project=project, distributions_complete=pins.lock is not None, unknown=UNKNOWN,
+                 provenance=prov)

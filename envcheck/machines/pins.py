@@ -2,8 +2,8 @@
 else its pinned requirements, each with the file and line it is written on.
 
 A lock (uv.lock, pylock.toml, poetry.lock, pdm.lock) is what `uv sync` and its peers install: every entry whose
-markers hold on the machine; uv.lock's entries are those reached from the project's own entry through dependency
-edges whose markers hold there (a universal lock lists every platform's packages). Without a lock, the project's
+markers hold on the machine, and for uv.lock (a universal lock of every platform's packages) only those its project
+reaches through dependencies whose markers hold there (lockpins.py). Without a lock, the project's
 requirements (requirements files with their index options, `[project]` dependencies, the named extras and groups)
 are what `pip install` gets: a requirement pinned to one version (`==`, `===`) is a pin; a range is a pin whose
 version is unknown, since which release a resolver picks tomorrow is not in the files. A marker that names a
@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.requirements import Requirement
 
@@ -23,6 +22,7 @@ from envcheck import _toml
 from envcheck._packaging import marker_holds, parse_requirement
 from envcheck.facts._collector import canonical_name
 from envcheck.machines.declared import DeclaredMachine
+from envcheck.machines.lockpins import lock_pins
 from envcheck.project import locks as locks_mod
 from envcheck.project.discover import Project
 from envcheck.project.errors import ProjectError
@@ -37,12 +37,6 @@ PLATFORM_MARKERS = {
 }
 # The last path part of a wheel index of PyTorch's layout (https://download.pytorch.org/whl/cu124, or a mirror).
 _INDEX_VARIANT = re.compile(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
-_BLOCK = re.compile(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)
-_NAME = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
-_VERSION = re.compile(r'^version\s*=\s*"([^"]+)"', re.MULTILINE)
-# Where a lock says an entry comes from: uv.lock's `source = { registry = ... }`, pylock.toml's `index`, poetry's `url`.
-_REGISTRY = re.compile(r'^(?:source\s*=\s*\{[^}\n]*\bregistry\s*=\s*"([^"]+)"'
-                       r'|index\s*=\s*"([^"]+)"|url\s*=\s*"([^"]+)")', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -178,89 +172,6 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
 _FROM_TORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "triton", "pytorch-triton-rocm"})
 
 
-def _blocks(text: str) -> list[tuple[str, str, int, str | None]]:
-    """(name, version, line of its name, registry) of every [[package]] table of a lock, in order."""
-    out = []
-    starts = [m.start() for m in _BLOCK.finditer(text)]
-    for i, start in enumerate(starts):
-        block = text[start:starts[i + 1] if i + 1 < len(starts) else len(text)]
-        name, version = _NAME.search(block), _VERSION.search(block)
-        if name is None:
-            continue
-        registry = _REGISTRY.search(block)
-        url = None if registry is None else next((g for g in registry.groups() if g), None)
-        line = text.count("\n", 0, start + name.start()) + 1
-        out.append((canonical_name(name.group(1)), version.group(1) if version else "", line, url))
-    return out
-
-
-def _uv_reached(text: str, env: dict[str, str]) -> set[str] | None:
-    """The uv.lock packages `uv sync --no-dev` installs on the machine: those reached from the project's own entry
-    (its editable or virtual source) through `dependencies` whose markers hold; None when the lock has no such
-    entry or cannot be walked."""
-    try:
-        data: dict[str, Any] = _toml.loads(text)
-    except _toml.TOMLDecodeError:
-        return None
-    packages = [p for p in data.get("package", []) if isinstance(p, dict) and isinstance(p.get("name"), str)]
-    by_name: dict[str, list[dict[str, Any]]] = {}
-    for package in packages:
-        by_name.setdefault(canonical_name(package["name"]), []).append(package)
-    roots = [p for p in packages if isinstance(p.get("source"), dict)
-             and any(k in p["source"] for k in ("editable", "virtual"))]
-    if not roots:
-        return None
-    seen: set[str] = set()
-    todo: list[tuple[str, tuple[str, ...]]] = [(canonical_name(p["name"]), ()) for p in roots]
-    while todo:
-        name, extras = todo.pop()
-        key = f"{name}[{','.join(extras)}]"
-        if key in seen:
-            continue
-        seen.add(key)
-        for package in by_name.get(name, []):
-            edges = list(package.get("dependencies", []))
-            optional = package.get("optional-dependencies", {})
-            for extra in extras:
-                edges += optional.get(extra, []) if isinstance(optional, dict) else []
-            for edge in edges:
-                if not isinstance(edge, dict) or not isinstance(edge.get("name"), str):
-                    continue
-                marker = edge.get("marker")
-                if isinstance(marker, str):
-                    parsed = parse_requirement(f"x; {marker}")
-                    if parsed is not None and parsed.marker is not None \
-                            and marker_holds(parsed.marker, {**env, "extra": ""}) is False:
-                        continue
-                todo.append((canonical_name(edge["name"]), tuple(sorted(edge.get("extra", [])))))
-    return {key.split("[", 1)[0] for key in seen}
-
-
-def _from_lock(project: Project, lock: locks_mod.LockFile, shown: str, env: dict[str, str]) -> list[Pin]:
-    text = lock.file.read_text(encoding="utf-8")
-    reached = _uv_reached(text, env) if lock.tool == "uv" else None
-    blocks = _blocks(text)
-    used: set[int] = set()
-    found: dict[str, list[Pin]] = {}
-    for entry in lock.entries:
-        if not locks_mod.applies(entry, env) or (reached is not None and entry.name not in reached):
-            continue
-        at = next((i for i, b in enumerate(blocks) if i not in used and b[0] == entry.name and b[1] == entry.version),
-                  None)
-        line, url = (None, None) if at is None else (blocks[at][2], blocks[at][3])
-        if at is not None:
-            used.add(at)
-        found.setdefault(entry.name, []).append(Pin(entry.name, f"{entry.name} {entry.version}", entry.version,
-                                                    shown, line, url))
-    out = []
-    for name, pins in found.items():
-        versions = {p.version for p in pins}
-        # Several entries apply (forks on an extra, or on what the declaration does not state): not one version.
-        out.append(pins[0] if len(versions) == 1 else Pin(name, " or ".join(p.written for p in pins), None,
-                                                          pins[0].file, pins[0].line))
-    return out
-
-
 def _own(project: Project) -> Pin | None:
     """The project itself as a pin: its static [project] version, and its requires-python as `written`; None when
     pyproject.toml states no requires-python or no version (a dynamic one is not in the files)."""
@@ -295,7 +206,7 @@ def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
     if lock is not None:
         shown = next((f for f in project.files if f.rsplit("/", 1)[-1] == lock.file.name), lock.file.name)
         try:
-            pins = _from_lock(project, lock, shown, env)
+            pins = [Pin(p.name, p.written, p.version, shown, p.line, p.index) for p in lock_pins(lock, env)]
         except (OSError, UnicodeDecodeError) as exc:
             raise ProjectError(shown, f"cannot be read for the machines ({exc})") from None
         declared = {pin.name: pin for pin in _from_requirements(project, env)}
