@@ -209,6 +209,7 @@ def test_gpu_names_in_text(text: str, gpus: list[str] | None) -> None:
     pytest.param("macOS 14 on an Intel MacBook\n", "darwin", "x86_64", None, id="macos-intel"),
     pytest.param("MacBook Pro M3, macOS 15\n", "darwin", "arm64", None, id="apple-silicon"),
     pytest.param("OS: CentOS 7\n", "linux", "", "2.17", id="centos-7-glibc"),
+    pytest.param("Rocky Linux 9\n", "linux", "", "2.34", id="rocky-linux-9-glibc"),
     pytest.param("Ubuntu 22.10\n", "linux", "", None, id="an-ubuntu-release-whose-glibc-is-not-listed"),
     pytest.param("Google Colab\n", "linux", "x86_64", None, id="colab"),
     pytest.param("Jetson AGX Orin, JetPack 6\n", "linux", "aarch64", None, id="jetson"),

@@ -169,7 +169,7 @@ def platform_of(words: list[str]) -> Platform | None:
     apple = any(w in _APPLE_CHIPS or w in ("intel", "os", "silicon") for w in words)
     for index, word in named:
         after = words[index + 1] if index + 1 < len(words) else ""
-        if after == "release":  # "CentOS release 6.7 (Final)"
+        if after in ("release", "linux") and word != "linux":  # "CentOS release 6.7", "Rocky Linux 9"
             after = words[index + 2] if index + 2 < len(words) else ""
         if word == "red" and after == "hat":
             word, after = "rhel", next((w for w in words[index + 2:index + 5] if version_of(w)), "")
