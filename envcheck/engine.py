@@ -15,7 +15,7 @@ from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.walk_memo import Memo
 from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
-from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Status
+from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Severity, Status
 from envcheck.rules import RulePack
 from envcheck.unseen import unseen
 
@@ -118,7 +118,8 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
     judged = [] if rule.evidence_only else _judged(rule, ctx)
     fired = [f for f in judged if f.status.is_finding]
     if fired:
-        return [dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said) for f in fired]
+        return [_escalated(dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said),
+                           rule, seen) for f in fired]
     first = seen[0]
     signature = rule.signatures[first.signature] if first.signature < len(rule.signatures) else None
     if rule.foreach is None:
@@ -139,7 +140,17 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
         explains = signature.explains(first.captures)
         finding = dataclasses.replace(finding, summary=says or finding.summary, why=explains or finding.why,
                                       fix=fixes or finding.fix)
-    return [finding]
+    return [_escalated(finding, rule, seen)]
+
+
+def _escalated(finding: Finding, rule: Rule, seen: list[Observation]) -> Finding:
+    """`finding` at the severity its signatures claim, where that is higher: the message shows the failure
+    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says."""
+    claimed = [Severity(s.severity) for o in seen for s in rule.signatures[o.signature:o.signature + 1] if s.severity]
+    severity = max(claimed, key=lambda s: s.rank, default=finding.severity)
+    if severity.rank <= finding.severity.rank:
+        return finding
+    return dataclasses.replace(finding, severity=severity, status=FINDING_STATUS[severity])
 
 
 def _judged(rule: Rule, ctx: Context) -> list[Finding]:

@@ -166,3 +166,17 @@ def test_error_output_alone_is_a_report(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "EC0401's error message at line 5" in result.output
     assert "RTX 5090" in result.output
+
+
+def test_a_signature_can_say_the_failure_is_worse_than_its_rule_guesses(tmp_path: Path) -> None:
+    """EC0203 is info from a version range (the project may never compile); Dynamo's RuntimeError in the output
+    shows it does, so the finding is an error, and the report names no 'nothing recognised' problem."""
+    report = tmp_path / "trace.txt"
+    report.write_text('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n'
+                      "RuntimeError: Dynamo is not supported on Python 3.13+\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["check", "--report", str(report), "--select", "EC0203"])
+    assert result.exit_code == 1, result.output
+    assert "✗ EC0203" in result.output and "[error]" in result.output
+    assert "could not collect everything" not in result.output
+    with pytest.raises(RuleError, match="severity"):
+        parse_signatures([_raw(severity="fatal")], "EC9000", Where("f", "EC9000", "signatures"))

@@ -8,6 +8,7 @@
     summary = "{name} (sm_{cc}) has no kernels in this torch build"   # optional, with the pattern's groups
     why = "..."         # optional: the mechanism, where the rule's own why names what only the facts know
     fix = "Install a torch build with sm_{cc}."     # optional; required where the rule's fix needs {item.*}
+    severity = "error"  # optional: where the message proves worse than the rule's own severity guesses
     source = "https://github.com/pytorch/pytorch/blob/v2.13.0/torch/cuda/__init__.py#L427"   # the emitting line
     thread = "https://github.com/pytorch/pytorch/issues/150733"        # one real thread that shows it
     example = "..."     # real text it matches (the loader and the tests check it does)
@@ -47,7 +48,8 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
-_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "source", "thread", "example", "near_miss"}
+_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "source", "thread", "example",
+         "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
@@ -65,6 +67,8 @@ class Signature:
     summary: str = ""  # "" -> the rule's own summary
     why: str = ""  # "" -> the rule's own why; needed where that why names item fields the text does not state
     fix: str = ""  # "" -> the rule's own fix; needed where that fix names what only the facts know ({item.*})
+    severity: str = ""  # "" -> the rule's; set where the message proves more than the facts could (an `info` rule
+    # about what a version range may break, whose error shows that it broke)
     source: str = ""
     thread: str = ""
     example: str = ""
@@ -166,12 +170,16 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
             raise where.at(f"yields.{fact}").error(f"the pattern has no group (?P<{group}>...)")
     summary, fix = _text(raw, "summary", where, default=""), _text(raw, "fix", where, default="")
     why = _text(raw, "why", where, default="")
+    severity = _text(raw, "severity", where, default="")
+    if severity not in ("", "error", "warning", "info"):
+        raise where.at("severity").error(f"expected error, warning or info, got {severity!r}")
     for key, text in (("summary", summary), ("why", why), ("fix", fix)):
         for name in _PLACEHOLDER.findall(text):
             if name not in groups:
                 raise where.at(key).error(f"{{{name}}}: the pattern has no group (?P<{name}>...)")
     signature = Signature(rule_id=rule_id, index=index, anchor=anchor, pattern=pattern, lines=lines,
-                          yields=dict(yields), summary=summary, why=why, fix=fix, source=_url(raw, "source", where),
+                          yields=dict(yields), summary=summary, why=why, fix=fix, severity=severity,
+                          source=_url(raw, "source", where),
                           thread=_url(raw, "thread", where), example=_text(raw, "example", where),
                           near_miss=_text(raw, "near_miss", where))
     # The examples are part of the rule's definition: a pattern that misses its own example, or catches its near

@@ -40,10 +40,11 @@ def text(checks: Sequence[FleetCheck]) -> str:
 
 
 def dicts(checks: Sequence[FleetCheck]) -> list[dict[str, Any]]:
-    """The keys `envcheck rule --format json` gives a rule (a fleet check has no commands, foreach or plan)."""
+    """The keys `envcheck rule --format json` gives a rule (a fleet check has no commands, foreach, plan or error
+    signatures)."""
     return [{"id": c.id, "name": c.name, "severity": c.severity.value, "area": AREA, "summary": c.summary,
              "why": c.why, "fix": c.fix, "commands": [], "references": list(c.references), "trigger": _trigger(c),
-             "foreach": None, "plan": None, "fix_without_plan": ""} for c in checks]
+             "foreach": None, "plan": None, "fix_without_plan": "", "signatures": []} for c in checks]
 
 
 def as_json(checks: Sequence[FleetCheck]) -> str:

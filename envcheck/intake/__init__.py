@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from envcheck.evidence.signatures import Signature, scan
 from envcheck.facts.snapshot import Facts
 from envcheck.gpus import GpuNames
-from envcheck.intake.build import facts_of
+from envcheck.intake.build import NOTHING_READ, facts_of
 from envcheck.intake.detect import recognise_all
 from envcheck.intake.errors import found_of
 from envcheck.intake.found import Found
@@ -38,4 +38,8 @@ def read_report(data: bytes, file: str, signatures: Iterable[Signature] = (),
     observed = scan(text, signatures, source=file)
     stated = found_of(observed)
     facts = facts_of([*founds, *([] if stated is None else [stated])], file, gpu_names)
-    return dataclasses.replace(facts, observed=tuple(observed)) if observed else facts
+    if not observed:
+        return facts
+    # A recognised error message is something read, even when it states no fact of its own.
+    return dataclasses.replace(facts, observed=tuple(observed),
+                               problems=tuple(p for p in facts.problems if p != NOTHING_READ))

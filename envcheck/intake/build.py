@@ -21,7 +21,7 @@ from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
 from envcheck.intake.found import Found, Gpu, cuda_of_local_version
 from envcheck.intake.gpu_names import capability_of
 
-__all__ = ["MAX_GPUS", "facts_of"]
+__all__ = ["MAX_GPUS", "NOTHING_READ", "facts_of"]
 
 T = TypeVar("T")
 # More GPUs than any one machine has: a report claiming more is not believed, and its GPU list is unknown.
@@ -39,6 +39,9 @@ def _first(founds: Iterable[Found], attr: str, provenance: dict[str, str], key: 
             provenance[key] = found.where_of(attr)
             return value  # type: ignore[no-any-return]
     return None
+
+
+NOTHING_READ = "no output envcheck reads was recognised in the report"
 
 
 def facts_of(founds: list[Found], file: str, gpu_names: gpus.GpuNames | None = None) -> Facts:
@@ -59,7 +62,7 @@ def facts_of(founds: list[Found], file: str, gpu_names: gpus.GpuNames | None = N
             status="ok", message="not run: the compiled architectures as torch's own warning in the report lists them",
             details={"arch_list": list(archs)})
     if not founds:
-        problems.append("no output envcheck reads was recognised in the report")
+        problems.append(NOTHING_READ)
     conda_stated = any(f.conda for f in founds)
     return Facts(python=python, distributions=distributions, torch=torch, modules={}, sources={}, env={},
                  problems=tuple(problems), nvml=nvml, probes=probes, envcheck_version=__version__,
