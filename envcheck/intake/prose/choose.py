@@ -15,7 +15,7 @@ from typing import Any
 from envcheck import gpus
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.prose.said import GpuSaid, Said
-from envcheck.intake.prose.words import Platform
+from envcheck.intake.prose.words import Platform, torch_version_of
 
 __all__ = ["found_of"]
 
@@ -81,7 +81,7 @@ def found_of(said: Sequence[Said], cut: int | None = None) -> Found | None:
     by_fact: dict[str, list[Said]] = {}
     for s in said:
         key = f"package:{s.value[0]}" if s.fact == "package" else s.fact
-        by_fact.setdefault(key, []).append(s)
+        by_fact.setdefault(key, []).append(s._replace(value=torch_version_of(s.value)) if key == "torch" else s)
     if any(s.value.wsl for s in by_fact.get("platform", ())):
         by_fact["platform"] = [s for s in by_fact["platform"] if s.value.platform != "win32"]
     chosen: dict[str, Said] = {}

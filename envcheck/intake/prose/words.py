@@ -8,16 +8,17 @@ import re
 from typing import NamedTuple
 
 __all__ = ["KEYS", "KNOWN_PACKAGES", "SPLIT", "Platform", "is_package_name", "key_of", "machine_of", "package_of",
-           "platform_of", "version_of"]
+           "platform_of", "torch_version_of", "version_of"]
 
 # A sentence or a value cut into words: at spaces and punctuation, never inside a version or a package name.
-SPLIT = re.compile(r"[\s,;|()\[\]{}<>\"'`*]+")
+SPLIT = re.compile(r"[\s,;|()\[\]{}<>\"'`*，；（）。]+")
 
 # A version as people write one: "2.1.2", "v2.1", "2.1.2+cu121", "2.10.0.dev20251008", "2.5.1.post1", "535.54.03".
 # Every quantifier bounded and none side by side on the same characters: a token is matched whole, in linear time.
 _VERSION = re.compile(r"\d{1,4}(?:\.\d{1,8}){1,3}(?:(?:a|b|rc|\.?post|\.?dev)\d{0,8})?(?:\+[A-Za-z0-9]{1,16}"
                       r"(?:\.[A-Za-z0-9]{1,16}){0,3})?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_CU_TAG = re.compile(r"cu\d{2,3}")
 _TRIM = "`'\"*_,;:!?()[]{}<>"
 
 # Normalised key (lower case, markdown and a trailing "version" removed) -> the fact it states.
@@ -112,6 +113,15 @@ def version_of(token: str) -> str | None:
         text = text[1:]
     text = text.rstrip(".")
     return text if len(text) <= 48 and _VERSION.fullmatch(text) else None
+
+
+def torch_version_of(version: str) -> str:
+    """A torch version as a person wrote it, without a local part that is no build torch has ("2.0.1+cu11.8" is
+    2.0.1: "+cu118" would be CUDA 11.8, but what was meant is not certain)."""
+    public, plus, local = version.partition("+")
+    if plus and local.startswith("cu") and not _CU_TAG.fullmatch(local):
+        return public
+    return version
 
 
 def is_package_name(name: str) -> bool:
