@@ -86,7 +86,7 @@ def _cuda(name: str, value: str, first: str | None, words: list[str], number: in
     """"CUDA: 12.1" names no one's CUDA (torch's build, the toolkit, the driver's?): a note, unless the value says
     whose; "CUDA/cuDNN: 11.3/8.2" and "cuda 10 / cudnn 7.6.0" also name cuDNN."""
     lower = [w.lower() for w in words]
-    numbers = [w for w in words if version_of(w) or w.isdigit()]
+    numbers = [n for n in map(_number, words) if n]
     cuda = _named(lower, words, "cuda") or (numbers[0] if numbers else None)
     cudnn = _named(lower, words, "cudnn") or (numbers[1] if "cudnn" in name and len(numbers) >= 2 else None)
     if cudnn == cuda:
@@ -94,6 +94,8 @@ def _cuda(name: str, value: str, first: str | None, words: list[str], number: in
     text = value.lower()
     if cuda is None:
         pass
+    elif version_of(cuda) is None:  # "cuda 10": a major version, whoever's it is
+        yield Said("note", f"CUDA {cuda}", number, tier)
     elif "nvidia-smi" in text or "driver" in text:
         yield _cuda_said("driver_cuda", cuda, number, tier)
     elif "nvcc" in text or "toolkit" in text:
@@ -110,9 +112,14 @@ def _cuda(name: str, value: str, first: str | None, words: list[str], number: in
 def _named(lower: list[str], words: list[str], name: str) -> str | None:
     """The number written after the word `name` ("cuda 10" -> "10")."""
     for index, word in enumerate(lower[:-1]):
-        if word == name and (version_of(words[index + 1]) or words[index + 1].isdigit()):
-            return version_of(words[index + 1]) or words[index + 1]
+        if word == name and (found := _number(words[index + 1])):
+            return found
     return None
+
+
+def _number(word: str) -> str | None:
+    """A version ("11.8"), or a major version alone ("10")."""
+    return version_of(word) or (word if word.isdigit() and len(word) <= 2 else None)
 
 
 def _cuda_said(kind: str, version: str, number: int, tier: int) -> Said:

@@ -210,7 +210,7 @@ def platform_of(words: list[str]) -> Platform | None:
 def _linux(word: str, after: str) -> Platform:
     name = next((d for d in _DISTROS if word.startswith(d)), word)
     release = word[len(name):] or after
-    release = release if version_of(release) or release.isdigit() else ""
+    release = release if version_of(release) or (release.isdigit() and len(release) <= 2) else ""
     if name == "ubuntu":  # the release is year.month: 22.04 and 22.10 differ
         libc = _GLIBC.get((name, ".".join(release.split(".")[:2])))
     else:
