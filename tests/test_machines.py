@@ -431,3 +431,14 @@ def test_other_commands_are_no_pin_change() -> None:
     """A command that is no pip install (`rm -rf`, a path to install) says nothing of the pins."""
     assert read_command(("rm", "-rf", "/site/~orch")) is None
     assert read_command(("python", "-m", "pip", "install", "./wheel.whl")) is None
+
+
+def test_machine_without_a_configuration_says_where_to_declare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               ) -> None:
+    """`--machine all` where no configuration file is found exits 2 and says where machines are declared."""
+    write(tmp_path / "requirements.txt", REQUIREMENTS)
+    monkeypatch.chdir(tmp_path)
+    result = run("check", "--machine", "all", "--no-config")
+    assert result.exit_code == 2
+    assert "envcheck: error: --machine: no configuration file was found, so no machine is declared: add " \
+           "[[tool.envcheck.machines]] to pyproject.toml" in result.output

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from envcheck import gpus as gpus_mod
-from envcheck.errors import ConfigError
+from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.facts.rocm import gfx_version
 from envcheck.torch_builds import PLATFORMS, Capability
 
@@ -156,9 +156,8 @@ def chosen(machines: tuple[DeclaredMachine, ...], names: tuple[str, ...], file: 
     ConfigError for a name not declared, naming the configuration file and its `machines` key."""
     if not machines:
         if file is None:
-            raise ConfigError("<configuration>", "--machine: no configuration file was found, so no machine is "
-                                                 "declared: add [[tool.envcheck.machines]] to pyproject.toml (or "
-                                                 "[[machines]] to an envcheck.toml)")
+            raise EnvcheckError("--machine: no configuration file was found, so no machine is declared: add "
+                                "[[tool.envcheck.machines]] to pyproject.toml (or [[machines]] to an envcheck.toml)")
         raise error("--machine: no machine is declared: add [[machines]] tables with name, gpu, driver, python and "
                     "platform")
     if ALL in names:

@@ -157,7 +157,9 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
         if name not in order:
             order.append(name)
         if version is not None:
-            exact.setdefault(name, pin)
+            # The first exact pin, unless a later one names the build (`==2.5.1+cu124` after pyproject's `==2.5.1`)
+            if name not in exact or ("+" in version and "+" not in (exact[name].version or "")):
+                exact[name] = pin
         else:
             ranges.setdefault(name, pin)
     out = []
