@@ -22,11 +22,11 @@ from envcheck._toml import loads
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 # Measured recall, rounded down. NOTE: the floor only goes up: raise it when rules or readers find more, never lower
 # it to make a change pass (a change that loses a thread must say why in the README's table of misses).
-RECALL_FLOOR = 0.52
+RECALL_FLOOR = 0.67
 FOUND = frozenset({"fail", "warn", "info"})  # a finding; pass, n/a and skipped are not
 _URL = re.compile(r"https://github\.com/[A-Za-z0-9][\w.-]*/[\w.-]+/(?:issues|pull)/\d+")
 _NAME = re.compile(r"\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
-_KEYS = {"url", "expect", "kind", "note"}
+_KEYS = {"url", "expect", "accept", "kind", "note"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Thread:
     name: str
     url: str
     expect: tuple[str, ...]
+    accept: tuple[str, ...]  # other rules whose findings name the same cause (overlapping rules); any one counts
     kind: str
     note: str
     text: str
@@ -48,7 +49,8 @@ def _parse(path: Path) -> Thread:
     assert raw.startswith("+++\n") and sep, f"{path.name}: no front matter between +++ lines"
     meta = loads(head)
     assert set(meta) <= _KEYS and {"url", "expect", "kind"} <= set(meta), f"{path.name}: keys {sorted(meta)}"
-    return Thread(path.name, meta["url"], tuple(meta["expect"]), meta["kind"], meta.get("note", ""), text)
+    return Thread(path.name, meta["url"], tuple(meta["expect"]), tuple(meta.get("accept", ())), meta["kind"],
+                  meta.get("note", ""), text)
 
 
 def _threads() -> list[Thread]:
@@ -94,7 +96,10 @@ def test_corpus_files_are_well_formed() -> None:
     for thread in threads:
         assert _NAME.fullmatch(thread.name), thread.name
         assert _URL.fullmatch(thread.url), f"{thread.name}: {thread.url}"
-        assert set(thread.expect) <= ids, f"{thread.name}: unknown rules {sorted(set(thread.expect) - ids)}"
+        named = {*thread.expect, *thread.accept}
+        assert named <= ids, f"{thread.name}: unknown rules {sorted(named - ids)}"
+        assert not thread.accept or len(thread.expect) == 1, f"{thread.name}: accept needs exactly one expected rule"
+        assert not set(thread.accept) & set(thread.expect), f"{thread.name}: a rule both expected and accepted"
         assert len(set(thread.expect)) == len(thread.expect), thread.name
         assert re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", thread.kind), f"{thread.name}: kind {thread.kind!r}"
         assert thread.text.strip(), f"{thread.name}: no quoted text"
@@ -111,13 +116,14 @@ def test_no_report_crashes(results: dict[str, tuple[Thread, int, frozenset[str]]
 
 
 def test_recall_does_not_fall(results: dict[str, tuple[Thread, int, frozenset[str]]]) -> None:
-    """The share of expected rules that `check --report` finds in the corpus is at least RECALL_FLOOR."""
+    """The share of expected rules that `check --report` finds in the corpus (a thread's expected rule counts as found
+    when one of its accepted alternatives is) is at least RECALL_FLOOR."""
     expected = hit = 0
     misses: dict[str, list[str]] = defaultdict(list)
     for name, (thread, code, found) in results.items():
         for rule_id in thread.expect:
             expected += 1
-            if rule_id in found:
+            if rule_id in found or found & set(thread.accept):
                 hit += 1
             else:
                 misses[thread.kind].append(f"{name} {rule_id} (exit {code})")
