@@ -68,11 +68,35 @@ def _snapshot(case: dict[str, Any]) -> Facts:
     return Facts.from_dict(data, file="<rule case>")
 
 
-@pytest.mark.parametrize("rule_id", sorted(BY_ID))
+@pytest.mark.parametrize("rule_id", sorted(r.id for r in PACK if not r.evidence_only))
 def test_every_rule_has_both_cases(rule_id: str) -> None:
-    """A rule without a firing and a non-firing case fails CI: untested rules cannot ship."""
+    """A rule without a firing and a non-firing case fails CI: untested rules cannot ship. (An evidence-only rule's
+    cases are its signatures' example and near miss: test_evidence_only_rule_fires_on_its_examples.)"""
     assert set(CASES.get(rule_id, {})) == {"fires", "passes"}, (
         f"add [{rule_id}.fires] and [{rule_id}.passes] to tests/fixtures/rule_cases/{BY_ID[rule_id].area}.toml")
+
+
+EVIDENCE_ONLY = sorted(r.id for r in PACK if r.evidence_only)
+
+
+@pytest.mark.parametrize("rule_id", EVIDENCE_ONLY)
+def test_evidence_only_rule_fires_on_its_examples(rule_id: str) -> None:
+    """A rule that only error output shows fires on each of its signatures' examples, with every placeholder
+    filled in and no command that names an unstated fact, and is n/a on their near misses."""
+    from envcheck.evidence.signatures import scan
+
+    rule = BY_ID[rule_id]
+    empty = _snapshot({})
+    for signature in rule.signatures:
+        seen = [o for o in scan(signature.example, rule.signatures) if o.signature == signature.index]
+        facts = Facts.from_dict({**empty.to_dict(), "observed": [o.__dict__ for o in seen]}, file="<case>")
+        (finding,) = evaluate(PACK.only([rule]), facts).findings
+        assert finding.status.is_finding, finding
+        rendered = " ".join([finding.summary, finding.why, finding.fix, *(" ".join(a) for a in finding.commands)])
+        assert "{" not in rendered.replace("{{", ""), rendered
+        missed = scan(signature.near_miss, [signature])
+        facts = Facts.from_dict({**empty.to_dict(), "observed": [o.__dict__ for o in missed]}, file="<case>")
+        assert [f.status for f in evaluate(PACK.only([rule]), facts).findings] == [Status.NA]
 
 
 @pytest.mark.parametrize("rule_id", sorted(CASES))

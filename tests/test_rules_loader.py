@@ -52,7 +52,7 @@ def test_valid_rule_loads(tmp_path: Path) -> None:
         pytest.param({"severity": '"fatal"'}, "severity", "expected error, warning or info", id="bad-severity"),
         pytest.param({"why": None}, "why", "required", id="missing-why"),
         pytest.param({"summary": "3"}, "summary", "expected a non-empty string", id="summary-not-string"),
-        pytest.param({"when": None}, "when", "required (or 'foreach')", id="missing-when"),
+        pytest.param({"when": None}, "when", "required (or 'foreach', or 'signatures'", id="missing-when"),
         pytest.param({"when": '{ python = ">>3" }'}, "when.python", "invalid version specifier", id="bad-specifier"),
         pytest.param({"when": '{ package = "torch>=>2" }'}, "when.package", "invalid requirement",
                      id="bad-requirement"),

@@ -63,7 +63,8 @@ class Signature:
     anchor: str
     pattern: re.Pattern[str]
     lines: int = 0
-    yields: dict[str, str] = field(default_factory=dict)  # fact -> capture group
+    # fact -> capture group; left out of the hash (rules are hashed: the pytest plugin keeps a selection in a dict)
+    yields: dict[str, str] = field(default_factory=dict, hash=False)
     summary: str = ""  # "" -> the rule's own summary
     why: str = ""  # "" -> the rule's own why; needed where that why names item fields the text does not state
     fix: str = ""  # "" -> the rule's own fix; needed where that fix names what only the facts know ({item.*})
