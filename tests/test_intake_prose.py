@@ -379,6 +379,7 @@ def _growth(make: Callable[[int], bytes], size: int) -> float:
     pytest.param(lambda n: "".join(f'  File "/x/python3.10/m{i}.py", line {i}, in f\nINFO step {i} loss 0.{i}\n'
                                    for i in range(n)).encode(), 2000, id="an-unfenced-log"),
 ])
+@pytest.mark.timing
 def test_reading_text_grows_linearly(make: Callable[[int], bytes], size: int) -> None:
     """Text four times as long takes well under sixteen times as long to read."""
     assert _growth(make, size) < RATIO

@@ -28,6 +28,9 @@ from envcheck.commands import for_environment
 from envcheck.intake import read_report
 from envcheck.model import Finding, Severity, Status
 
+# Each test compares the time of two input sizes: run without parallel workers beside it (.ci/run).
+pytestmark = pytest.mark.timing
+
 GROWTH = 4
 RATIO = 10.0  # between linear (4) and quadratic (16)
 ABORT_RATIO = 4 * RATIO

@@ -93,6 +93,7 @@ def _timed(text: str) -> float:
     pytest.param(lambda s: (s.example.replace("\n", " ") + " ") * 20, id="examples-run-together"),
     pytest.param(lambda s: "x" * 900 + s.anchor, id="anchor-after-a-long-word"),
 ])
+@pytest.mark.timing
 def test_the_scan_is_linear_in_its_input(line: Any) -> None:
     """Hostile logs (every anchor on every line, very long lines, examples run together) cost time in proportion to
     their size: four times the text takes well under sixteen times as long."""
@@ -103,6 +104,7 @@ def test_the_scan_is_linear_in_its_input(line: Any) -> None:
     assert _timed(large) < 10 * max(_timed(small), 0.002)
 
 
+@pytest.mark.timing
 def test_a_megabyte_log_scans_in_well_under_a_second() -> None:
     """A 1 MB log of ordinary lines with every signature's example somewhere in it reads in well under a second."""
     filler = "INFO step 1200/5000 loss=0.4312 lr=3e-05 grad_norm=1.02 tokens/s=18234\n" * 15_000
