@@ -113,6 +113,8 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
 def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding]:
     """The verdicts of a rule whose failure the error output shows: that is a finding whatever the other facts
     say or leave unknown (the failure happened), with the matched lines as evidence, beside the facts' own."""
+    from envcheck.templates import stated
+
     shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
     said = f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"
     judged = [] if rule.evidence_only else _judged(rule, ctx)
@@ -122,24 +124,30 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
                            rule, seen) for f in fired]
     first = seen[0]
     signature = rule.signatures[first.signature] if first.signature < len(rule.signatures) else None
-    if rule.foreach is None:
-        finding = _found(rule, ctx, None, said)
-    else:
+    item = None
+    if rule.foreach is not None:
         # The facts named no item (no GPU list, no package list was given): what the text states is the item, and
-        # what it does not state is not guessed: commands that need it are not written (the signature's own fix
-        # says what to do instead).
-        stated = {**first.captures, **({group: first.facts[fact] for fact, group in signature.yields.items()
-                                        if fact in first.facts} if signature is not None else {})}
-        item = {key: stated.get(key, "") for key in DERIVATIONS[rule.foreach].fields}
-        finding = _found(rule, ctx, item, said)
-        unstated = {key for key, value in item.items() if not value}
-        if any(f"item.{key}}}" in arg for argv in rule.commands for arg in argv for key in unstated):
-            finding = dataclasses.replace(finding, commands=())
-    if signature is not None:
-        says, fixes = signature.says(first.captures), signature.fixes(first.captures)
-        explains = signature.explains(first.captures)
-        finding = dataclasses.replace(finding, summary=says or finding.summary, why=explains or finding.why,
-                                      fix=fixes or finding.fix)
+        # what it does not state is not guessed.
+        told = {**first.captures, **({group: first.facts[fact] for fact, group in signature.yields.items()
+                                      if fact in first.facts} if signature is not None else {})}
+        item = {key: told.get(key, "") for key in DERIVATIONS[rule.foreach].fields}
+    finding = _found(rule, ctx, item, said)
+    # The rule's own text is shown only where the facts state every value it names; otherwise the signature's text
+    # (filled from its captures) says what the error shows, and no command that needs an unstated value is written.
+    facts = ctx.facts
+    if not all(stated(arg, facts, item) for argv in rule.commands for arg in argv):
+        finding = dataclasses.replace(finding, commands=())
+    captures = first.captures
+    says = signature.says(captures) if signature is not None else ""
+    explains = signature.explains(captures) if signature is not None else ""
+    fixes = signature.fixes(captures) if signature is not None else ""
+    summary = says or (finding.summary if stated(rule.summary, facts, item) else
+                       f"{rule.name.replace('-', ' ')}: the error output shows it")
+    why = explains or (finding.why if stated(rule.why, facts, item) else "")
+    fix = fixes or (finding.fix if stated(rule.fix, facts, item) else
+                    "The error output shows this failure but not the facts its usual fix names: `envcheck check` run "
+                    "in the environment that printed it gives the fix for that environment.")
+    finding = dataclasses.replace(finding, summary=summary, why=why, fix=fix)
     return [_escalated(finding, rule, seen)]
 
 

@@ -79,6 +79,34 @@ def _value(name: str, facts: Facts, item: dict[str, str] | None, plan: dict[str,
     return dist.version if dist is not None else NOT_INSTALLED
 
 
+def _states(name: str, facts: Facts, item: dict[str, str] | None) -> bool:
+    """Whether the facts (or the item) state `{name}`'s value, rather than leave it to a stand-in ("unknown",
+    "none", "(not installed)", ""). A plan's placeholders count as stated: without a plan a rule shows its
+    `fix_without_plan` and writes no command that needs one."""
+    if name in ("python", "python.version"):
+        return name == "python" or bool(facts.python.version)
+    if name.startswith(("item.", "*item.")):
+        return item is not None and bool(item.get(name.partition(".")[2]))
+    if name.startswith(("plan.", "*plan.")):
+        return True
+    if name.startswith("driver."):
+        nvml = facts.nvml
+        return nvml is not None and bool(nvml.driver_version if name == "driver.version" else nvml.cuda_driver_version)
+    if name.startswith("probe."):
+        return name.split(".")[1] in facts.probes
+    if name in ("torch.cuda", "torch.hip"):
+        build = facts.torch
+        return build.problem is None if build is not None else facts.absence_known("torch")
+    dist_name = name[: -len(".version")]
+    return facts.active(dist_name) is not None or facts.absence_known(dist_name)
+
+
+def stated(text: str, facts: Facts, item: dict[str, str] | None = None) -> bool:
+    """Whether every placeholder of `text` is a value the facts state: a finding made from error output alone
+    (envcheck/engine.py) shows a rule's own text only then, rather than with blanks and stand-ins in it."""
+    return all(_states(name, facts, item) for name in placeholders(text))
+
+
 def render(text: str, facts: Facts, item: dict[str, str] | None = None, plan: dict[str, str] | None = None) -> str:
     def sub(match: re.Match[str]) -> str:
         return _value(match.group(1), facts, item, plan)
