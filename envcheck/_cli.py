@@ -243,6 +243,14 @@ def _project_choice() -> ProjectOptions:
     given = click.get_current_context().meta.get("envcheck.project", {})
     return ProjectOptions(use=not given.get("no_project", False), requirements=given.get("requirements", ()),
                           extras=given.get("extras", ()), groups=given.get("groups", ()))
+# What `check` and `explain` share after where the facts come from: the rules, the project's policy and files, and
+# how the report reads.
+_report_options = _options(
+    _rules_option, _policy_options, _project_options,
+    click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules."),
+    click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
+                 "unless NO_COLOR is set)."),
+)
 # What `check` and `fix` share: which verdicts count, which rules run, how facts are gathered, the project policy.
 _checking_options = _options(_fail_on_option, _select_option, _ignore_option, _static_option, _probe_timeout_option,
                              _no_cache_option, _python_option)
@@ -277,12 +285,7 @@ def cli() -> None:
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
 @click.option("--report", "report_file", metavar="FILE|-", help="Evaluate the environment a pasted report "
               "describes (collect_env, pip list/freeze, conda list, nvidia-smi; markdown welcome).")
-@_rules_option
-@_policy_options
-@_project_options
-@click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
-@click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
-              "unless NO_COLOR is set).")
+@_report_options
 @click.option("--machine", "machines", multiple=True, metavar="NAME|all",
               help="Judge what the project pins (its lock, else its pinned requirements) for a machine declared "
                    "in the configuration ([[tool.envcheck.machines]]), without that machine: one report per "
@@ -364,12 +367,7 @@ def _error_output(source: str) -> tuple[str, str]:
 @click.option("--facts", "facts_file", metavar="FILE", help="Explain for a snapshot saved by `envcheck facts -o`.")
 @click.option("--report", "report_file", metavar="FILE|-", help="Explain for the environment a pasted report "
               "describes (collect_env, pip list/freeze, conda list, nvidia-smi; markdown welcome).")
-@_rules_option
-@_policy_options
-@_project_options
-@click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
-@click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
-              "unless NO_COLOR is set).")
+@_report_options
 def explain(source: str, fmt: str, output: str | None, fail_on: str | None, select: tuple[str, ...],
             ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
             facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner, Result
 
 from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
@@ -298,3 +299,21 @@ def uv() -> str:
             pytest.fail("CI must run the uv tests: install the test extra (it has uv)")
         pytest.skip("no uv (it is in the test extra)")
     return found
+
+
+# --- error output through the CLI --------------------------------------------------------------------------------
+
+
+def envcheck_on_text(tmp_path: Path, text: str, command: str, *options: str) -> Result:
+    """`envcheck COMMAND` on `text` written to a file: `explain FILE`, or `check`/`facts` with `--report FILE`."""
+    from envcheck._cli import cli
+
+    log = tmp_path / "pasted.txt"
+    log.write_text(text, encoding="utf-8")
+    source = [str(log)] if command == "explain" else ["--report", str(log)]
+    return CliRunner().invoke(cli, [command, *source, *options])
+
+
+def folded(result: Result) -> str:
+    """The command's output with its line breaks and wrapping indents folded to single spaces."""
+    return " ".join(result.output.split())

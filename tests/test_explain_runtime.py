@@ -9,10 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from conftest import clean_env
-
-from envcheck._cli import cli
+from conftest import clean_env, envcheck_on_text, folded
 
 V100 = ("/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:230: UserWarning:\n"
         "Tesla V100-SXM2-16GB with CUDA capability sm_70 is not compatible with the current PyTorch installation.\n"
@@ -37,21 +34,9 @@ CPU_TORCH = ('  File "/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__
              "AssertionError: Torch not compiled with CUDA enabled\n")
 
 
-def _run(tmp_path: Path, text: str, command: str, *options: str) -> Result:
-    """`envcheck COMMAND` on `text` written to a file: `explain FILE`, or `check`/`facts` with `--report FILE`."""
-    log = tmp_path / "pasted.txt"
-    log.write_text(text, encoding="utf-8")
-    source = [str(log)] if command == "explain" else ["--report", str(log)]
-    return CliRunner().invoke(cli, [command, *source, *options])
-
-
-def _flat(result: Result) -> str:
-    return " ".join(result.output.split())
-
-
 def _stated(tmp_path: Path, text: str) -> list[dict[str, str]]:
     """The facts each recognised line states, as `envcheck facts --report` records them."""
-    return [o["facts"] for o in json.loads(_run(tmp_path, text, "facts").output)["observed"]]
+    return [o["facts"] for o in json.loads(envcheck_on_text(tmp_path, text, "facts").output)["observed"]]
 
 
 @pytest.mark.parametrize(
@@ -97,8 +82,8 @@ def test_the_issue_s_examples_name_cause_and_fix(tmp_path: Path, text: str, rule
     """Each example, alone in a report, fails its rule with the cause in the text's words and the fix, and states
     what the text says about its environment (the GPU and the build's architectures, the driver's CUDA, the
     Python of the traceback's paths)."""
-    result = _run(tmp_path, text, "check", "--select", rule, "--fail-on", "info")
-    flat = _flat(result)
+    result = envcheck_on_text(tmp_path, text, "check", "--select", rule, "--fail-on", "info")
+    flat = folded(result)
     assert result.exit_code == 1, result.output
     assert f"{rule}'s error message at line" in flat
     assert cause in flat and fix in flat
@@ -109,16 +94,16 @@ def test_the_issue_s_examples_name_cause_and_fix(tmp_path: Path, text: str, rule
 def test_one_traceback_is_one_observation(tmp_path: Path) -> None:
     """The `raise ...("message")` line above the error repeats its words; only the error line is recognised."""
     for text, rule in ((CPU_TORCH, "EC1701"), (DYNAMO, "EC0203")):
-        result = _run(tmp_path, text, "explain", "--static", "--select", rule)
-        assert f"recognised {rule} at line 3" in _flat(result), result.output
-        assert "line 2" not in _flat(result)
+        result = envcheck_on_text(tmp_path, text, "explain", "--static", "--select", rule)
+        assert f"recognised {rule} at line 3" in folded(result), result.output
+        assert "line 2" not in folded(result)
 
 
 def test_a_gpu_newer_than_a_cuda_10_build_is_told_to_take_a_cuda_11_build(tmp_path: Path) -> None:
     """An RTX 3090 warned by a build for sm_37 to sm_70 gets the CUDA 11 advice, not the cu126 one for old GPUs."""
     text = ("NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the current PyTorch "
             "installation.\nThe current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.\n")
-    flat = _flat(_run(tmp_path, text, "check", "--select", "EC0401"))
+    flat = folded(envcheck_on_text(tmp_path, text, "check", "--select", "EC0401"))
     assert "is newer than this torch build, which was compiled with CUDA 10 or older for sm_37 sm_50 sm_60 sm_70" \
         in flat
     assert "cu126 index" not in flat
@@ -131,8 +116,9 @@ def test_the_explanation_fits_the_environment_it_is_run_in(tmp_path: Path, torch
     proc = subprocess.run([torch_python, "-c", "import torch; torch.zeros(1).cuda()"], capture_output=True,
                           text=True, timeout=300, env=clean_env(), check=False)
     assert proc.returncode != 0 and "Torch not compiled with CUDA enabled" in proc.stderr
-    result = _run(tmp_path, proc.stderr, "explain", "--static", "--python", torch_python, "--select", "EC1701")
-    flat = _flat(result)
+    result = envcheck_on_text(tmp_path, proc.stderr, "explain", "--static", "--python", torch_python,
+                              "--select", "EC1701")
+    flat = folded(result)
     assert result.exit_code == 1, result.output
     assert f"checked {torch_python}" in flat and "EC1701 at line" in flat
     assert "the torch that runs it is a CPU-only build" in flat
