@@ -120,8 +120,8 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
     judged = [] if rule.evidence_only else _judged(rule, ctx)
     fired = [f for f in judged if f.status.is_finding]
     if fired:
-        return [_escalated(dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said),
-                           rule, seen) for f in fired]
+        return [_escalated(dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said,
+                                               observed=True), rule, seen) for f in fired]
     first = seen[0]
     signature = rule.signatures[first.signature] if first.signature < len(rule.signatures) else None
     item = None
@@ -147,7 +147,7 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
     fix = fixes or (finding.fix if stated(rule.fix, facts, item) else
                     "The error output shows this failure but not the facts its usual fix names: `envcheck check` run "
                     "in the environment that printed it gives the fix for that environment.")
-    finding = dataclasses.replace(finding, summary=summary, why=why, fix=fix)
+    finding = dataclasses.replace(finding, summary=summary, why=why, fix=fix, observed=True)
     return [_escalated(finding, rule, seen)]
 
 

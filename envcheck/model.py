@@ -88,6 +88,7 @@ class Finding:
     item: dict[str, str] | None = None  # for `foreach` rules: the item this verdict is about
     area: str = ""
     evidence: str = ""  # which facts decided, when a rule weighs several (a probe, else a version range)
+    observed: bool = False  # error output that came with the facts shows it (envcheck explain, check --report)
 
 
 # How the checked interpreter was chosen (`Target.source`), in the order envcheck tries them (envcheck/target.py).

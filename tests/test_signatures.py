@@ -182,3 +182,20 @@ def test_a_signature_can_say_the_failure_is_worse_than_its_rule_guesses(tmp_path
     assert "could not collect everything" not in result.output
     with pytest.raises(RuleError, match="severity"):
         parse_signatures([_raw(severity="fatal")], "EC9000", Where("f", "EC9000", "signatures"))
+
+
+def test_what_the_error_output_shows_comes_first() -> None:
+    """Of two failures, the one the error output shows is listed first, whatever its rule id: it is what was asked
+    about (envcheck explain, an issue body's traceback); the rest of the check follows in the usual order."""
+    from envcheck.model import Finding, Report, Severity
+    from envcheck.report.common import problems
+
+    def failing(rule_id: str, observed: bool) -> Finding:
+        return Finding(rule_id=rule_id, name="x", severity=Severity.ERROR, status=Status.FAIL, summary="s",
+                       observed=observed)
+
+    report = Report(findings=(failing("EC0101", False), failing("EC1701", True)), python="p", origin="o",
+                    envcheck_version="0")
+    assert [f.rule_id for f in problems(report)] == ["EC1701", "EC0101"]
+    plain = dataclasses.replace(report, findings=(failing("EC0101", False), failing("EC1701", False)))
+    assert [f.rule_id for f in problems(plain)] == ["EC0101", "EC1701"]

@@ -13,9 +13,10 @@ _STATUS_ORDER = {Status.ERROR: 0, Status.FAIL: 1, Status.WARN: 2, Status.INFO: 3
 
 
 def problems(report: Report) -> list[Finding]:
-    """Findings a person must read: failures, warnings, infos, and rules that could not be evaluated."""
+    """Findings a person must read: failures, warnings, infos, and rules that could not be evaluated; first those
+    the error output that came with the facts shows (what `envcheck explain` was asked about)."""
     shown = [f for f in report.findings if f.status.is_finding or f.status is Status.ERROR]
-    return sorted(shown, key=lambda f: (_STATUS_ORDER[f.status], f.rule_id))
+    return sorted(shown, key=lambda f: (not f.observed, _STATUS_ORDER[f.status], f.rule_id))
 
 
 def _plural(n: int, word: str) -> str:
