@@ -199,3 +199,15 @@ def test_what_the_error_output_shows_comes_first() -> None:
     assert [f.rule_id for f in problems(report)] == ["EC1701", "EC0101"]
     plain = dataclasses.replace(report, findings=(failing("EC0101", False), failing("EC1701", False)))
     assert [f.rule_id for f in problems(plain)] == ["EC0101", "EC1701"]
+
+
+def test_a_signature_can_require_two_captures_to_differ() -> None:
+    """xformers built for torch 2.0.1 when torch 2.0.1 runs it (a CUDA xformers on a Mac) is not "built for another
+    torch": EC0701's signature requires the two versions to differ, and says nothing rather than the wrong cause."""
+    rule = next(r for r in PACK if r.id == "EC0701")
+    same = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 2.0.1 with CUDA 1106 (you have 2.0.1)\n    Python  3.9.16 (you have 3.9.16)\n")
+    assert scan(same, rule.signatures) == []
+    assert scan(same.replace("(you have 2.0.1)", "(you have 2.1.0)"), rule.signatures)
+    with pytest.raises(RuleError, match="differ"):
+        parse_signatures([_raw(differ=["thing"])], "EC9000", Where("f", "EC9000", "signatures"))

@@ -48,7 +48,8 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
-_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "source", "thread", "example",
+_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "source", "thread",
+         "example",
          "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -70,6 +71,9 @@ class Signature:
     fix: str = ""  # "" -> the rule's own fix; needed where that fix names what only the facts know ({item.*})
     severity: str = ""  # "" -> the rule's; set where the message proves more than the facts could (an `info` rule
     # about what a version range may break, whose error shows that it broke)
+    # Two groups that must capture different text for the line to mean this failure (a regex cannot compare its
+    # captures without a backreference): xformers "built for 2.0.1 (you have 2.0.1)" is not "built for another torch".
+    differ: tuple[str, ...] = ()
     source: str = ""
     thread: str = ""
     example: str = ""
@@ -172,6 +176,9 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
     summary, fix = _text(raw, "summary", where, default=""), _text(raw, "fix", where, default="")
     why = _text(raw, "why", where, default="")
     severity = _text(raw, "severity", where, default="")
+    differ = raw.get("differ", [])
+    if not isinstance(differ, list) or len(differ) not in (0, 2) or not all(g in groups for g in differ):
+        raise where.at("differ").error("expected two of the pattern's group names")
     if severity not in ("", "error", "warning", "info"):
         raise where.at("severity").error(f"expected error, warning or info, got {severity!r}")
     for key, text in (("summary", summary), ("why", why), ("fix", fix)):
@@ -180,6 +187,7 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
                 raise where.at(key).error(f"{{{name}}}: the pattern has no group (?P<{name}>...)")
     signature = Signature(rule_id=rule_id, index=index, anchor=anchor, pattern=pattern, lines=lines,
                           yields=dict(yields), summary=summary, why=why, fix=fix, severity=severity,
+                          differ=tuple(differ),
                           source=_url(raw, "source", where),
                           thread=_url(raw, "thread", where), example=_text(raw, "example", where),
                           near_miss=_text(raw, "near_miss", where))
@@ -270,6 +278,8 @@ def _match(text: str, starts: Sequence[int], line: int, signature: Signature, so
     if match is None:
         return None
     captures = {k: v.strip() for k, v in match.groupdict().items() if v is not None}
+    if signature.differ and captures.get(signature.differ[0]) == captures.get(signature.differ[1]):
+        return None
     matched = " ".join(part.strip() for part in match[0].splitlines() if part.strip())
     return Observation(rule_id=signature.rule_id, signature=signature.index, line=line + 1,
                        text=matched if len(matched) <= MAX_TEXT else matched[:MAX_TEXT - 1] + "…",
