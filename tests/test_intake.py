@@ -74,6 +74,20 @@ def test_nvidia_smi_states_the_drivers_cuda() -> None:
                      "nvidia-smi-q-450-gtx780.txt": "11.0"}
 
 
+def test_collect_env_could_not_collect_lists_no_package() -> None:
+    """collect_env's "[pip] Could not collect" and "[conda] Could not collect" lines name no package ("Could")."""
+    facts = read_report((REPORTS / "torch-1.5-windows-quadro.txt").read_bytes(), "r")
+    assert [(d.name, d.version) for d in facts.distributions] == [("torch", "1.5.0+cu101")]
+
+
+def test_an_nvidia_smi_banner_without_gpu_rows_leaves_the_gpus_unknown() -> None:
+    """nvidia-smi's banner pasted alone states the driver and its CUDA; the GPUs are unknown, not "none"."""
+    facts = read_report((REPORTS / "prose" / "pytorch-85332-cu102.md").read_bytes(), "r")
+    assert facts.nvml is not None
+    assert (facts.nvml.driver_version, facts.nvml.cuda_driver_version) == ("450.51.05", "11.0")
+    assert not facts.nvml.devices_known
+
+
 def test_pip_freeze_reads_versions_and_url_installs() -> None:
     """A freeze gives each `name==version`; a `name @ URL` install is listed with its version unknown."""
     facts = read_report((REPORTS / "pip-freeze-cut.txt").read_bytes(), "freeze")

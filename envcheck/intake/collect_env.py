@@ -24,7 +24,8 @@ _GPU_LINE = re.compile(r"\s*GPU \d+: ")
 _GFX_TARGET = re.compile(r"\((gfx[0-9a-f]{3,4})\b")
 _LIBRARY = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
 _FREEZE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*(\S+)$")
-_CONDA_ROW = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\S+)(?:\s+(\S+))?(?:\s+(\S+))?$")
+# A conda version begins with a digit (as in `conda list`, conda_list._ROW): "[conda] Could not collect" is no row.
+_CONDA_ROW = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d\S*)(?:\s+(\S+))?(?:\s+(\S+))?$")
 _ARCHS = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+[af]?\s*)+)")
 _LINUX_WORDS = re.compile(r"ubuntu|debian|centos|linux|fedora|red hat|rhel|rocky|alma|suse|arch|mint|pop!_os|"
                           r"amazon|oracle|gentoo|nixos|manjaro", re.IGNORECASE)
@@ -164,8 +165,11 @@ def _amd_targets(gpus: list[Gpu]) -> tuple[str, ...] | None:
 
 
 def _library(kind: str, rest: str) -> list[Package]:
-    """One "[pip3] numpy==1.26.4" or "[conda] pytorch 2.1.0 py3.10_cuda11.8_cudnn8.7.0_0 pytorch" line."""
+    """One "[pip3] numpy==1.26.4" or "[conda] pytorch 2.1.0 py3.10_cuda11.8_cudnn8.7.0_0 pytorch" line; none for
+    collect_env's stand-ins for an empty or failed list ("[conda] Could not collect", "No relevant packages")."""
     rest = rest.strip()
+    if rest.lower() in _NOT_STATED or rest.lower() == "no relevant packages":
+        return []
     if kind == "conda":
         row = _CONDA_ROW.match(rest)
         return [] if row is None else [package_of_row(row.group(1), row.group(2), row.group(3) or "",

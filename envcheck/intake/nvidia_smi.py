@@ -68,8 +68,11 @@ def parse_table(block: Block) -> Found:
             end = index + 2
         elif "Processes:" in lines[index]:
             break
+    # A banner without GPU rows is a paste cut after its first line, not a machine without GPUs (nvidia-smi prints
+    # "No devices were found" and no table there): the GPUs are not listed, so unknown.
     return Found(fmt="nvidia-smi", where=block.where("nvidia-smi", start, end),
-                 driver_version=banner.group(2), cuda_driver_version=_cuda(banner.group(3)), gpus=tuple(gpus))
+                 driver_version=banner.group(2), cuda_driver_version=_cuda(banner.group(3)),
+                 gpus=tuple(gpus) if gpus else None)
 
 
 def parse_query(block: Block) -> Found:
