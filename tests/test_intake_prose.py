@@ -383,3 +383,26 @@ def _growth(make: Callable[[int], bytes], size: int) -> float:
 def test_reading_text_grows_linearly(make: Callable[[int], bytes], size: int) -> None:
     """Text four times as long takes well under sixteen times as long to read."""
     assert _growth(make, size) < RATIO
+
+
+@pytest.mark.parametrize(("text", "targets"), [
+    pytest.param("GPU: AMD Radeon RX 5700 XT\ntorch 2.3.1+rocm5.7\n", ["gfx1010"], id="radeon-rx-5700-xt"),
+    pytest.param("GPU: RX 7900 XTX\nPyTorch version: 2.3.1+rocm5.7\n", ["gfx1100"], id="rx-7900-xtx"),
+    pytest.param("GPU: 8x AMD Instinct MI300X\ntorch 2.4.0+rocm6.1\n", ["gfx942"] * 8, id="eight-mi300x"),
+    pytest.param("GPU: AMD Radeon RX 5700 XT\ntorch 2.3.1+cu121\n", None, id="beside-a-cuda-torch"),
+    pytest.param("GPU: AMD Radeon RX 5700 XT\ntorch 2.3.1\n", None, id="beside-a-torch-of-unstated-build"),
+    pytest.param("GPU: AMD Radeon RX 7900\ntorch 2.3.1+rocm5.7\n", None, id="a-name-the-table-does-not-list"),
+])
+def test_amd_gpus_named_beside_a_rocm_torch_state_their_gfx_targets(text: str, targets: list[str] | None) -> None:
+    """An AMD GPU named in the text, beside a ROCm torch, is a ROCm device of its gfx target (rules/data/amd-gpus.toml);
+    beside another torch, or by a name not listed, no ROCm device is stated."""
+    facts = read_report(text.encode(), "r")
+    got = None if facts.rocm is None else [d.gfx_target for d in facts.rocm.devices]
+    assert got == targets
+
+
+def test_an_amd_gpu_names_the_rocm_rules_gpu() -> None:
+    """`envcheck check` on a ROCm torch 2.3 and an RX 5700 XT (gfx1010, in no torch 2.3 ROCm wheel) reports EC1401."""
+    text = "GPU: AMD Radeon RX 5700 XT\ntorch 2.3.1+rocm5.7\n"
+    result = CliRunner().invoke(cli, ["check", "--static", "--report", "-"], input=text)
+    assert "EC1401" in result.output, result.output

@@ -231,7 +231,8 @@ def test_pack_carries_every_registered_table() -> None:
                      "expected a CUDA major and a driver branch", id="bad-value"),
         pytest.param("xformers", '[xformers]\nsymptom = "s"\n[xformers.releases]\n"0.1" = { torch = "2.6" }\n',
                      "xformers.releases.0.1", "not a version or specifier", id="bad-specifier"),
-        pytest.param("cuda-drivers", "", None, r"unknown data table \(known: cuda-driver, ", id="misspelt-file"),
+        pytest.param("cuda-drivers", "", None, r"unknown data table \(known: amd-gpus, cuda-driver, ",
+                     id="misspelt-file"),
     ],
 )
 def test_bad_table_fails_the_pack_load(tmp_path: Path, stem: str, text: str, key: str | None, message: str) -> None:
@@ -257,7 +258,7 @@ def test_every_registered_table_must_be_found(tmp_path: Path) -> None:
     """A pack whose data/ lacks a registered table is a RuleError naming the file that is missing."""
     with pytest.raises(RuleError, match="data table missing") as info:
         tables_mod.load([tmp_path])
-    assert info.value.file == str(tmp_path / "data" / "cuda-driver.toml")
+    assert info.value.file == str(tmp_path / "data" / "amd-gpus.toml")  # the first missing, by name
 
 
 def test_tables_absent_from_a_hand_built_pack_fail_by_name() -> None:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
-from envcheck import _files, _resources, gpus, torch_builds
+from envcheck import _files, _resources, amd_gpus, gpus, torch_builds
 from envcheck.derived import companions, extension_releases, gpu_compat, rocm
 from envcheck.errors import RuleError
 
-__all__ = ["CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS", "TORCH_BUILDS",
-           "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
+__all__ = ["AMD_GPUS", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS",
+           "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
 
 T = TypeVar("T")
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
@@ -41,9 +41,10 @@ TORCH_BUILDS = Table("torch-builds", torch_builds.parse)
 GPUS = Table("gpus", gpus.parse)
 ROCM_ARCHS = Table("rocm-archs", rocm.parse)
 EXTENSION_RELEASES = Table("extension-releases", extension_releases.parse)
+AMD_GPUS = Table("amd-gpus", amd_gpus.parse)
 
 REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
-                                                          ROCM_ARCHS, EXTENSION_RELEASES)}
+                                                          ROCM_ARCHS, EXTENSION_RELEASES, AMD_GPUS)}
 
 
 @dataclass(frozen=True)

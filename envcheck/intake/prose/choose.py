@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from envcheck import gpus
+from envcheck import amd_gpus, gpus
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.prose.said import GpuSaid, Said
 from envcheck.intake.prose.words import Platform, torch_version_of
@@ -54,7 +54,7 @@ def _text(said: Said) -> str:
     value = said.value
     if isinstance(value, Platform):
         return value.label
-    if said.fact == "gpu":
+    if said.fact in ("gpu", "amd_gpu"):
         return " + ".join(f"{g.name}" + (f" x{g.many}" if g.many > 1 else "") for g in value)
     if said.fact == "package":
         return f"{value[0]} {value[1]}"
@@ -71,6 +71,16 @@ def _gpus_agree(a: tuple[GpuSaid, ...], b: tuple[GpuSaid, ...]) -> bool:
     return {g.name for g in a} == {g.name for g in b} or [
         (gpus.capability_of_name(table, g.name), g.many) for g in a] == [
         (gpus.capability_of_name(table, g.name), g.many) for g in b]
+
+
+def _amd_gpus_agree(a: tuple[GpuSaid, ...], b: tuple[GpuSaid, ...]) -> bool:
+    """The same AMD GPUs, or names of one target ("RX 7900 XTX" and "RX 7900 XT"): the targets and counts agree."""
+    return [(_gfx(g.name), g.many) for g in a] == [(_gfx(g.name), g.many) for g in b]
+
+
+def _gfx(name: str) -> str | None:
+    found = amd_gpus.lookup(amd_gpus.shipped(), name)
+    return None if found is None else found[1]
 
 
 def found_of(said: Sequence[Said], cut: int | None = None) -> Found | None:
@@ -90,6 +100,7 @@ def found_of(said: Sequence[Said], cut: int | None = None) -> Found | None:
             continue
         agree: Callable[[Any, Any], bool] = (
             _platforms_agree if key == "platform" else _gpus_agree if key == "gpu"
+            else _amd_gpus_agree if key == "amd_gpu"
             else (lambda a, b: _agree(a[1], b[1])) if key.startswith("package:") else
             (lambda a, b: a == b) if key in ("machine", "libc") else _agree)
         decided = _decide(group, agree, _what(key), problems)
@@ -113,7 +124,8 @@ def _merged(decided: Said, agreeing: list[Said]) -> Said:
 def _what(key: str) -> str:
     names = {"torch": "torch's version", "torch_cuda": "torch's CUDA build", "torch_hip": "torch's ROCm build",
              "python": "the Python version", "driver": "the driver version", "driver_cuda": "the driver's CUDA",
-             "gpu": "the GPUs", "platform": "the OS", "machine": "the architecture", "libc": "the glibc version"}
+             "gpu": "the GPUs", "amd_gpu": "the AMD GPUs", "platform": "the OS", "machine": "the architecture",
+             "libc": "the glibc version"}
     return names.get(key, f"{key.partition(':')[2]}'s version")
 
 
@@ -121,11 +133,17 @@ def _found(chosen: dict[str, Said], notes: list[Said], problems: list[str]) -> F
     at: dict[str, Said] = {}
     torch = chosen.get("torch")
     cuda, hip = chosen.get("torch_cuda"), chosen.get("torch_hip")
+    rocm = hip is not None
     if torch is not None:
         at["torch_version"] = torch
         local = cuda_of_local_version(torch.value)
         if local is not None:  # the version's own build decides: "+cu121" is CUDA 12.1 whatever else is said
             cuda = hip = None
+            rocm = local[1] is not None
+    # AMD GPUs by gfx target are what the ROCm facts describe, and only a ROCm torch's (as collect_env states them):
+    # named beside a CUDA or CPU torch, or one whose build is not stated, they are left out.
+    if rocm and "amd_gpu" in chosen:
+        at["amd_gpus"] = chosen["amd_gpu"]
     for field, said in (("torch_cuda", cuda), ("torch_hip", hip), ("python_version", chosen.get("python")),
                         ("driver_version", chosen.get("driver")), ("cuda_driver_version", chosen.get("driver_cuda")),
                         ("gpus", chosen.get("gpu"))):
@@ -157,6 +175,8 @@ def _found(chosen: dict[str, Said], notes: list[Said], problems: list[str]) -> F
         machine=_machine(machine), libc=_libc(libc),
         driver_version=value.get("driver_version"), cuda_driver_version=value.get("cuda_driver_version"),
         gpus=None if "gpus" not in value else tuple(Gpu(name=g.name) for g in value["gpus"] for _ in range(g.many)),
+        amd_gpus=None if "amd_gpus" not in value else tuple(
+            _gfx(g.name) or "" for g in value["amd_gpus"] for _ in range(g.many)),
         problems=tuple(problems), at=tuple(sorted(where_of.items())))
 
 
@@ -200,6 +220,8 @@ def _label(field: str, said: Said) -> str:
              "machine": "{}", "libc": "glibc {}"}
     if field == "gpus":
         return "GPU " + _text(said)
+    if field == "amd_gpus":
+        return "GPU " + " + ".join(f"{g.name} ({_gfx(g.name)})" + (f" x{g.many}" if g.many > 1 else "") for g in value)
     if field == "libc":
         return f"glibc {value[1]}"
     return words.get(field, "{}").format(value)

@@ -1,5 +1,6 @@
 """GPUs a text names by product name ("RTX 4090", "A100 80GB", "2x H100", "Tesla T4"), through the one GPU table,
-rules/data/gpus.toml (envcheck/gpus.py)."""
+rules/data/gpus.toml (envcheck/gpus.py); AMD GPUs ("Radeon RX 7900 XTX", "MI300X") through rules/data/amd-gpus.toml
+(envcheck/amd_gpus.py), which gives their gfx targets."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import functools
 import re
 from collections.abc import Iterator
 
+from envcheck import amd_gpus
 from envcheck import gpus as gpu_table
 from envcheck.intake.prose.said import GpuSaid, Said
 
@@ -22,6 +24,10 @@ _GPU_SPLIT = re.compile(r"[\s\-_/,;:()\[\]|'\"`*]+")
 _GLUED_GPU = re.compile(r"(rtx|gtx)?(\d{3,4})(ti|super|d)?")
 
 
+# Where an AMD name can begin ("rx 7900", "rx7900", "mi300x", "pro w7900"): a line without one is not split for it.
+_AMD_START = re.compile(r"(?<![a-z0-9])(?:rx\s?\d|mi\d|pro\s?w\d)")
+
+
 _COUNT = re.compile(r"(?:(\d{1,3})\s?[x×*])|(?:[x×*]\s?(\d{1,3}))")
 
 
@@ -31,6 +37,8 @@ def gpus_in(text: str, number: int, tier: int, *, context: bool, whole: bool) ->
     a GPU key, or words such as NVIDIA or GPU beside it); `whole`: the text is nothing but the GPU's name."""
     table = gpu_table.shipped()
     lower = text.lower()
+    if _AMD_START.search(lower) is not None:
+        yield from _amd_in(lower, number, tier)
     context = context or _GPU_CONTEXT.search(lower) is not None
     if _gpu_starts(context).search(lower) is None:
         return
@@ -91,6 +99,24 @@ def _gpu_at(table: gpu_table.GpuNames, words: list[str], index: int, context: bo
         spanned = max(1, length - (len(head) - 1))
         return entry[0], spanned
     return None
+
+
+def _amd_in(lower: str, number: int, tier: int) -> Iterator[Said]:
+    """AMD GPUs named by a name rules/data/amd-gpus.toml lists ("AMD Radeon RX 7900 XTX", "8x MI300X"): a "amd_gpu"
+    statement whose GpuSaid names are the listed names."""
+    table = amd_gpus.shipped()
+    words = [w for w in (w.rstrip(".!?") for w in _GPU_SPLIT.split(lower)) if amd_gpus.words_of(w)]
+    found: list[GpuSaid] = []
+    index = 0
+    while index < len(words):
+        match = amd_gpus.at(table, words, index) if words[index].startswith(("rx", "mi", "pro")) else None
+        if match is None:
+            index += 1
+            continue
+        found.append(GpuSaid(match[0], _count(words, index, match[2])))
+        index += match[2]
+    if found:
+        yield Said("amd_gpu", tuple(found), number, tier)
 
 
 def _count(words: list[str], index: int, length: int) -> int:

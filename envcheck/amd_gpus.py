@@ -1,0 +1,78 @@
+"""AMD GPU names -> gfx target (rules/data/amd-gpus.toml), for the AMD GPUs a pasted report names without their
+target ("GPU: AMD Radeon RX 7900 XTX" in an issue's text). Names match without case, without the words AMD /
+Radeon / Instinct, "-" read as a space, by whole words from the start, longest listed name first (see the file's
+header).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from envcheck import _files, _resources
+from envcheck.errors import RuleError, check_table_head
+
+__all__ = ["AmdGpuNames", "at", "lookup", "parse", "shipped", "words_of"]
+
+_NOISE = frozenset({"amd", "radeon", "instinct", "ati"})
+_TARGET = re.compile(r"gfx[0-9]{1,2}[0-9a-f]{2}")
+
+
+@dataclass(frozen=True)
+class AmdGpuNames:
+    """rules/data/amd-gpus.toml, parsed: normalised name words -> (name as listed, gfx target)."""
+
+    names: Mapping[tuple[str, ...], tuple[str, str]]
+    longest: int = 4  # words in the longest listed name: no longer prefix of a name can be listed
+
+
+def words_of(name: str) -> tuple[str, ...]:
+    """A name's words as the table matches them: lower case, without AMD / Radeon / Instinct."""
+    return tuple(w for w in re.split(r"[\s\-_/]+", name.lower()) if w and w not in _NOISE)
+
+
+def parse(data: dict[str, Any], file: str) -> AmdGpuNames:
+    """The table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
+    check_table_head(data, file, ("schema", "gfx"))
+    table = data.get("gfx")
+    if not isinstance(table, dict) or not table:
+        raise RuleError(file, "expected a non-empty table of gfx target -> names", key="gfx")
+    names: dict[tuple[str, ...], tuple[str, str]] = {}
+    for target, listed in table.items():
+        if _TARGET.fullmatch(target) is None:
+            raise RuleError(file, f"expected a gfx target such as \"gfx1100\", got {target!r}", key=f"gfx.{target}")
+        if not isinstance(listed, list) or not listed or not all(isinstance(n, str) and words_of(n) for n in listed):
+            raise RuleError(file, "expected a list of GPU names", key=f"gfx.{target}")
+        for name in listed:
+            words = words_of(name)
+            if words in names:
+                raise RuleError(file, f"{name!r} is listed twice", key=f"gfx.{target}")
+            names[words] = (name, target)
+    return AmdGpuNames(names, max(map(len, names)))
+
+
+def at(table: AmdGpuNames, words: Sequence[str], index: int) -> tuple[str, str, int] | None:
+    """(listed name, gfx target, words it spans) of the longest listed name that `words` (as `words_of` gives
+    them) begin at `index`; None when none does."""
+    for length in range(min(len(words) - index, table.longest), 0, -1):
+        found = table.names.get(tuple(words[index:index + length]))
+        if found is not None:
+            return found[0], found[1], length
+    return None
+
+
+def lookup(table: AmdGpuNames, name: str) -> tuple[str, str] | None:
+    """(the listed name, its gfx target) for a GPU name as a person or a tool writes it; None when not listed."""
+    found = at(table, words_of(name), 0)
+    return None if found is None else (found[0], found[1])
+
+
+@functools.cache
+def shipped() -> AmdGpuNames:
+    """The table the rule pack ships (rules/data/amd-gpus.toml), read once: for the free-text report reader, which
+    runs without a loaded pack."""
+    path = _resources.data_dir() / "amd-gpus.toml"
+    return parse(_files.load_toml(path, error=RuleError), str(path))
