@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck import _files, _resources
-from envcheck.errors import RuleError, check_table_head
+from envcheck.errors import RuleError
+from envcheck.gpus import longest_at, name_words, parse_names
 
 __all__ = ["AmdGpuNames", "at", "lookup", "parse", "shipped", "words_of"]
 
@@ -31,37 +32,20 @@ class AmdGpuNames:
 
 def words_of(name: str) -> tuple[str, ...]:
     """A name's words as the table matches them: lower case, without AMD / Radeon / Instinct."""
-    return tuple(w for w in re.split(r"[\s\-_/]+", name.lower()) if w and w not in _NOISE)
+    return name_words(name, _NOISE)
 
 
 def parse(data: dict[str, Any], file: str) -> AmdGpuNames:
     """The table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
-    check_table_head(data, file, ("schema", "gfx"))
-    table = data.get("gfx")
-    if not isinstance(table, dict) or not table:
-        raise RuleError(file, "expected a non-empty table of gfx target -> names", key="gfx")
-    names: dict[tuple[str, ...], tuple[str, str]] = {}
-    for target, listed in table.items():
-        if _TARGET.fullmatch(target) is None:
-            raise RuleError(file, f"expected a gfx target such as \"gfx1100\", got {target!r}", key=f"gfx.{target}")
-        if not isinstance(listed, list) or not listed or not all(isinstance(n, str) and words_of(n) for n in listed):
-            raise RuleError(file, "expected a list of GPU names", key=f"gfx.{target}")
-        for name in listed:
-            words = words_of(name)
-            if words in names:
-                raise RuleError(file, f"{name!r} is listed twice", key=f"gfx.{target}")
-            names[words] = (name, target)
-    return AmdGpuNames(names, max(map(len, names)))
+    names, longest = parse_names(data, file, "gfx", lambda key: key if _TARGET.fullmatch(key) else None,
+                                 'a gfx target such as "gfx1100"', _NOISE)
+    return AmdGpuNames(names, longest)
 
 
 def at(table: AmdGpuNames, words: Sequence[str], index: int) -> tuple[str, str, int] | None:
     """(listed name, gfx target, words it spans) of the longest listed name that `words` (as `words_of` gives
     them) begin at `index`; None when none does."""
-    for length in range(min(len(words) - index, table.longest), 0, -1):
-        found = table.names.get(tuple(words[index:index + length]))
-        if found is not None:
-            return found[0], found[1], length
-    return None
+    return longest_at(table.names, table.longest, words, index)
 
 
 def lookup(table: AmdGpuNames, name: str) -> tuple[str, str] | None:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from envcheck import _files, _resources
 from envcheck.errors import RuleError, check_table_head
 
 Capability = tuple[int, int]
+V = TypeVar("V")
 _NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro"})
 # "sm_120", "sm120", "12.0", "compute capability 12.0": a capability given directly.
 _SM = re.compile(r"sm_?(\d+)(\d)")
@@ -36,30 +37,62 @@ class GpuNames:
     longest: int = 8  # words in the longest listed name: no longer prefix of a name can be listed
 
 
+def name_words(name: str, noise: frozenset[str]) -> tuple[str, ...]:
+    """A GPU name's words as a name table matches them: lower case, split at spaces, "-", "_" and "/", without the
+    vendor's words (`noise`)."""
+    return tuple(w for w in re.split(r"[\s\-_/]+", name.lower()) if w and w not in noise)
+
+
 def _words(name: str) -> tuple[str, ...]:
-    return tuple(w for w in re.split(r"[\s\-_/]+", name.lower()) if w and w not in _NOISE)
+    return name_words(name, _NOISE)
+
+
+def parse_names(data: dict[str, Any], file: str, section: str, value: Callable[[str], V | None], expected: str,
+                noise: frozenset[str]) -> tuple[dict[tuple[str, ...], tuple[str, V]], int]:
+    """(name words -> (name as listed, value), the most words of a name) from a name table's TOML (`section`: value
+    -> names; `value` reads a key, None when it is not one, as `expected` says); anything malformed is a RuleError
+    naming `file` and the key. The NVIDIA table (capabilities) and the AMD one (gfx targets) are read alike."""
+    check_table_head(data, file, ("schema", section))
+    table = data.get(section)
+    if not isinstance(table, dict) or not table:
+        raise RuleError(file, f"expected a non-empty table of {section} -> names", key=section)
+    names: dict[tuple[str, ...], tuple[str, V]] = {}
+    for key, listed in table.items():
+        read = value(key)
+        if read is None:
+            raise RuleError(file, f"expected {expected}, got {key!r}", key=f"{section}.{key}")
+        if not isinstance(listed, list) or not listed or not all(
+                isinstance(n, str) and name_words(n, noise) for n in listed):
+            raise RuleError(file, "expected a list of GPU names", key=f"{section}.{key}")
+        for name in listed:
+            words = name_words(name, noise)
+            if words in names:
+                raise RuleError(file, f"{name!r} is listed twice", key=f"{section}.{key}")
+            names[words] = (name, read)
+    return names, max(map(len, names))
+
+
+def longest_at(names: Mapping[tuple[str, ...], tuple[str, V]], longest: int, words: Sequence[str],
+               index: int) -> tuple[str, V, int] | None:
+    """(listed name, value, words it spans) of the longest listed name that `words` begin at `index`; None when
+    none does."""
+    for length in range(min(len(words) - index, longest), 0, -1):
+        found = names.get(tuple(words[index:index + length]))
+        if found is not None:
+            return found[0], found[1], length
+    return None
+
+
+def _capability_key(key: str) -> Capability | None:
+    match = _DOTTED.fullmatch(key)
+    return None if match is None else (int(match.group(1)), int(match.group(2)))
 
 
 def parse(data: dict[str, Any], file: str) -> GpuNames:
     """The table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
-    check_table_head(data, file, ("schema", "capability"))
-    table = data.get("capability")
-    if not isinstance(table, dict) or not table:
-        raise RuleError(file, "expected a non-empty table of capability -> names", key="capability")
-    names: dict[tuple[str, ...], tuple[str, Capability]] = {}
-    for key, listed in table.items():
-        match = _DOTTED.fullmatch(key)
-        if match is None:
-            raise RuleError(file, f"expected a compute capability such as \"8.6\", got {key!r}",
-                            key=f"capability.{key}")
-        if not isinstance(listed, list) or not listed or not all(isinstance(n, str) and _words(n) for n in listed):
-            raise RuleError(file, "expected a list of GPU names", key=f"capability.{key}")
-        for name in listed:
-            words = _words(name)
-            if words in names:
-                raise RuleError(file, f"{name!r} is listed twice", key=f"capability.{key}")
-            names[words] = (name, (int(match.group(1)), int(match.group(2))))
-    return GpuNames(names, max(map(len, names)))
+    names, longest = parse_names(data, file, "capability", _capability_key, 'a compute capability such as "8.6"',
+                                 _NOISE)
+    return GpuNames(names, longest)
 
 
 def capability_of(text: str) -> Capability | None:
@@ -71,12 +104,8 @@ def capability_of(text: str) -> Capability | None:
 
 def lookup(table: GpuNames, name: str) -> tuple[str, Capability] | None:
     """(the listed name, its capability) for a GPU name as NVML or a person writes it; None when not listed."""
-    words = _words(name)
-    for length in range(min(len(words), table.longest), 0, -1):
-        found = table.names.get(words[:length])
-        if found is not None:
-            return found
-    return None
+    found = longest_at(table.names, table.longest, _words(name), 0)
+    return None if found is None else (found[0], found[1])
 
 
 def capability_of_name(table: GpuNames, name: str) -> Capability | None:
