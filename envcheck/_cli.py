@@ -136,42 +136,46 @@ _python_option = click.option(
 )
 
 
+def _pasted(source: str) -> tuple[bytes, str]:
+    """(the bytes of pasted text, its name): `-` is standard input; a file is read as --facts is (a regular file
+    only, not /dev/zero, /dev/null or a FIFO); both bounded by the report readers' limit."""
+    from envcheck import _files
+    from envcheck.intake import ReportError
+    from envcheck.intake.text import MAX_BYTES
+
+    if source != "-":
+        return _files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source
+    try:
+        return sys.stdin.buffer.read(MAX_BYTES + 1), "<stdin>"
+    except OSError as exc:
+        raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
+
+
 def _from_report(report_file: str, python: str | None, facts_file: str | None,
                  rules: Iterable[Rule] = ()) -> tuple[Facts, Target]:
     """The facts a pasted report states (`-`: standard input), with the failures the `rules`' error signatures
     recognise in it, and the target line that names what was read."""
     from envcheck.gpus import GpuNames
-    from envcheck.intake import ReportError, read_report, recognised
-    from envcheck.intake.text import MAX_BYTES
+    from envcheck.intake import ReportError, read
     from envcheck.model import Target
 
     if python is not None or facts_file is not None:
         raise EnvcheckError("--report excludes --python and --facts: the report describes the environment")
-    if report_file == "-":
-        try:
-            data = sys.stdin.buffer.read(MAX_BYTES + 1)
-        except OSError as exc:
-            raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
-    else:  # a file is read as --facts is: a regular file only (not /dev/zero, /dev/null or a FIFO), bounded
-        from envcheck import _files
-
-        data = _files.read_bytes(report_file, error=ReportError, limit=MAX_BYTES)
-    name = "<stdin>" if report_file == "-" else report_file
-    found = recognised(data, name)
+    data, name = _pasted(report_file)
     # A RulePack carries its rules/data/gpus.toml (a rule directory may ship a newer one): GPUs are named by it.
     table = getattr(getattr(rules, "tables", None), "parsed", {}).get("gpus")
     gpu_names = table if isinstance(table, GpuNames) else None
-    snapshot = read_report(data, name, [s for rule in rules for s in rule.signatures], gpu_names)
+    snapshot, found = read(data, name, [s for rule in rules for s in rule.signatures], gpu_names)
     if not found and not snapshot.observed:
         # Verdicts on nothing would be a pass of what was never read: no verdict, and exit 2 like any input
         # envcheck cannot use (the issue-triage workflow comments nothing on it).
         raise ReportError(name, "nothing envcheck reads was recognised in it (collect_env, pip list or freeze, "
                                 "conda list, nvidia-smi, versions, a GPU or an OS named in the text, a known error "
                                 "message, ...; docs/reports.md lists them): no verdict")
-    read = "; ".join([*(f.where for f in found), *(f"{o.rule_id}'s error message at line {o.line}"
+    what = "; ".join([*(f.where for f in found), *(f"{o.rule_id}'s error message at line {o.line}"
                                                   for o in snapshot.observed)])
     return snapshot, Target(python=snapshot.python.executable, source="snapshot",
-                            reason=f"from the report {name}: {read}; what it does not state is unknown "
+                            reason=f"from the report {name}: {what}; what it does not state is unknown "
                                    "(`envcheck facts` run on that machine states it)", in_process=False)
 
 
@@ -342,21 +346,14 @@ def _check_machines(names: tuple[str, ...], fmt: str, output: str | None, also: 
 
 
 def _error_output(source: str) -> tuple[str, str]:
-    """(the text of `source`, its name): a file, or `-` for standard input, bounded like a report."""
-    from envcheck import _files
-    from envcheck.intake import ReportError
-    from envcheck.intake.text import MAX_BYTES, decode
+    """(the text of `source`, its name): a file, or `-` for standard input when it is piped, read as a report is."""
+    from envcheck.intake.text import decode
 
-    if source == "-":
-        if sys.stdin is None or sys.stdin.isatty():
-            raise click.UsageError("explain reads error output from FILE, or from standard input when it is piped: "
-                                   "`python train.py 2>&1 | envcheck explain`")
-        try:
-            data = sys.stdin.buffer.read(MAX_BYTES + 1)
-        except OSError as exc:
-            raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
-        return decode(data, "<stdin>"), "<stdin>"
-    return decode(_files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source), source
+    if source == "-" and (sys.stdin is None or sys.stdin.isatty()):
+        raise click.UsageError("explain reads error output from FILE, or from standard input when it is piped: "
+                               "`python train.py 2>&1 | envcheck explain`")
+    data, name = _pasted(source)
+    return decode(data, name), name
 
 
 @cli.command()

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from envcheck._cli import cli
 from envcheck.facts.snapshot import Facts
-from envcheck.intake import read_report, recognised
+from envcheck.intake import read, read_report
 
 PROSE = Path(__file__).parent / "fixtures" / "reports" / "prose"
 NOT_ASSERTED = object()
@@ -105,7 +105,7 @@ def test_every_fact_records_its_line() -> None:
     assert facts.provenance["nvml.devices"] == "prose, line 5"
     assert facts.provenance["python.platform"] == facts.provenance["python.libc"] == "prose, line 4"
     assert facts.provenance["python.version"] == "prose, line 7"
-    (found,) = recognised((PROSE / "lightning-grasp-7-rtx5080.md").read_bytes(), "r")
+    (found,) = read((PROSE / "lightning-grasp-7-rtx5080.md").read_bytes(), "r")[1]
     assert found.where == ("prose (line 4: Ubuntu 22.04 (linux, glibc 2.35); line 5: GPU RTX 5080; line 6: CUDA 12.8 "
                            "(not said whose: torch's build, the toolkit or the driver's); line 7: Python 3.10; line 8: "
                            "torch 2.9.0+cu128; line 9: torchvision 0.24.0+cu128)")
@@ -299,7 +299,7 @@ def test_tool_output_is_read_once_and_ranks_first() -> None:
     facts = _read(text)
     assert facts.torch is not None and facts.torch.version == "2.6.0+cu126"
     assert facts.provenance["torch.version"].startswith("block 2 (collect_env")
-    wheres = [f.where for f in recognised(text.encode(), "r")]
+    wheres = [f.where for f in read(text.encode(), "r")[1]]
     assert wheres[0].startswith("block 2 (collect_env") and wheres[1].startswith("prose (line 1: ")
     assert "2.6.0" not in wheres[1]  # collect_env's own lines were not read again
 
@@ -316,7 +316,7 @@ def test_what_the_text_does_not_state_stays_unknown() -> None:
 def test_a_hostile_text_is_read_as_words() -> None:
     """Markup and controls around a GPU's name reach the report only as the table's own name for it."""
     text = "GPU: RTX 4090 [link](https://evil.example) @octocat \x1b]8;;x\x07 <b>x</b>\n"
-    (found,) = recognised(text.encode(), "r")
+    (found,) = read(text.encode(), "r")[1]
     assert found.where == "prose (line 1: GPU RTX 4090)"
 
 

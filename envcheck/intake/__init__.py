@@ -20,26 +20,28 @@ from envcheck.intake.errors import found_of
 from envcheck.intake.found import Found
 from envcheck.intake.text import ReportError, blocks, decode
 
-__all__ = ["ReportError", "read_report", "recognised"]
+__all__ = ["ReportError", "read", "read_report"]
 
 
-def recognised(data: bytes, file: str) -> list[Found]:
-    """Every output recognised in the report `data`, in input order."""
-    return recognise_all(blocks(decode(data, file)))
-
-
-def read_report(data: bytes, file: str, signatures: Iterable[Signature] = (),
-                gpu_names: GpuNames | None = None) -> Facts:
-    """The facts a pasted report states, with the failures `signatures` recognise in its error output (and what
-    those state); GPU names are read through `gpu_names` (the rule pack's rules/data/gpus.toml; the shipped one by
-    default). ReportError for input that is not text or is too large."""
+def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
+         gpu_names: GpuNames | None = None) -> tuple[Facts, list[Found]]:
+    """(the facts a pasted report states, the outputs recognised in it in input order), with the failures
+    `signatures` recognise in its error output (and what those state); GPU names are read through `gpu_names` (the
+    rule pack's rules/data/gpus.toml; the shipped one by default). ReportError for input that is not text or is too
+    large. The report is decoded and read once: the snapshot and the line naming what was read both come from it."""
     text = decode(data, file)
     founds = recognise_all(blocks(text))
     observed = scan(text, signatures, source=file)
     stated = found_of(observed)
     facts = facts_of([*founds, *([] if stated is None else [stated])], file, gpu_names)
     if not observed:
-        return facts
+        return facts, founds
     # A recognised error message is something read, even when it states no fact of its own.
     return dataclasses.replace(facts, observed=tuple(observed),
-                               problems=tuple(p for p in facts.problems if p != NOTHING_READ))
+                               problems=tuple(p for p in facts.problems if p != NOTHING_READ)), founds
+
+
+def read_report(data: bytes, file: str, signatures: Iterable[Signature] = (),
+                gpu_names: GpuNames | None = None) -> Facts:
+    """The facts a pasted report states (`read`, without the outputs recognised)."""
+    return read(data, file, signatures, gpu_names)[0]
