@@ -189,13 +189,3 @@ def arch_coverage(facts: Facts, table: CudaDriverTable | None = None) -> list[It
             "build_archs": " ".join(archs),
         })
     return sorted(out, key=lambda i: int(i["index"]))
-
-
-def devices_with_coverage(facts: Facts, wanted: str, table: CudaDriverTable | None = None) -> list[Item] | None:
-    """The arch-coverage items whose coverage is `wanted`; None when some device's coverage is unknown and none
-    matched (that device might)."""
-    items = arch_coverage(facts, table)
-    if items is None:
-        return None
-    out = [i for i in items if i["coverage"] == wanted]
-    return None if not out and any(i["coverage"] == "unknown" for i in items) else out

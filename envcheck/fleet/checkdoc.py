@@ -5,7 +5,6 @@ The same sections as a rule's (envcheck/ruledoc.py): summary, why, fix, trigger,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,10 +44,6 @@ def dicts(checks: Sequence[FleetCheck]) -> list[dict[str, Any]]:
     return [{"id": c.id, "name": c.name, "severity": c.severity.value, "area": AREA, "summary": c.summary,
              "why": c.why, "fix": c.fix, "commands": [], "references": list(c.references), "trigger": _trigger(c),
              "foreach": None, "plan": None, "fix_without_plan": "", "signatures": []} for c in checks]
-
-
-def as_json(checks: Sequence[FleetCheck]) -> str:
-    return json.dumps(dicts(checks), indent=2, ensure_ascii=False) + "\n"
 
 
 def markdown(checks: Sequence[FleetCheck]) -> str:

@@ -227,7 +227,6 @@ CHECKS: tuple[FleetCheck, ...] = (
         items=_other_packages,
     ),
 )
-BY_ID = {c.id: c for c in CHECKS}
 
 
 def matches(check: FleetCheck, selectors: Sequence[str]) -> bool:
