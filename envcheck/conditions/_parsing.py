@@ -14,13 +14,15 @@ from envcheck._packaging import too_complex
 from envcheck.conditions.core import Where
 
 
-def _string(value: object, where: Where) -> str:
+def string_of(value: object, where: Where) -> str:
+    """`value` as a non-empty string."""
     if not isinstance(value, str) or not value.strip():
         raise where.error(f"expected a non-empty string, got {value!r}")
     return value
 
 
-def _table(value: object, where: Where, allowed: set[str], required: set[str]) -> dict[str, Any]:
+def table_of(value: object, where: Where, allowed: set[str], required: set[str]) -> dict[str, Any]:
+    """`value` as a table with no key outside `allowed` and every key of `required`."""
     if not isinstance(value, dict):
         raise where.error(f"expected a table, got {value!r}")
     unknown_keys = sorted(set(value) - allowed)
@@ -32,43 +34,47 @@ def _table(value: object, where: Where, allowed: set[str], required: set[str]) -
     return value
 
 
-def _first_line(exc: Exception) -> str:
+def first_line(exc: Exception) -> str:
+    """The first line of a parse error's message."""
     # packaging's parse errors add the input and a caret on further lines; a RuleError is one line.
     return (str(exc).splitlines() or [""])[0]
 
 
-def _bounded(text: str, what: str, where: Where) -> None:
+def check_bounded(text: str, what: str, where: Where) -> None:
+    """Refuses `text` (a `what`) when it is too complex to parse in bounded time (`_packaging.too_complex`)."""
     problem = too_complex(text)
     if problem:
         raise where.error(f"{what} {text if len(text) <= 60 else text[:60] + '…'!r} {problem}")
 
 
-def _requirement(value: object, where: Where) -> Requirement:
-    text = _string(value, where)
-    _bounded(text, "requirement", where)
+def requirement_of(value: object, where: Where) -> Requirement:
+    """`value` as a PEP 508 requirement."""
+    text = string_of(value, where)
+    check_bounded(text, "requirement", where)
     try:
         return Requirement(text)
     except InvalidRequirement as exc:
-        raise where.error(f"invalid requirement {text!r}: {_first_line(exc)}") from None
+        raise where.error(f"invalid requirement {text!r}: {first_line(exc)}") from None
 
 
-def _specifier(value: object, where: Where) -> SpecifierSet:
-    text = _string(value, where)
-    _bounded(text, "version specifier", where)
+def specifier_of(value: object, where: Where) -> SpecifierSet:
+    """`value` as a PEP 440 version specifier."""
+    text = string_of(value, where)
+    check_bounded(text, "version specifier", where)
     try:
         return SpecifierSet(text)
     except InvalidSpecifier:
         raise where.error(f"invalid version specifier {text!r}") from None
 
 
-def _regex(value: object, where: Where) -> str:
+def regex_of(value: object, where: Where) -> str:
     """A pattern of a `source` or `env` predicate, refused unless matching it takes time linear in the text.
 
     Python's backtracking engine can take exponential time on a pattern that repeats a repetition (`(a+)+$`);
     such a pattern is matched by the collector over an installed file and by the engine over an environment
     variable, where nothing could stop it. Rule patterns are literal fragments of source lines, which need none
     of this, so the bound costs nothing real."""
-    text = _string(value, where)
+    text = string_of(value, where)
     shown = text if len(text) <= 60 else f"{text[:60]}…"
     if len(text) > MAX_PATTERN:
         raise where.error(f"regular expression {shown!r} is {len(text):,} characters long (at most {MAX_PATTERN})")

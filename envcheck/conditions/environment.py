@@ -14,13 +14,23 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from envcheck._packaging import marker_holds, parse_version
-from envcheck.conditions._parsing import _bounded, _first_line, _regex, _requirement, _specifier, _string, _table
+from envcheck.conditions._parsing import (
+    check_bounded,
+    first_line,
+    regex_of,
+    requirement_of,
+    specifier_of,
+    string_of,
+    table_of,
+)
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
 
 
-class _Leaf:
+class Leaf:
+    """A predicate with no sub-conditions: its own only leaf (the machine predicates share it)."""
+
     def leaves(self) -> Iterator[Condition]:
         yield self  # type: ignore[misc]
 
@@ -47,7 +57,7 @@ def _requirement_holds(req: Requirement, ctx: Context) -> Outcome:
 
 
 @dataclass(frozen=True)
-class Package(_Leaf):
+class Package(Leaf):
     """`package = "transformers>=4.26,<5.8"`: installed (the imported copy) in that range, markers holding."""
 
     requirement: Requirement
@@ -60,7 +70,7 @@ class Package(_Leaf):
 
 
 @dataclass(frozen=True)
-class Missing(_Leaf):
+class Missing(Leaf):
     """`missing = "safetensors"` / `"safetensors>=0.4.3"`: no installed copy satisfies it (markers must hold)."""
 
     requirement: Requirement
@@ -83,7 +93,7 @@ class Missing(_Leaf):
 
 
 @dataclass(frozen=True)
-class Module(_Leaf):
+class Module(Leaf):
     """`module = "apex.normalization"`: importable, as found on the import path without importing anything."""
 
     name: str
@@ -101,7 +111,7 @@ class Module(_Leaf):
 
 
 @dataclass(frozen=True)
-class Source(_Leaf):
+class Source(Leaf):
     """`source = { file = "dia/layers.py", contains = "REGEX" }` (or `lacks`): the file exists and (not) matches."""
 
     file: str
@@ -126,7 +136,7 @@ class Source(_Leaf):
 
 
 @dataclass(frozen=True)
-class MarkerCond(_Leaf):
+class MarkerCond(Leaf):
     """`marker = "sys_platform == 'win32'"`: a PEP 508 marker, for the checked interpreter."""
 
     marker: Marker
@@ -140,7 +150,7 @@ class MarkerCond(_Leaf):
 
 
 @dataclass(frozen=True)
-class Python(_Leaf):
+class Python(Leaf):
     """`python = ">=3.13"`: the checked interpreter's version."""
 
     specifier: SpecifierSet
@@ -156,7 +166,7 @@ class Python(_Leaf):
 
 
 @dataclass(frozen=True)
-class Env(_Leaf):
+class Env(Leaf):
     """`env = "NAME"` (set) or `env = { name = "NAME", set = false | equals = "x" | in = [...] | matches = "RE" }`."""
 
     name: str
@@ -184,7 +194,7 @@ class Env(_Leaf):
 
 
 @dataclass(frozen=True)
-class Fact(_Leaf):
+class Fact(Leaf):
     """`fact = { name = "requirements.missing", nonempty = true }` (or `equals = VALUE`): a derived fact."""
 
     name: str
@@ -207,7 +217,7 @@ class Fact(_Leaf):
 
 
 @dataclass(frozen=True)
-class Torch(_Leaf):
+class Torch(Leaf):
     """`torch = { version = "<2.6", cuda = ">=12.8" | "none" | "any", hip = ... }`: torch's build (version.py).
 
     False when no torch is importable (there is no build to match); unknown when version.py is unreadable.
@@ -278,52 +288,52 @@ def _env_collected(name: str) -> bool:
 
 
 def _p_package(value: object, where: Where) -> Condition:
-    return Package(_requirement(value, where))
+    return Package(requirement_of(value, where))
 
 
 def _p_missing(value: object, where: Where) -> Condition:
-    return Missing(_requirement(value, where))
+    return Missing(requirement_of(value, where))
 
 
 def _p_module(value: object, where: Where) -> Condition:
-    name = _string(value, where)
+    name = string_of(value, where)
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
         raise where.error(f"invalid module name {name!r}")
     return Module(name)
 
 
 def _p_source(value: object, where: Where) -> Condition:
-    table = _table(value, where, {"file", "contains", "lacks"}, {"file"})
+    table = table_of(value, where, {"file", "contains", "lacks"}, {"file"})
     if ("contains" in table) == ("lacks" in table):
         raise where.error("needs exactly one of 'contains' or 'lacks'")
-    file = _string(table["file"], where.at("file"))
+    file = string_of(table["file"], where.at("file"))
     # The collector reads `file` below the package's import root: no absolute path, drive, or `..` in either
     # separator's spelling, so a rule file cannot make envcheck read outside the installed packages.
     parts = file.replace("\\", "/").split("/")
     if file.startswith(("/", "\\")) or ".." in parts or "" in parts or ":" in parts[0]:
         raise where.at("file").error("must be relative to the import root, e.g. 'dia/layers.py'")
     key = "contains" if "contains" in table else "lacks"
-    return Source(file, _regex(table[key], where.at(key)), key == "contains")
+    return Source(file, regex_of(table[key], where.at(key)), key == "contains")
 
 
 def _p_marker(value: object, where: Where) -> Condition:
-    text = _string(value, where)
-    _bounded(text, "marker", where)
+    text = string_of(value, where)
+    check_bounded(text, "marker", where)
     try:
         return MarkerCond(Marker(text))
     except InvalidMarker as exc:
-        raise where.error(f"invalid marker {text!r}: {_first_line(exc)}") from None
+        raise where.error(f"invalid marker {text!r}: {first_line(exc)}") from None
 
 
 def _p_python(value: object, where: Where) -> Condition:
-    return Python(_specifier(value, where))
+    return Python(specifier_of(value, where))
 
 
 def _p_env(value: object, where: Where) -> Condition:
     if isinstance(value, str):
         value = {"name": value}
-    table = _table(value, where, {"name", "set", "equals", "in", "matches"}, {"name"})
-    name = _string(table["name"], where.at("name"))
+    table = table_of(value, where, {"name", "set", "equals", "in", "matches"}, {"name"})
+    name = string_of(table["name"], where.at("name"))
     if not _env_collected(name):
         raise where.at("name").error(f"environment variable {name} is not collected by envcheck")
     ops = [k for k in ("set", "equals", "in", "matches") if k in table]
@@ -341,7 +351,7 @@ def _p_env(value: object, where: Where) -> Condition:
             raise where.at("in").error("expected a list of strings")
         return Env(name, "in", tuple(items))
     if op == "matches":
-        return Env(name, "matches", (_regex(table["matches"], where.at("matches")),))
+        return Env(name, "matches", (regex_of(table["matches"], where.at("matches")),))
     if not isinstance(table["equals"], str):
         raise where.at("equals").error("expected a string")
     return Env(name, "equals", (table["equals"],))
@@ -350,8 +360,8 @@ def _p_env(value: object, where: Where) -> Condition:
 def _p_fact(value: object, where: Where) -> Condition:
     if isinstance(value, str):
         value = {"name": value, "nonempty": True}
-    table = _table(value, where, {"name", "nonempty", "equals"}, {"name"})
-    name = _string(table["name"], where.at("name"))
+    table = table_of(value, where, {"name", "nonempty", "equals"}, {"name"})
+    name = string_of(table["name"], where.at("name"))
     if name not in DERIVATIONS:
         raise where.at("name").error(f"unknown fact {name!r} (known: {', '.join(sorted(DERIVATIONS))})")
     if ("nonempty" in table) == ("equals" in table):
@@ -364,16 +374,16 @@ def _p_fact(value: object, where: Where) -> Condition:
 
 
 def _build_field(value: object, where: Where) -> str | SpecifierSet:
-    text = _string(value, where)
-    return text if text in ("none", "any") else _specifier(text, where)
+    text = string_of(value, where)
+    return text if text in ("none", "any") else specifier_of(text, where)
 
 
 def _p_torch(value: object, where: Where) -> Condition:
-    table = _table(value, where, {"version", "cuda", "hip"}, set())
+    table = table_of(value, where, {"version", "cuda", "hip"}, set())
     if not table:
         raise where.error("needs at least one of version, cuda, hip")
     return Torch(
-        version=_specifier(table["version"], where.at("version")) if "version" in table else None,
+        version=specifier_of(table["version"], where.at("version")) if "version" in table else None,
         cuda=_build_field(table["cuda"], where.at("cuda")) if "cuda" in table else None,
         hip=_build_field(table["hip"], where.at("hip")) if "hip" in table else None,
     )

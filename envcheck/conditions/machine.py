@@ -11,9 +11,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envcheck._packaging import parse_version
-from envcheck.conditions._parsing import _regex, _specifier, _string, _table
+from envcheck.conditions._parsing import regex_of, specifier_of, string_of, table_of
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
-from envcheck.conditions.environment import _Leaf
+from envcheck.conditions.environment import Leaf
 from envcheck.facts.gpus import STATUSES, GpuDevice
 from envcheck.facts.probe_results import PROBE_STATUSES
 
@@ -28,7 +28,7 @@ def _nvml_unknown(ctx: Context) -> Outcome | None:
 
 
 @dataclass(frozen=True)
-class Gpu(_Leaf):
+class Gpu(Leaf):
     """`gpu = { capability = "<8.0", name = "RTX 40", memory_gib = ">=24", count = ">1", match = "any" }`.
 
     Device keys (capability, name, memory_gib) must all hold for one device (`match = "any"`, the default) or
@@ -90,7 +90,7 @@ class Gpu(_Leaf):
 
 
 @dataclass(frozen=True)
-class Driver(_Leaf):
+class Driver(Leaf):
     """`driver = { version = "<525.60.13", cuda = "<12.4", status = "driver-mismatch", loaded = true }`: the NVIDIA
     driver.
 
@@ -151,7 +151,7 @@ class Driver(_Leaf):
 
 
 @dataclass(frozen=True)
-class Probe(_Leaf):
+class Probe(Leaf):
     """`probe = { name = "sdpa", case = "cpu/q=float32,kv=float16/eager", status = "error", error = "RuntimeError",
     message = "REGEX" }`: what a live probe (or one case of it) observed.
 
@@ -207,31 +207,31 @@ def _statuses(value: object, where: Where, allowed: tuple[str, ...] | frozenset[
 
 
 def _p_gpu(value: object, where: Where) -> Condition:
-    table = _table(value, where, {"capability", "name", "memory_gib", "count", "match"}, set())
+    table = table_of(value, where, {"capability", "name", "memory_gib", "count", "match"}, set())
     if not set(table) - {"match"}:  # `match` alone constrains nothing
         raise where.error("needs at least one of capability, name, memory_gib, count")
     match = table.get("match", "any")
     if match not in ("any", "all"):
         raise where.at("match").error("expected 'any' or 'all'")
     return Gpu(
-        capability=_specifier(table["capability"], where.at("capability")) if "capability" in table else None,
-        name=_regex(table["name"], where.at("name")) if "name" in table else None,
-        memory_gib=_specifier(table["memory_gib"], where.at("memory_gib")) if "memory_gib" in table else None,
-        count=_specifier(table["count"], where.at("count")) if "count" in table else None,
+        capability=specifier_of(table["capability"], where.at("capability")) if "capability" in table else None,
+        name=regex_of(table["name"], where.at("name")) if "name" in table else None,
+        memory_gib=specifier_of(table["memory_gib"], where.at("memory_gib")) if "memory_gib" in table else None,
+        count=specifier_of(table["count"], where.at("count")) if "count" in table else None,
         match=match,
     )
 
 
 def _p_driver(value: object, where: Where) -> Condition:
-    table = _table(value, where, {"version", "cuda", "status", "loaded"}, set())
+    table = table_of(value, where, {"version", "cuda", "status", "loaded"}, set())
     if not table:
         raise where.error("needs at least one of version, cuda, status, loaded")
     loaded = table.get("loaded")
     if loaded is not None and not isinstance(loaded, bool):
         raise where.at("loaded").error(f"expected true or false, got {loaded!r}")
     return Driver(
-        version=_specifier(table["version"], where.at("version")) if "version" in table else None,
-        cuda=_specifier(table["cuda"], where.at("cuda")) if "cuda" in table else None,
+        version=specifier_of(table["version"], where.at("version")) if "version" in table else None,
+        cuda=specifier_of(table["cuda"], where.at("cuda")) if "cuda" in table else None,
         status=_statuses(table["status"], where.at("status"), STATUSES) if "status" in table else (),
         loaded=loaded,
     )
@@ -240,8 +240,8 @@ def _p_driver(value: object, where: Where) -> Condition:
 def _p_probe(value: object, where: Where) -> Condition:
     from envcheck.probes.catalog import PROBE_NAMES  # rule loading only: a cached pack never needs the catalogue
 
-    table = _table(value, where, {"name", "case", "status", "error", "message"}, {"name"})
-    name = _string(table["name"], where.at("name"))
+    table = table_of(value, where, {"name", "case", "status", "error", "message"}, {"name"})
+    name = string_of(table["name"], where.at("name"))
     if name not in PROBE_NAMES:
         raise where.at("name").error(f"unknown probe {name!r} (known: {', '.join(PROBE_NAMES)})")
     if not any(k in table for k in ("status", "error", "message")):
@@ -249,10 +249,10 @@ def _p_probe(value: object, where: Where) -> Condition:
     status = _statuses(table["status"], where.at("status"), PROBE_STATUSES) if "status" in table else ("error",)
     return Probe(
         name=name,
-        case=_string(table["case"], where.at("case")) if "case" in table else None,
+        case=string_of(table["case"], where.at("case")) if "case" in table else None,
         status=status,
-        error=_string(table["error"], where.at("error")) if "error" in table else None,
-        message=_regex(table["message"], where.at("message")) if "message" in table else None,
+        error=string_of(table["error"], where.at("error")) if "error" in table else None,
+        message=regex_of(table["message"], where.at("message")) if "message" in table else None,
     )
 
 

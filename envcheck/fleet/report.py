@@ -10,7 +10,7 @@ from envcheck.fleet.model import FleetFinding, FleetReport, Node
 from envcheck.model import Severity
 from envcheck.report import json as json_report
 from envcheck.report import text as text_report
-from envcheck.report.common import tally
+from envcheck.report.common import plural, tally
 from envcheck.report.interface import FleetFormat, unreachable
 
 SCHEMA_ID = "https://envcheck-ml.github.io/schemas/fleet-1.json"  # envcheck/schemas/fleet.schema.json
@@ -34,18 +34,14 @@ def render(report: FleetReport, fmt: FleetFormat | str, *, color: bool = False, 
 
 # --- text -----------------------------------------------------------------------------------------------------------
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def headline(report: FleetReport) -> str:
     """"3 nodes (5 ranks) in 2 environments, 1 node failed"."""
     members = sum(len(n.members) for n in report.nodes)
     ranks = sum(len(n.ranks) for n in report.nodes)
-    unit = f" ({_plural(ranks, 'rank')})" if ranks else (f" ({_plural(members, 'snapshot')})" if members else "")
-    line = f"{_plural(len(report.nodes), 'node')}{unit} in {_plural(len(report.groups), 'environment')}"
+    unit = f" ({plural(ranks, 'rank')})" if ranks else (f" ({plural(members, 'snapshot')})" if members else "")
+    line = f"{plural(len(report.nodes), 'node')}{unit} in {plural(len(report.groups), 'environment')}"
     if report.failed:
-        line += f", {_plural(len(report.failed), 'node')} failed"
+        line += f", {plural(len(report.failed), 'node')} failed"
     return line
 
 
@@ -130,8 +126,8 @@ def render_text(report: FleetReport, *, color: bool = False, verbose: bool = Fal
 def _summary(report: FleetReport) -> str:
     errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
     warnings = sum(1 for f in report.findings if f.severity is Severity.WARNING)
-    fleet = ", ".join(p for p in (_plural(errors, "fleet error") if errors else "",
-                                  _plural(warnings, "fleet warning") if warnings else "") if p) or "no fleet problems"
+    fleet = ", ".join(p for p in (plural(errors, "fleet error") if errors else "",
+                                  plural(warnings, "fleet warning") if warnings else "") if p) or "no fleet problems"
     state = "complete" if report.complete else "INCOMPLETE"
     return f"{headline(report)}; {fleet}; {state}"
 

@@ -14,7 +14,7 @@ from envcheck.intake.conda_list import package_of_row
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version, major_minor_text
 from envcheck.intake.text import Block
 
-__all__ = ["parse"]
+__all__ = ["LIBC", "PLATFORM_MACHINE", "parse", "sys_platform_of"]
 
 _KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ ./()-]*?):\s*(.*)$")
 _NOT_STATED = {"", "n/a", "none", "could not collect", "no cuda", "not available"}
@@ -30,8 +30,8 @@ _ARCHS = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+[af]?\s*)
 _LINUX_WORDS = re.compile(r"ubuntu|debian|centos|linux|fedora|red hat|rhel|rocky|alma|suse|arch|mint|pop!_os|"
                           r"amazon|oracle|gentoo|nixos|manjaro", re.IGNORECASE)
 _MACHINE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i686)\)")
-_PLATFORM_MACHINE = re.compile(r"-(x86_64|aarch64|arm64|ppc64le|s390x|AMD64)(?:-|$)")
-_LIBC = re.compile(r"(glibc|musl)-(\d+\.\d+)")
+PLATFORM_MACHINE = re.compile(r"-(x86_64|aarch64|arm64|ppc64le|s390x|AMD64)(?:-|$)")
+LIBC = re.compile(r"(glibc|musl)-(\d+\.\d+)")
 
 
 # vLLM's `collect_env` (2025) pads keys into a column ("PyTorch version              : 2.7.1+cu128") under
@@ -50,7 +50,8 @@ def _stated(value: str) -> str | None:
     return None if value.lower() in _NOT_STATED else value
 
 
-def _platform(os_text: str | None, platform_text: str | None) -> str | None:
+def sys_platform_of(os_text: str | None, platform_text: str | None) -> str | None:
+    """`sys.platform` ("linux", "win32", "darwin") of the OS a report names; None when it names none."""
     for text in (platform_text, os_text):
         if not text:
             continue
@@ -133,8 +134,8 @@ def parse(block: Block) -> Found:
     py_match = re.match(r"(\d+\.\d+(?:\.\d+)?)", python)
     os_text = _stated(values.get("OS", ""))
     platform_text = _stated(values.get("Python platform", ""))
-    machine = _MACHINE.search(os_text or "") or _PLATFORM_MACHINE.search(platform_text or "")
-    libc = _LIBC.search(values.get("Libc version", "")) or _LIBC.search(platform_text or "")
+    machine = _MACHINE.search(os_text or "") or PLATFORM_MACHINE.search(platform_text or "")
+    libc = LIBC.search(values.get("Libc version", "")) or LIBC.search(platform_text or "")
     driver = _stated(values.get("Nvidia driver version", ""))
     vllm = re.match(r"\d[\w.+-]*", values.get("vLLM Version", ""))
     if vllm:
@@ -145,7 +146,7 @@ def parse(block: Block) -> Found:
         packages_complete=False,  # collect_env lists only the libraries it finds relevant
         torch_version=torch_version, torch_cuda=cuda, torch_hip=hip,
         python_version=py_match.group(1) if py_match else None,
-        sys_platform=_platform(os_text, platform_text),
+        sys_platform=sys_platform_of(os_text, platform_text),
         machine=machine.group(1) if machine else None,
         libc=(libc.group(1), libc.group(2)) if libc else None,
         driver_version=driver if driver and re.match(r"\d+\.\d+", driver) else None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from envcheck.intake.collect_env import _LIBC, _PLATFORM_MACHINE, _platform
+from envcheck.intake.collect_env import LIBC, PLATFORM_MACHINE, sys_platform_of
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.text import Block
 
@@ -87,13 +87,13 @@ def parse(block: Block) -> Found:
             cuda, hip = named[0] or "", named[1]
     platform = values.get("platform", "")
     python = _VERSION.match(values.get("python version", ""))
-    machine = _PLATFORM_MACHINE.search(platform)
-    libc = _LIBC.search(platform)
+    machine = PLATFORM_MACHINE.search(platform)
+    libc = LIBC.search(platform)
     gpu = values.get("gpu type")
     return Found(
         fmt="hf env", where=block.where("hf env", start, end), packages=tuple(packages),
         torch_version=torch_version, torch_cuda=cuda, torch_hip=hip,
-        python_version=python.group(1) if python else None, sys_platform=_platform(None, platform or None),
+        python_version=python.group(1) if python else None, sys_platform=sys_platform_of(None, platform or None),
         machine=machine.group(1) if machine else None, libc=(libc.group(1), libc.group(2)) if libc else None,
         # One "GPU type" says nothing of how many: a GPU list of one would be a guess. Kept only without NVML.
         gpus=(Gpu(name=gpu),) if gpu and hip is None else None,

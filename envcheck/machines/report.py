@@ -21,7 +21,7 @@ from envcheck.machines.pins import Pin
 from envcheck.report import json as json_report
 from envcheck.report import junit, markdown, text
 from envcheck.report.common import tally
-from envcheck.report.github import _LEVEL, _message, _plain, annotation
+from envcheck.report.github import LEVEL, annotation, plain_line, problem_message
 from envcheck.report.groups import grouped
 from envcheck.report.interface import ReportFormat, unreachable
 from envcheck.report.quote import md_text, scrubbed
@@ -131,9 +131,9 @@ def _github(result: MachinesReport) -> str:
             file, line = ((_relative(m.pins.root, pin.file), pin.line) if pin is not None
                           else (m.machine.file, None))
             count = f" ×{len(p.findings)}" if len(p.findings) > 1 else ""
-            lines.append(annotation(_LEVEL[p.status], _message(p), file=file, line=line,
+            lines.append(annotation(LEVEL[p.status], problem_message(p), file=file, line=line,
                                     title=f"{p.rule_id} {p.name}{count} on {m.machine.name}"))
-        lines.append(_plain(f"envcheck {m.report.envcheck_version}: machine {m.machine.name}: {tally(m.report)}"))
+        lines.append(plain_line(f"envcheck {m.report.envcheck_version}: machine {m.machine.name}: {tally(m.report)}"))
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,8 @@ def problems(report: Report) -> list[Finding]:
     return sorted(shown, key=lambda f: (not f.observed, _STATUS_ORDER[f.status], f.rule_id))
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
+    """"1 error", "2 errors": `n` and `word`, with an s unless `n` is 1."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -31,7 +32,7 @@ def tally(report: Report) -> str:
     for f in report.findings:
         if f.status.is_finding:
             by_severity[f.severity] += 1
-    head = [_plural(n, word) for n, word in ((by_severity[Severity.ERROR], "error"),
+    head = [plural(n, word) for n, word in ((by_severity[Severity.ERROR], "error"),
                                              (by_severity[Severity.WARNING], "warning"),
                                              (by_severity[Severity.INFO], "note")) if n]
     if not by_severity[Severity.ERROR] and not by_severity[Severity.WARNING]:
@@ -40,7 +41,7 @@ def tally(report: Report) -> str:
     if report.count(Status.SKIPPED):
         rest.append(f"{report.count(Status.SKIPPED)} skipped")
     if report.count(Status.ERROR):
-        rest.append(_plural(report.count(Status.ERROR), "rule error"))
+        rest.append(plural(report.count(Status.ERROR), "rule error"))
     return "; ".join([", ".join(head), *report.unseen, ", ".join(rest)])
 
 

@@ -12,7 +12,7 @@ nothing in a finding can start a workflow command of its own.
 
 The report's texts are scrubbed of control characters first (envcheck/report/quote.py): the log viewer obeys ANSI
 escapes. The one plain line is not a command, and the runner looks for a `##[command]` anywhere in such a line
-(actions/runner, ActionCommand.TryParse, tried when a line is not a `::` command): `_plain` breaks that prefix.
+(actions/runner, ActionCommand.TryParse, tried when a line is not a `::` command): `plain_line` breaks that prefix.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from envcheck.report.groups import Problem, grouped
 from envcheck.report.quote import scrubbed
 from envcheck.templates import shell
 
-_LEVEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "notice", Status.ERROR: "warning"}
+LEVEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "notice", Status.ERROR: "warning"}
 
 
 def escape_data(text: str) -> str:
@@ -42,12 +42,13 @@ def annotation(level: str, message: str, *, title: str | None = None, file: str 
     return f"::{level}{' ' + ','.join(props) if props else ''}::{escape_data(message)}"
 
 
-def _plain(text: str) -> str:
+def plain_line(text: str) -> str:
     """`text` for a log line that is not a workflow command: an old-style `##[command]` in it is written `##%5B`."""
     return text.replace("##[", "##%5B")
 
 
-def _message(p: Problem) -> str:
+def problem_message(p: Problem) -> str:
+    """An annotation's message for one problem: its summaries, fixes, commands and references."""
     if p.status is Status.ERROR:
         return "this rule could not be evaluated: " + "; ".join(p.details)
     lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
@@ -68,9 +69,9 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         lines.append(annotation("notice", f"explained {report.explained}", title="envcheck"))
     for p in grouped(report):
         count = f" ×{len(p.findings)}" if len(p.findings) > 1 else ""  # as the text report counts them
-        lines.append(annotation(_LEVEL[p.status], _message(p), title=f"{p.rule_id} {p.name}{count}"))
+        lines.append(annotation(LEVEL[p.status], problem_message(p), title=f"{p.rule_id} {p.name}{count}"))
     lines += [annotation("warning", p, title="envcheck could not collect everything")
               for p in report.collection_problems]
     # A plain line (no command): the run's log says what was checked even when nothing was annotated.
-    lines.append(_plain(f"envcheck {report.envcheck_version}: {tally(report)} — {report.python}"))
+    lines.append(plain_line(f"envcheck {report.envcheck_version}: {tally(report)} — {report.python}"))
     return "\n".join(lines) + "\n"
