@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envcheck._packaging import parse_requirement
+from envcheck.facts.snapshot import canonical_name
 
 __all__ = ["Merged", "merge", "names", "satisfiable"]
 
@@ -139,7 +139,7 @@ def merge(args: Sequence[str]) -> Merged:
         if req is None:
             order.append(arg)
             continue
-        key = (canonicalize_name(req.name), str(req.marker or ""))
+        key = (canonical_name(req.name), str(req.marker or ""))
         if key not in groups:
             groups[key] = {}
             order.append(key)
@@ -176,5 +176,5 @@ def names(args: Iterable[str]) -> dict[str, list[Requirement]]:
     for arg in args:
         req = _parse(arg)
         if req is not None:
-            out.setdefault(canonicalize_name(req.name), []).append(req)
+            out.setdefault(canonical_name(req.name), []).append(req)
     return out

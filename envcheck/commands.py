@@ -39,8 +39,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 
 # `uv pip` has these subcommands with pip's meaning; pip's others (download, wheel, ...) have no uv counterpart.
 _UV_SUBCOMMANDS = frozenset({"install", "uninstall", "freeze", "list", "show", "check"})

@@ -49,8 +49,7 @@ from envcheck._packaging import parse_requirement, parse_version
 from envcheck.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
 from envcheck.consent import PREFIX as _PREFIX
 from envcheck.consent import installer as _installer
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 from envcheck.model import Finding, Report
 from envcheck.report.common import problems, tally
 from envcheck.templates import shell

@@ -40,13 +40,12 @@ from dataclasses import dataclass, replace
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envcheck import torch_builds as tb
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.companions import Companion, companion_release, installed_torch, pytorch_index
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 
 TORCH = "torch"
 # The PyTorch indexes tag these wheels with the variant (`torchvision-0.28.0+cpu`); xformers' and torchcodec's
@@ -126,7 +125,7 @@ def _torch(facts: Facts) -> _Torch | None:
 def _pin(name: str, version: str, torch: _Torch) -> str:
     """`name==version`, with torch's variant tag where the index tags `name` and the version has none."""
     exact = "*" not in version and "+" not in version
-    if exact and torch.tag is not None and canonicalize_name(name) in _TAGGED:
+    if exact and torch.tag is not None and canonical_name(name) in _TAGGED:
         version = f"{version}+{torch.tag}"
     return f"{name}=={version}"
 
@@ -171,7 +170,7 @@ def _companions_of(facts: Facts, tables: Mapping[str, Companion]) -> list[str]:
 def _companion_step(parsed: _Install, req: Requirement, facts: Facts, tables: Mapping[str, Companion],
                     torch: _Torch) -> tuple[str, ...]:
     """Install companion `req` for the installed torch, torch untouched."""
-    name = canonicalize_name(req.name)
+    name = canonical_name(req.name)
     installed = _installed_version(facts, name)
     flags = [f for f in parsed.flags if f not in ("--force-reinstall", "--no-deps", "-U", "--upgrade")]
     exact = _exact(req)
@@ -240,7 +239,7 @@ def _torch_step(parsed: _Install, req: Requirement, named: Sequence[Requirement]
         wanted = [str(bare)]
     new = parse_version(exact) if exact is not None else None
     moving = new is None or new.public != torch.release.public or target is not torch
-    asked: dict[str, Requirement] = {str(canonicalize_name(r.name)): r for r in named}
+    asked: dict[str, Requirement] = {canonical_name(r.name): r for r in named}
     if moving:
         for name in sorted({*_companions_of(facts, tables), *asked}):
             pinned = _exact(asked[name]) if name in asked else None
@@ -269,15 +268,15 @@ def _fresh(parsed: _Install, ours: Sequence[Requirement], facts: Facts,
     machine = builds.machine_of(facts)
     if machine is None or parsed.index:
         return None
-    torch_req = next((r for r in ours if canonicalize_name(r.name) == TORCH), None)
+    torch_req = next((r for r in ours if canonical_name(r.name) == TORCH), None)
     within = torch_req.specifier if torch_req is not None and torch_req.specifier else None
-    names = tuple(dict.fromkeys((*machine.companions, *(str(canonicalize_name(r.name)) for r in ours
-                                                        if canonicalize_name(r.name) in builds.MOVES_WITH_TORCH))))
+    names = tuple(dict.fromkeys((*machine.companions, *(canonical_name(r.name) for r in ours
+                                                        if canonical_name(r.name) in builds.MOVES_WITH_TORCH))))
     rec = builds.recommend(matrix, replace(machine, companions=names), within)
     if rec.choice is None or not rec.requirements:
         return None
-    pinned = {str(canonicalize_name(r.split("==")[0])) for r in rec.requirements}
-    unpinned = [r.name for r in ours if canonicalize_name(r.name) not in pinned]  # the matrix names no release
+    pinned = {canonical_name(r.split("==")[0]) for r in rec.requirements}
+    unpinned = [r.name for r in ours if canonical_name(r.name) not in pinned]  # the matrix names no release
     return (*parsed.head, *parsed.flags, *rec.requirements, *unpinned, "--index-url", rec.index_url)
 
 
@@ -291,8 +290,8 @@ def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Compani
     if parsed is None or parsed.others:
         return (tuple(argv),)
     family = {TORCH, *tables}
-    ours = [r for r in parsed.reqs if canonicalize_name(r.name) in family]
-    rest = [r for r in parsed.reqs if canonicalize_name(r.name) not in family]
+    ours = [r for r in parsed.reqs if canonical_name(r.name) in family]
+    rest = [r for r in parsed.reqs if canonical_name(r.name) not in family]
     torch = _torch(facts)
     fresh = None if torch is not None or not ours or matrix is None else _fresh(parsed, ours, facts, matrix)
     out: list[tuple[str, ...]] = []
@@ -301,9 +300,9 @@ def plan_command(argv: Sequence[str], facts: Facts, tables: Mapping[str, Compani
         out.append((*parsed.head, *parsed.flags, *reqs, *parsed.index))
     if torch is None:
         return tuple(out) if fresh is None else (*out, fresh)
-    requirer = canonicalize_name((item or {}).get("package", ""))
-    torch_req = next((r for r in ours if canonicalize_name(r.name) == TORCH), None)
-    named = [r for r in ours if canonicalize_name(r.name) != TORCH]
+    requirer = canonical_name((item or {}).get("package", ""))
+    torch_req = next((r for r in ours if canonical_name(r.name) == TORCH), None)
+    named = [r for r in ours if canonical_name(r.name) != TORCH]
     if torch_req is not None and requirer not in tables:
         out += _torch_step(parsed, torch_req, named, facts, tables, torch)
         return tuple(dict.fromkeys(out))

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 from envcheck.conditions.core import Condition
 from envcheck.conditions.environment import Module, Package, Torch
 from envcheck.conditions.machine import Probe
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.model import Finding, Rule, Status
 
 TORCH = "torch"

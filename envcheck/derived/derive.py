@@ -44,8 +44,7 @@ from envcheck.derived.tables import (
     XFORMERS,
     Tables,
 )
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 
 if TYPE_CHECKING:
     from envcheck.derived.walk_memo import Memo

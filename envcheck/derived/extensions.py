@@ -25,8 +25,7 @@ from envcheck._packaging import parse_version
 from envcheck.derived.common import Item
 from envcheck.derived.companions import installed_torch
 from envcheck.derived.extension_releases import ExtensionTable, Library
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 
 PROBE = "extension-imports"
 

@@ -19,8 +19,7 @@ from packaging.version import Version
 
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.common import Item
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 
 # Never uninstalled by a fix: the commands that follow run with them.
 INSTALLERS = frozenset({"pip", "uv"})

@@ -16,9 +16,8 @@ from __future__ import annotations
 import re
 
 from envcheck.derived.common import Item
-from envcheck.facts._collector import canonical_name
 from envcheck.facts.gpus import GpuDevice
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 
 # An empty value or a leading negative index hides every GPU: rules/environment.toml (EC0202) reports that, so the
 # per-entry check leaves such values alone.

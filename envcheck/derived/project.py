@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.common import Item
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 
 UNMET_FIELDS = ("name", "requirement", "source", "installed", "install", "kind")
 DRIFT_FIELDS = ("name", "installed", "locked", "lock", "sync", "install")

@@ -12,8 +12,7 @@ import re
 from envcheck._packaging import major_minor, marker_env, marker_holds, parse_requirement
 from envcheck.derived.common import Item, without_cuda_torch
 from envcheck.derived.system_libs import toolkit_version as toolkit_version_in_path
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.facts.toolchain import CudaToolkit
 
 # sm_XY -> (first CUDA release whose nvcc compiles for it, first release that no longer does). CUDA 11.0 removed

@@ -42,10 +42,10 @@ def _code_lines() -> list[str]:
 
     from envcheck import __version__, _packaging, _requirement
     from envcheck.derived import derive
-    from envcheck.facts import _collector  # canonical_name: how names and extras compare
+    from envcheck.facts import snapshot  # canonical_name: how names and extras compare
 
     lines = [str(_FORMAT), __version__, packaging.__version__, sys.version]
-    for module in (derive, _packaging, _requirement, _collector, sys.modules[__name__]):
+    for module in (derive, _packaging, _requirement, snapshot, sys.modules[__name__]):
         path = getattr(module, "__file__", None) or ""
         try:
             st = os.stat(path)  # noqa: PTH116 - a module's __file__ is a str

@@ -26,8 +26,7 @@ from envcheck import torch_builds as tb
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.builds import platform_key
 from envcheck.derived.common import Item
-from envcheck.facts._collector import canonical_name
-from envcheck.facts.snapshot import Facts
+from envcheck.facts.snapshot import Facts, canonical_name
 
 REQUIREMENT_FIELDS = ("requirement", "source", "platform", "python", "reason", "newest", "pythons", "variants")
 INDEX_FIELDS = ("url", "variant", "platform", "variants", "source")

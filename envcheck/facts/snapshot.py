@@ -9,11 +9,12 @@ documents every field for users.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from envcheck.facts._collector import SCHEMA, canonical_name
+from envcheck.facts._collector import SCHEMA
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
@@ -26,7 +27,7 @@ from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
-           "TorchBuild", "check_schema"]
+           "TorchBuild", "canonical_name", "check_schema"]
 
 T = TypeVar("T")
 # Schemas this envcheck reads. 1 is 2 plus `distributions[].top_level`, which nothing read; it is now ignored.
@@ -34,6 +35,22 @@ T = TypeVar("T")
 # know (`distributions_complete`, `distributions[].requires_known`) and `provenance`; a schema 1 or 2 snapshot was
 # always collected on the machine, so it knows all of that.
 READABLE_SCHEMAS = (1, 2, 3)
+_SEPARATOR_RUN = re.compile(r"-{2,}")
+_CANONICAL: dict[str, str] = {}  # the names met in this process, normalised: snapshots name the same ones again
+
+
+def canonical_name(name: str) -> str:
+    """A distribution's (or an extra's, PEP 685) name normalised as PEP 503 says, the way
+    packaging.utils.canonicalize_name writes it: "Pytorch_Lightning" -> "pytorch-lightning".
+
+    envcheck's one copy outside the two modules that run inside the checked interpreter (facts/_collector.py and
+    probes/_child.py keep their own: they may import nothing of envcheck). Lower case first, then "_" and "." as
+    "-": the common spellings need no regular expression (a pasted report can list tens of thousands of names)."""
+    found = _CANONICAL.get(name)
+    if found is None:
+        key = name.lower().replace("_", "-").replace(".", "-")
+        found = _CANONICAL[name] = _SEPARATOR_RUN.sub("-", key) if "--" in key else key
+    return found
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from envcheck import __version__, gpus
-from envcheck.facts._collector import canonical_name
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
-from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
+from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild, canonical_name
 from envcheck.intake.found import Found, Gpu, cuda_of_local_version
 from envcheck.intake.gpu_names import capability_of
 
@@ -71,13 +70,6 @@ def facts_of(founds: list[Found], file: str, gpu_names: gpus.GpuNames | None = N
                  unknown=_NOT_STATED if conda_stated else (*_NOT_STATED, "python.conda"))
 
 
-def _canonical(name: str) -> str:
-    """PEP 503's normalised name (as `canonical_name`), without a regex for the common spellings: a report's list
-    can hold tens of thousands of names."""
-    key = name.lower().replace("_", "-").replace(".", "-")
-    return canonical_name(name) if "--" in key else key
-
-
 def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribution, ...]:
     seen: dict[str, Distribution] = {}
     sources: list[str] = []
@@ -85,7 +77,7 @@ def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribut
         if found.packages:
             sources.append(found.where if found.fmt != "prose" else "prose")
         for package in found.packages:
-            key = _canonical(package.name)
+            key = canonical_name(package.name)
             if key in seen and (seen[key].version or not package.version):
                 continue  # the first listing with a version wins
             seen[key] = Distribution(

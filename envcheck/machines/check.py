@@ -19,7 +19,7 @@ from envcheck.derived import builds
 from envcheck.derived.tables import CUDA_DRIVER, TORCH_BUILDS
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.facts import facts_for
 from envcheck.machines.fixes import Change, pin_change, read_command

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.pins import PLATFORM_MARKERS, Pins, index_variant
 
 _VALUED = frozenset({"-i", "--index-url", "--extra-index-url", "--default-index", "--index", "-c", "--constraint",

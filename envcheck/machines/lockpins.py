@@ -17,7 +17,7 @@ from typing import Any
 
 from envcheck import _toml
 from envcheck._packaging import marker_holds, parse_requirement
-from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 
 _BLOCK = re.compile(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)

@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 
 from envcheck import _toml
 from envcheck._packaging import marker_holds, parse_requirement
-from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.lockpins import lock_pins
 from envcheck.project import locks as locks_mod

@@ -30,8 +30,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck import _toml
-from envcheck.facts._collector import canonical_name
 from envcheck.facts.project import Declared, Lock, Pin, ProjectFacts
+from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 from envcheck.project import requirements as req_mod
 from envcheck.project.errors import ProjectError

@@ -21,7 +21,7 @@ from typing import Any
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 
 from envcheck import _toml
-from envcheck.facts._collector import canonical_name
+from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
 
 # file name -> (tool, the command that syncs the environment to the lock in that tool)
