@@ -15,8 +15,8 @@ from packaging.version import InvalidVersion, Version
 from envcheck._requirement import simple_requirement
 from envcheck.facts.snapshot import Facts
 
-__all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "marker_holds", "parse_requirement",
-           "parse_version", "too_complex"]
+__all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "major_minor_text", "marker_env", "marker_holds",
+           "parse_requirement", "parse_version", "too_complex"]
 
 # Parsed Requires-Dist lines and versions, shared by every snapshot evaluated in this process. Unbounded on
 # purpose: an environment has at most some tens of thousands of distinct lines, and an LRU smaller than that
@@ -24,6 +24,8 @@ __all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "marker_env", "marker_hold
 _REQUIREMENTS: dict[str, Requirement | None] = {}
 _VERSIONS: dict[str, Version | None] = {}
 _MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
+# Begun only where a run of digits begins: tried inside one too, a search is quadratic in a long run of digits.
+_FIRST_MAJOR_MINOR = re.compile(r"(?<!\d)(\d+)\.(\d+)")
 # The PEP 508 marker variables (and the legacy dotted spellings packaging still accepts), as they appear in a
 # marker's text once its quoted values are removed.
 _MARKER_VARIABLE = re.compile(r"\b(?:os[._]name|sys[._]platform|platform[._]\w+|python_\w+|implementation_\w+|"
@@ -83,6 +85,16 @@ def major_minor(text: str | None) -> tuple[int, int] | None:
     "12.4.1" -> (12, 4); None for anything else ("12", "12.4a", "", None)."""
     match = _MAJOR_MINOR.fullmatch((text or "").strip())
     return None if match is None else (int(match.group(1)), int(match.group(2)))
+
+
+def major_minor_text(text: str | None) -> str | None:
+    """The first major.minor in `text`, as the facts write a CUDA or ROCm release: "10.1.243" -> "10.1",
+    "6.3.42131-fa1d09cbd" -> "6.3", "11.8rc1" -> "11.8"; None when it has none, or only one of numbers too long
+    to be a version's (int() takes time quadratic in a number's length)."""
+    match = _FIRST_MAJOR_MINOR.search(text or "")
+    if match is None or len(match.group(1)) > MAX_DIGITS or len(match.group(2)) > MAX_DIGITS:
+        return None
+    return f"{int(match.group(1))}.{int(match.group(2))}"
 
 
 def marker_env(facts: Facts, extra: str = "") -> dict[str, str]:

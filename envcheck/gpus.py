@@ -84,8 +84,8 @@ def longest_at(names: Mapping[tuple[str, ...], tuple[str, V]], longest: int, wor
 
 
 def _capability_key(key: str) -> Capability | None:
-    match = _DOTTED.fullmatch(key)
-    return None if match is None else (int(match.group(1)), int(match.group(2)))
+    # A key is written dotted, "8.6", exactly: the way capability_of reads it, without the "sm_86" spellings.
+    return capability_of(key) if "." in key and key == key.strip().lower() else None
 
 
 def parse(data: dict[str, Any], file: str) -> GpuNames:

@@ -25,6 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import _files, _resources
+from envcheck._packaging import major_minor
 from envcheck.errors import RuleError
 
 DATA_FILE = "torch-builds.toml"
@@ -151,11 +152,12 @@ def _version(value: object, at: _At) -> Version:
         raise at.error(f"expected a version, got {value!r}") from None
 
 
-def _major_minor(text: str, at: _At) -> Capability:
-    match = re.fullmatch(r"(\d+)\.(\d+)", text)
-    if match is None:
+def _cuda_release(text: str, at: _At) -> Capability:
+    """A toolkit's key, exactly a major.minor ("12.8")."""
+    release = major_minor(text) if text.count(".") == 1 and text == text.strip() else None
+    if release is None:
         raise at.error(f"expected a CUDA release such as \"12.8\", got {text!r}")
-    return int(match.group(1)), int(match.group(2))
+    return release
 
 
 def expand_arch_list(text: str) -> tuple[str, ...]:
@@ -196,7 +198,7 @@ def _drivers(value: object, at: _At) -> DriverTable:
 
     toolkit: dict[Capability, Mapping[str, Version]] = {}
     for name, entry in _table(table.get("toolkit"), at.at("toolkit")).items():
-        toolkit[_major_minor(name, at.at("toolkit").at(name))] = per_os(entry, at.at("toolkit").at(name))
+        toolkit[_cuda_release(name, at.at("toolkit").at(name))] = per_os(entry, at.at("toolkit").at(name))
     floors: dict[int, Mapping[str, Version]] = {}
     for name, entry in _table(table.get("minor-compatibility"), at.at("minor-compatibility")).items():
         where = at.at("minor-compatibility").at(name)

@@ -21,6 +21,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envcheck import torch_builds as tb
+from envcheck._packaging import major_minor_text
 from envcheck.derived import companions
 from envcheck.derived.builds import MOVES_WITH_TORCH
 from envcheck.derived.common import Item
@@ -368,11 +369,6 @@ def _judge(facts: Facts, name: str, count: int, out: list[Item]) -> int:
 SYSTEM_FIELDS = ("system", "torch_rocm", *RECOMMENDATION_FIELDS)
 
 
-def _major_minor(text: str | None) -> str | None:
-    found = re.match(r"(\d+)\.(\d+)", text or "")
-    return f"{found.group(1)}.{found.group(2)}" if found else None
-
-
 def system_rocm_other_version(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix) -> list[Item] | None:
     """One item when a system ROCm (/opt/rocm) of another major.minor than the ROCm torch was built with is
     installed, with the same release's build for the system's ROCm when PyTorch published one; [] otherwise; None
@@ -381,13 +377,13 @@ def system_rocm_other_version(facts: Facts, table: RocmArchTable, matrix: tb.Bui
         return []
     if facts.rocm is None or facts.rocm.status == "error":
         return None
-    system, built = _major_minor(facts.rocm.rocm_version), _major_minor(facts.torch.hip)
+    system, built = major_minor_text(facts.rocm.rocm_version), major_minor_text(facts.torch.hip)
     if system is None or built is None or system == built:
         return []
     release = _release_of(facts)
     python = ".".join(facts.python.version.split(".")[:2])
     match = next((v for v in (tb.variants(matrix, release, PLATFORM, python) if release else ())
-                  if v.kind == "rocm" and _major_minor(v.name[len("rocm"):]) == system), None)
+                  if v.kind == "rocm" and major_minor_text(v.name[len("rocm"):]) == system), None)
     empty = {"install": "", "index_url": "", "recommended": f"no torch {release} build for ROCm {system} exists",
              "because": "", "evidence": f"{facts.rocm.rocm_version} in /opt/rocm/.info/version"}
     if match is None or release is None:

@@ -23,14 +23,14 @@ _PLATFORMS = {"windows": "win32", "win32": "win32", "win_amd64": "win32", "linux
               "macos": "darwin", "macosx": "darwin"}
 
 
-def _major_minor(match: re.Match[str] | None) -> str | None:
-    """A match of a major and a minor number as "major.minor" ("07" -> "7"); None for no match."""
+def _written(match: re.Match[str] | None) -> str | None:
+    """A match of a major and a minor number written "major.minor" ("07" -> "7"); None for no match."""
     return None if match is None else f"{int(match[1])}.{int(match[2])}"
 
 
 def _capability(text: str) -> str | None:
     """"sm_70", "70", "7.0", "(7, 0)" -> "7.0"; "sm_120" -> "12.0"."""
-    return _major_minor(_DOTTED.search(text) or re.search(r"(\d{1,2}),\s*(\d)", text) or _SM.search(text))
+    return _written(_DOTTED.search(text) or re.search(r"(\d{1,2}),\s*(\d)", text) or _SM.search(text))
 
 
 def _arch_list(text: str) -> str | None:
@@ -41,7 +41,7 @@ def _arch_list(text: str) -> str | None:
 
 def _cuda(text: str) -> str | None:
     """"11040" (an integer as CUDA reports it), "11.4", or a wheel's or library's tag ("cu118", "cuda124") -> "11.4"."""
-    return _major_minor(_DOTTED.search(text) or _CUDA_TAG.fullmatch(text.strip())
+    return _written(_DOTTED.search(text) or _CUDA_TAG.fullmatch(text.strip())
                         or _CUDA_INT.fullmatch(text.strip()))
 
 
@@ -52,7 +52,7 @@ def _version(text: str) -> str | None:
 
 def _python(text: str) -> str | None:
     """"3.11", "python3.11", "cpython-311", "cp311" -> "3.11"."""
-    return _major_minor(_DOTTED.search(text) or re.search(r"(?:cp|cpython-)?(3)(\d{1,2})\b", text))
+    return _written(_DOTTED.search(text) or re.search(r"(?:cp|cpython-)?(3)(\d{1,2})\b", text))
 
 
 def _platform(text: str) -> str | None:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from envcheck._packaging import major_minor_text
 from envcheck.facts.toolchain import CudaToolkit, HostCompiler, ToolchainFacts
 
 _MAX_READ = 256 * 1024  # version.json is 2 KB, host_config.h 12 KB, cuda.h 1 MB: its CUDA_VERSION is near the top
@@ -36,13 +37,6 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _major_minor(text: str) -> str | None:
-    parts = text.strip().split(".")
-    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
-        return None
-    return f"{int(parts[0])}.{int(parts[1])}"
-
-
 def _from_version_json(root: Path) -> str | None:
     data = _read(root / "version.json")
     if data is None:
@@ -56,7 +50,7 @@ def _from_version_json(root: Path) -> str | None:
     for key in ("cuda_nvcc", "cuda"):  # nvcc's own version first: it is what torch compares
         entry = parsed.get(key)
         if isinstance(entry, dict) and isinstance(entry.get("version"), str):
-            found = _major_minor(entry["version"])
+            found = major_minor_text(entry["version"])
             if found:
                 return found
     return None

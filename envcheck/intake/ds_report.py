@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from envcheck.intake.found import Found, Package, major_minor_text
+from envcheck._packaging import major_minor_text
+from envcheck.intake.found import Found, Package
 from envcheck.intake.text import Block
 
 __all__ = ["parse", "recognise"]

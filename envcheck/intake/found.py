@@ -6,13 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "major_minor_text", "number"]
+__all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "number"]
 
 # torch's local version names its build: +cu124 (CUDA 12.4), +cu92 (9.2), +rocm6.2, +cpu, +xpu.
 _LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)\b")
 _LOCAL_ROCM = re.compile(r"\+rocm(\d+\.\d+)")
-# Begun only where a run of digits begins: tried inside one too, a search is quadratic in a long run of digits.
-_MAJOR_MINOR = re.compile(r"(?<!\d)(\d+)\.(\d+)")
 # More digits than any version part or size a tool prints: int() refuses a number of over 4,300 digits (and takes
 # time quadratic in the length below that), so a longer run is read as no number.
 _MAX_DIGITS = 30
@@ -71,15 +69,6 @@ class Found:
 def number(digits: str) -> int | None:
     """The value of a run of digits an output printed; None for a run too long to be a version part or a size."""
     return int(digits) if len(digits) <= _MAX_DIGITS else None
-
-
-def major_minor_text(text: str | None) -> str | None:
-    """"10.1.243" -> "10.1"; None when `text` has no major.minor."""
-    match = _MAJOR_MINOR.search(text or "")
-    if match is None:
-        return None
-    major, minor = number(match.group(1)), number(match.group(2))
-    return None if major is None or minor is None else f"{major}.{minor}"
 
 
 def cuda_of_local_version(version: str) -> tuple[str | None, str | None] | None:

@@ -7,6 +7,7 @@ import itertools
 import re
 from collections.abc import Iterator
 
+from envcheck._packaging import major_minor_text
 from envcheck.intake.prose.gpus import gpus_in
 from envcheck.intake.prose.said import Said
 from envcheck.intake.prose.words import (
@@ -103,8 +104,8 @@ def _cuda(name: str, value: str, first: str | None, words: list[str], number: in
     elif "torch" in text:
         yield _cuda_said("torch_cuda", cuda, number, tier)
     else:
-        yield Said("note", f"CUDA {_major_minor(cuda)} (not said whose: torch's build, the toolkit or the driver's)",
-                   number, tier)
+        yield Said("note", f"CUDA {major_minor_text(cuda) or cuda} (not said whose: torch's build, the toolkit or the "
+                           "driver's)", number, tier)
     if cudnn is not None:
         yield Said("note", f"cuDNN {cudnn}", number, tier)
 
@@ -123,14 +124,10 @@ def _number(word: str) -> str | None:
 
 
 def _cuda_said(kind: str, version: str, number: int, tier: int) -> Said:
-    version = _major_minor(version)
+    version = major_minor_text(version) or version  # a version: it has a major.minor
     if kind == "toolkit":
         return Said("note", f"CUDA toolkit {version} (nvcc; not read: the report does not say where)", number, tier)
     return Said(kind, version, number, tier)
-
-
-def _major_minor(version: str) -> str:
-    return ".".join(version.split("+")[0].split(".")[:2])
 
 
 def _cuda_in_value(words: list[str]) -> str | None:
@@ -138,7 +135,7 @@ def _cuda_in_value(words: list[str]) -> str | None:
     for index, word in enumerate(words):
         lower = word.lower()
         if lower == "cuda" and index + 1 < len(words) and version_of(words[index + 1]):
-            return _major_minor(version_of(words[index + 1]) or "")
+            return major_minor_text(version_of(words[index + 1]) or "")
         if lower.startswith("cu") and lower[2:].isdigit() and 2 <= len(lower) - 2 <= 4:
             return f"{int(lower[2:-1])}.{lower[-1]}"
     return None
