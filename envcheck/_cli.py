@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from envcheck import __version__
-from envcheck._checking import collected
-from envcheck._checking import probe_options as _probe_options
-from envcheck._checking import rule_set_for as _rule_set
 from envcheck._output import Seconds as _Seconds
 from envcheck._output import clip as _clip
 from envcheck._output import error_line as _error_line
@@ -30,11 +27,11 @@ from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.api import ProjectOptions, RuleSet
+    from envcheck.api import RuleSet
     from envcheck.facts.observed import Observation
-    from envcheck.facts.snapshot import Facts
     from envcheck.fix import Step
-    from envcheck.model import Report, Rule, Target
+    from envcheck.model import Report
+    from envcheck.pipeline import CheckOptions
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
@@ -136,49 +133,6 @@ _python_option = click.option(
 )
 
 
-def _pasted(source: str) -> tuple[bytes, str]:
-    """(the bytes of pasted text, its name): `-` is standard input; a file is read as --facts is (a regular file
-    only, not /dev/zero, /dev/null or a FIFO); both bounded by the report readers' limit."""
-    from envcheck import _files
-    from envcheck.intake import ReportError
-    from envcheck.intake.text import MAX_BYTES
-
-    if source != "-":
-        return _files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source
-    try:
-        return sys.stdin.buffer.read(MAX_BYTES + 1), "<stdin>"
-    except OSError as exc:
-        raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
-
-
-def _from_report(report_file: str, python: str | None, facts_file: str | None,
-                 rules: Iterable[Rule] = ()) -> tuple[Facts, Target]:
-    """The facts a pasted report states (`-`: standard input), with the failures the `rules`' error signatures
-    recognise in it, and the target line that names what was read."""
-    from envcheck.gpus import GpuNames
-    from envcheck.intake import ReportError, read
-    from envcheck.model import Target
-
-    if python is not None or facts_file is not None:
-        raise EnvcheckError("--report excludes --python and --facts: the report describes the environment")
-    data, name = _pasted(report_file)
-    # A RulePack carries its rules/data/gpus.toml (a rule directory may ship a newer one): GPUs are named by it.
-    table = getattr(getattr(rules, "tables", None), "parsed", {}).get("gpus")
-    gpu_names = table if isinstance(table, GpuNames) else None
-    snapshot, found = read(data, name, [s for rule in rules for s in rule.signatures], gpu_names)
-    if not found and not snapshot.observed:
-        # Verdicts on nothing would be a pass of what was never read: no verdict, and exit 2 like any input
-        # envcheck cannot use (the issue-triage workflow comments nothing on it).
-        raise ReportError(name, "nothing envcheck reads was recognised in it (collect_env, pip list or freeze, "
-                                "conda list, nvidia-smi, versions, a GPU or an OS named in the text, a known error "
-                                "message, ...; docs/reports.md lists them): no verdict")
-    what = "; ".join([*(f.where for f in found), *(f"{o.rule_id}'s error message at line {o.line}"
-                                                  for o in snapshot.observed)])
-    return snapshot, Target(python=snapshot.python.executable, source="snapshot",
-                            reason=f"from the report {name}: {what}; what it does not state is unknown "
-                                   "(`envcheck facts` run on that machine states it)", in_process=False)
-
-
 _config_option = click.option(
     "--config", "config_file", metavar="FILE",
     help="Read the project's configuration from FILE (an envcheck.toml, or a pyproject.toml with "
@@ -241,12 +195,14 @@ _project_options = _options(
 )
 
 
-def _project_choice() -> ProjectOptions:
-    from envcheck.api import ProjectOptions
+def _check_options() -> CheckOptions:
+    """The check's options from the running command's (envcheck/pipeline.py)."""
+    from envcheck.pipeline import CheckOptions
 
-    given = click.get_current_context().meta.get("envcheck.project", {})
-    return ProjectOptions(use=not given.get("no_project", False), requirements=given.get("requirements", ()),
-                          extras=given.get("extras", ()), groups=given.get("groups", ()))
+    ctx = click.get_current_context()
+    return CheckOptions.from_command(ctx.params, ctx.meta.get("envcheck.project", {}))
+
+
 # What `check` and `explain` share after where the facts come from: the rules, the project's policy and files, and
 # how the report reads.
 _report_options = _options(
@@ -300,44 +256,26 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
           color: bool | None, machines: tuple[str, ...]) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
-    from envcheck.api import checked
-    from envcheck.engine import evaluate
+    from envcheck.pipeline import run
     from envcheck.report import render
 
+    options = _check_options()
     if machines:
-        _check_machines(machines, fmt, output, also, fail_on, select, ignore, no_cache, facts_file, report_file,
-                        rule_dirs, config_file, no_config, require, forbid, verbose, color)
-    if report_file is not None:
-        # A pasted report describes another machine: the working directory's project is not what it ran.
-        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None,
-                          no_cache=no_cache)
-        facts, found = _from_report(report_file, python, facts_file, rules.every)
-        report = checked(evaluate(rules.chosen, facts), found)
-    else:
-        report, rules = collected(_project_choice(), python=python, facts_file=facts_file, config_file=config_file,
-                                  no_config=no_config, rule_dirs=rule_dirs, select=select, ignore=ignore,
-                                  require=require, forbid=forbid, static=static, probe_timeout=probe_timeout,
-                                  no_cache=no_cache, progress=_ProgressLine())
+        _check_machines(machines, options, fail_on, fmt, output, also, verbose, color)
+    report, rules = run(options, progress=_ProgressLine())
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     for extra_fmt, extra_file in also:
         _write(render(report, extra_fmt, verbose=verbose), extra_file)
-    level = fail_on or rules.config.fail_on or "error"
-    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(level) else EXIT_CLEAN)
+    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
 
 
-def _check_machines(names: tuple[str, ...], fmt: str, output: str | None, also: list[tuple[str, str]],
-                    fail_on: str | None, select: tuple[str, ...], ignore: tuple[str, ...], no_cache: bool,
-                    facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...],
-                    config_file: str | None, no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...],
-                    verbose: bool, color: bool | None) -> None:
+def _check_machines(names: tuple[str, ...], options: CheckOptions, fail_on: str | None, fmt: str,
+                    output: str | None, also: list[tuple[str, str]], verbose: bool, color: bool | None) -> None:
     """`check --machine`: each declared machine judged on the project's pins (envcheck/machines/); exits."""
     from envcheck.machines.report import render as render_machines
     from envcheck.machines.run import checked as machines_checked
 
-    outcome = machines_checked(names, project_options=_project_choice(), config_file=config_file,
-                               no_config=no_config, rule_dirs=rule_dirs, select=select, ignore=ignore,
-                               require=require, forbid=forbid, fail_on=fail_on, facts_file=facts_file,
-                               report_file=report_file, no_cache=no_cache)
+    outcome = machines_checked(names, options, fail_on)
     _write(render_machines(outcome.result, fmt, color=_use_color(color, output), verbose=verbose,
                            fail_on=outcome.level), output)
     for extra_fmt, extra_file in also:
@@ -348,11 +286,12 @@ def _check_machines(names: tuple[str, ...], fmt: str, output: str | None, also: 
 def _error_output(source: str) -> tuple[str, str]:
     """(the text of `source`, its name): a file, or `-` for standard input when it is piped, read as a report is."""
     from envcheck.intake.text import decode
+    from envcheck.pipeline import pasted
 
     if source == "-" and (sys.stdin is None or sys.stdin.isatty()):
         raise click.UsageError("explain reads error output from FILE, or from standard input when it is piped: "
                                "`python train.py 2>&1 | envcheck explain`")
-    data, name = _pasted(source)
+    data, name = pasted(source)
     return decode(data, name), name
 
 
@@ -377,10 +316,9 @@ def explain(source: str, fmt: str, output: str | None, fail_on: str | None, sele
     """
     import dataclasses
 
-    from envcheck.api import checked
-    from envcheck.engine import evaluate
-    from envcheck.evidence.join import joined, summary
+    from envcheck.evidence.join import summary
     from envcheck.evidence.signatures import scan
+    from envcheck.pipeline import run
     from envcheck.report import render
 
     if report_file == "-" and source == "-":
@@ -392,21 +330,11 @@ def explain(source: str, fmt: str, output: str | None, fail_on: str | None, sele
         seen.extend(scan(text, [s for rule in rules.every for s in rule.signatures], source=name))
         return seen
 
-    if report_file is not None:
-        rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, None,
-                          no_cache=no_cache)
-        facts, found = _from_report(report_file, python, facts_file, rules.every)
-        report = checked(evaluate(rules.chosen, joined(facts, recognise(rules))), found)
-    else:
-        report, rules = collected(_project_choice(), python=python, facts_file=facts_file, config_file=config_file,
-                                  no_config=no_config, rule_dirs=rule_dirs, select=select, ignore=ignore,
-                                  require=require, forbid=forbid, static=static, probe_timeout=probe_timeout,
-                                  no_cache=no_cache, progress=_ProgressLine(), explain=recognise)
+    report, rules = run(_check_options(), progress=_ProgressLine(), explain=recognise)
     report = dataclasses.replace(report, explained=summary(name, text.count("\n") + (not text.endswith("\n")),
                                                             seen))
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
-    level = fail_on or rules.config.fail_on or "error"
-    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(level) else EXIT_CLEAN)
+    raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
 
 
 @cli.command()
@@ -426,32 +354,19 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
     import json
 
-    from envcheck.api import gather, read_project, with_project
     from envcheck.derived.derive import Derived
-    from envcheck.target import discover
+    from envcheck.pipeline import Check
 
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
-    if report_file is not None:
-        rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), None, no_cache=no_cache)
-        snapshot, _ = _from_report(report_file, python, None, rules.every)
-        data = snapshot.to_dict()
-        data["derived"] = Derived(snapshot, rules.every.tables).all()
-        _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
-        return
-    project = read_project(_project_choice())
-    rules = _rule_set(config_file, no_config, rule_dirs, (), (), (), (), project, no_cache=no_cache)
-    progress = _ProgressLine()
-    try:
-        target = discover(python)
-        snapshot = with_project(gather(rules.every, python=target,
-                                       probes=_probe_options(static, probe_timeout, no_cache, progress)), project)
-    finally:
-        progress.clear()
+    check = Check(_check_options())
+    snapshot = check.facts(_ProgressLine())
     data = snapshot.to_dict()
     # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only,
-    # and so is how the interpreter was chosen (a snapshot's `check --facts` names the snapshot instead).
-    data["derived"] = Derived(snapshot, rules.every.tables).all()
-    data["target"] = target.to_dict()
+    # and so is how the interpreter was chosen (a snapshot's `check --facts` names the snapshot instead; a pasted
+    # report's target line is no interpreter that was found).
+    data["derived"] = Derived(snapshot, check.rules.every.tables).all()
+    if report_file is None and check.target is not None:
+        data["target"] = check.target.to_dict()
     _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
 
 
@@ -566,30 +481,23 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
         forbid: tuple[str, ...]) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
     from envcheck import fix as fix_mod
-    from envcheck.api import checked, gather, read_project, with_project
-    from envcheck.engine import evaluate
+    from envcheck.pipeline import Check
     from envcheck.report.common import tally
     from envcheck.rules import shipped
-    from envcheck.target import discover
     from envcheck.templates import shell
 
-    project = read_project(_project_choice())
-    rules = _rule_set(config_file, no_config, rule_dirs, select, ignore, require, forbid, project, no_cache=no_cache)
-    level = fail_on or rules.config.fail_on or "error"
-    target = discover(python)
+    check = Check(_check_options())
+    rules, target = check.rules, check.target
+    level = rules.level(fail_on)
+    assert target is not None  # fix takes no --facts or --report: an interpreter was found
     click.echo(target.line())
 
     gathered = []  # the facts of each check: the plan describes its steps with the first
 
     def check_now() -> Report:
-        progress = _ProgressLine()
-        try:
-            facts = with_project(gather(rules.every, python=target,
-                                        probes=_probe_options(static, probe_timeout, no_cache, progress)), project)
-            gathered.append(facts)
-            return checked(evaluate(rules.chosen, facts), target)
-        finally:
-            progress.clear()
+        facts = check.facts(_ProgressLine())
+        gathered.append(facts)
+        return check.report(facts)
 
     before = check_now()
     todo = before.at_or_above(level)

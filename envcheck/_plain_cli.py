@@ -3,7 +3,7 @@ check --static`, every other option at its default.
 
 These are what pre-commit hooks, install scripts and people type, over and over, and the CLI framework was about a
 tenth of a static check (bench/README.md); a repeated check is answered from its last run while nothing it read has
-changed (envcheck/_replay.py). It runs the same check as `envcheck check` (envcheck/_checking.py) and answers byte
+changed (envcheck/_replay.py). It runs the same check as `envcheck check` (envcheck/pipeline.py) and answers byte
 for byte as the CLI does, the probes' status line on a terminal included: the report on standard output, exit 0
 clean, 1 findings at or above the configuration's fail-on (else error), 2 for a configuration or usage error, 3 for a
 bug, 130 when interrupted. The error paths hand their messages to the same functions the CLI uses (and import click
@@ -52,18 +52,17 @@ def applies(argv: Sequence[str]) -> bool:
 
 def _check(recording: Recording | None, static: bool) -> tuple[str, int, list[Path]]:
     """The report's text, the exit code, and the rule directories the pack was made of."""
-    from envcheck._checking import collected
     from envcheck._text import ProgressLine, printable, use_color
-    from envcheck.api import ProjectOptions
+    from envcheck.pipeline import CheckOptions, run
     from envcheck.report import render
     from envcheck.rules import builtin_rules_dir
 
-    report, rules = collected(ProjectOptions(), python=None, facts_file=None, config_file=None, no_config=False,
-                              rule_dirs=(), select=(), ignore=(), require=(), forbid=(), static=static,
-                              probe_timeout=120.0, no_cache=False, progress=ProgressLine(), recording=recording)
+    # Every option at the command line's default: the options click would pass for this argument list.
+    options = CheckOptions.from_command({"static": static}, {})
+    report, rules = run(options, progress=ProgressLine(), recording=recording)
     text = printable(render(report, "text", color=use_color(None, None), verbose=False),
                      getattr(sys.stdout, "encoding", None))
-    code = 1 if report.at_or_above(rules.config.fail_on or "error") else 0
+    code = 1 if report.at_or_above(rules.level()) else 0
     return text, code, [builtin_rules_dir(), *rules.config.rule_dirs]
 
 

@@ -41,20 +41,23 @@ def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | N
     snapshot, gets a pip command for the Python that is to have torch."""
     # Imported here: every other command's start-up (the static tier's budget) does not pay for the planner.
     from envcheck import recommend as recommend_mod
-    from envcheck import rules as rules_mod
-    from envcheck.api import gather
-    from envcheck.target import discover
+    from envcheck.pipeline import Check, CheckOptions, rule_set_for
 
     if machines:
         _for_machines(machines, fmt, rule_dirs, config_file, bool(gpu or capability or driver or python_version
                                                                   or platform or facts_file))
     described = recommend_mod.describe_from(gpu, capability, driver, python_version, platform)
-    pack = rules_mod.load(rule_dirs)
+    # The shipped pack and --rules alone (their data tables are what is planned with), the static tier, the
+    # interpreter chosen as `envcheck check` chooses it: the project's configuration and files play no part.
+    options = CheckOptions(facts_file=facts_file, rule_dirs=rule_dirs, no_config=True, no_project=True, static=True,
+                           discover=True, python_named_by="--python")
     wholly_described = bool((gpu or capability) and python_version and platform and facts_file is None)
-    facts = None
-    if not wholly_described:
-        facts = gather(pack.rules, python=discover(None) if facts_file is None else None, facts_file=facts_file)
-    plan = recommend_mod.plan(facts, described, pack.tables)
+    if wholly_described:
+        facts, tables = None, rule_set_for(options).every.tables
+    else:
+        check = Check(options)
+        facts, tables = check.facts(), check.rules.every.tables
+    plan = recommend_mod.plan(facts, described, tables)
     click.echo(recommend_mod.render_text(plan) if fmt == "text" else recommend_mod.render_json(plan), nl=False)
     raise click.exceptions.Exit(0 if plan.recommendation.choice is not None else 1)
 
@@ -63,19 +66,19 @@ def _for_machines(names: tuple[str, ...], fmt: str, rule_dirs: tuple[Path, ...],
                   described: bool) -> None:
     """`recommend --machine`: the pins for declared machines (envcheck/machines/recommend.py); exits 0 when every
     machine has a build, else 1."""
-    from envcheck import config as config_mod
     from envcheck import rules as rules_mod
     from envcheck.derived.tables import TORCH_BUILDS
     from envcheck.errors import EnvcheckError
     from envcheck.machines import recommend as machines_recommend
     from envcheck.machines.declared import chosen
     from envcheck.machines.pins import pins_for
+    from envcheck.pipeline import CheckOptions, config_for
     from envcheck.project.discover import discover as discover_project
 
     if described:
         raise EnvcheckError("--machine takes the machine from the configuration: it excludes --gpu, --capability, "
                             "--driver, --python, --platform and --facts")
-    config = config_mod.resolve(config_file)
+    config = config_for(CheckOptions(config=config_file))
     machines = chosen(config.machines, names, config.file, lambda message: config.error("machines", message))
     project = discover_project(Path.cwd())
     matrix = rules_mod.load(rule_dirs).tables[TORCH_BUILDS]

@@ -1,4 +1,5 @@
-"""The check as a library call: configuration and rules, facts (collected or loaded), evaluation.
+"""The check as a library call (`check()`), and the stages the check pipeline (envcheck/pipeline.py) is made of:
+the rule set, the project, the facts (collected or loaded), the report's interpreter.
 
 No printing, no exit codes. `envcheck.check()` (the package-level function) calls `check()` here; this module
 is named `api` so that the function and a submodule never share the name `envcheck.check`.
@@ -13,13 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envcheck import config as config_mod
 from envcheck import policy
 from envcheck import rules as rules_mod
-from envcheck import target as target_mod
 from envcheck.conditions import Module, Source
 from envcheck.config import Config
-from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.project import ProjectFacts
@@ -32,6 +30,7 @@ from envcheck.rules import RulePack
 if TYPE_CHECKING:
     from envcheck._replay import Recording
     from envcheck.derived.walk_memo import Memo
+    from envcheck.pipeline import CheckOptions
     from envcheck.probes.runner import Progress, Started
 
 
@@ -151,6 +150,10 @@ class RuleSet:
     chosen: RulePack
     config: Config
 
+    def level(self, fail_on: str | None = None) -> str:
+        """The lowest severity that fails the check: `fail_on` (--fail-on), else the configuration's, else error."""
+        return fail_on or self.config.fail_on or "error"
+
 
 def rule_set(
     config: Config,
@@ -189,31 +192,7 @@ def rule_set(
     return RuleSet(every=every, chosen=chosen, config=config)
 
 
-def _path(value: str | os.PathLike[str] | None) -> str | None:
-    return None if value is None else os.fspath(value)
-
-
-def check(
-    *,
-    require: Sequence[str] = (),
-    forbid: Sequence[str] = (),
-    config: str | os.PathLike[str] | Config | None = None,
-    no_config: bool = False,
-    project_dir: str | os.PathLike[str] | None = None,
-    python: str | os.PathLike[str] | None = None,
-    facts_file: str | os.PathLike[str] | None = None,
-    rule_dirs: Sequence[str | os.PathLike[str]] = (),
-    select: Sequence[str] = (),
-    ignore: Sequence[str] = (),
-    static: bool = False,
-    probe_timeout: float = 120.0,
-    use_cache: bool = True,
-    discover: bool = False,
-    no_project: bool = False,
-    requirements: Sequence[str | os.PathLike[str]] = (),
-    extras: Sequence[str] = (),
-    groups: Sequence[str] = (),
-) -> Report:
+def check(options: CheckOptions | None = None, /, **overrides: Any) -> Report:
     """Check a Python environment and return the verdicts; the library form of `envcheck check`.
 
     ```python
@@ -225,7 +204,9 @@ def check(
         print(finding.rule_id, finding.summary, *map(" ".join, finding.commands), sep="\\n  ")
     ```
 
-    Args:
+    The options are an `envcheck.pipeline.CheckOptions` (default: all its defaults), with `overrides`, keyword
+    arguments named as its fields, replacing some: `envcheck.check(options, static=True)`. The fields:
+
         require: PEP 508 requirements that must be installed and satisfied, added to the configuration's
             `require` (each becomes a rule EC9901...).
         forbid: PEP 508 requirements that must not be installed (in that range), added to `forbid`.
@@ -238,6 +219,8 @@ def check(
             environment, else the project's `.venv` found from `project_dir`, ...). Off by default: a library
             call checks the interpreter it runs in, unless `python` names another.
         facts_file: evaluate a snapshot saved by `envcheck facts -o FILE` instead of collecting.
+        report_file: evaluate the environment a pasted report describes (collect_env, pip list, nvidia-smi, ...;
+            `-` reads standard input) instead of collecting.
         rule_dirs: extra directories of rule files.
         select: only these rules of the pack (ids, id prefixes or names); replaces the configuration's `select`.
             The project's policy rules always run.
@@ -261,31 +244,11 @@ def check(
     Raises:
         envcheck.errors.EnvcheckError: bad input (`ConfigError` names the configuration file and key;
             `envcheck.target.TargetError` when `discover` finds nothing it may check).
+        TypeError: a keyword argument that names no option.
     """
-    if isinstance(config, Config):
-        if no_config:
-            raise EnvcheckError("config and no_config exclude each other")
-        cfg = config
-    else:
-        cfg = config_mod.resolve(_path(config), no_config=no_config, start=_path(project_dir))
-    options = ProjectOptions(use=not no_project, requirements=requirements, extras=extras, groups=groups)
-    project = read_project(options, start=_path(project_dir), facts_file=_path(facts_file))
-    snapshot = None if facts_file is None else gather((), python=_path(python), facts_file=_path(facts_file))
-    rules = rule_set(cfg, rule_dirs=[Path(d) for d in rule_dirs], select=select, ignore=ignore,
-                     require=require, forbid=forbid, project=project if snapshot is None else snapshot.project,
-                     use_cache=use_cache)
-    probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=use_cache)
-    target = None
-    if python is not None:
-        target = target_mod.discover(_path(python), option="the python argument")
-    elif discover and facts_file is None:
-        target = target_mod.discover(where=target_mod.Surroundings.current(_path(project_dir)))
-    elif facts_file is None:
-        target = target_mod.own()
-    # Collect what every rule needs, not only the selection: the snapshot is then reusable as-is.
-    facts = snapshot or with_project(gather(rules.every, python=target, probes=probes), project)
-    memo = None if snapshot is not None else memo_for(facts, use_cache)
-    return checked(evaluate(rules.chosen, facts, memo=memo), target, facts_file=_path(facts_file))
+    from envcheck.pipeline import CheckOptions, run
+
+    return run(dataclasses.replace(options or CheckOptions(), **overrides)).report
 
 
 def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -78,13 +79,17 @@ def _names(prefix: str, reqs: Iterable[_Declared]) -> list[str]:
     return names
 
 
-def _rule(rule_id: str, name: str, file: str, summary: str, why: str, fix: str, when: object,
-          commands: Sequence[Sequence[str]] = (), *, severity: Severity = Severity.ERROR,
-          foreach: str | None = None, references: Sequence[str] = (DOCS,)) -> Rule:
-    return Rule(id=rule_id, name=name, severity=severity, summary=summary, why=why, fix=fix,
-                commands=tuple(tuple(c) for c in commands), references=tuple(references), applies=ALWAYS,
-                when=ALWAYS if when is None else parse(when, Where(file, rule_id, "when")), foreach=foreach,
-                area=AREA, file=file)
+def _rule(rule_id: str, name: str, file: str, *, summary: str, why: str, fix: str, when: object,
+          **shape: Any) -> Rule:
+    """A generated rule that always applies and fires `when` (a condition table; None: always, as for each item
+    of a `foreach`). `shape` sets the rest where it differs: `commands` (argv lists; default none), `severity`
+    (default error), `foreach`, `references` (default: docs/policy.md)."""
+    commands: Sequence[Sequence[str]] = shape.pop("commands", ())
+    return Rule(id=rule_id, name=name, severity=shape.pop("severity", Severity.ERROR), summary=summary, why=why,
+                fix=fix, commands=tuple(tuple(c) for c in commands),
+                references=tuple(shape.pop("references", (DOCS,))), applies=ALWAYS,
+                when=ALWAYS if when is None else parse(when, Where(file, rule_id, "when")),
+                foreach=shape.pop("foreach", None), area=AREA, file=file, **shape)
 
 
 # What envcheck/project/rules.py builds its generated rules (EC98xx) with: the same rule shape and literal quoting.

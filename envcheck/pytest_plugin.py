@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from envcheck.api import RuleSet
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Finding, Report, Rule
+    from envcheck.pipeline import Check
     from envcheck.rules import RulePack
 
 MARKER = ("envcheck(*rules, probe=None, require=None, forbid=None): skip the test unless the environment meets it "
@@ -147,25 +148,29 @@ class _Session:
     def __init__(self, rootpath: Path) -> None:
         self.rootpath = rootpath
         self.header: str | None = None
-        self._rules: RuleSet | None = None
+        self._check: Check | None = None
         self._facts: Facts | None = None
         self._verdicts: dict[tuple[str, ...], list[Finding]] = {}
 
-    def rules(self) -> RuleSet:
-        if self._rules is None:
-            from envcheck import config as config_mod
-            from envcheck.api import rule_set
+    def check(self) -> Check:
+        """The check of the interpreter pytest runs in (envcheck/pipeline.py), with the configuration found from
+        pytest's rootdir; static: the probes a session or a marker asks for are run on their own (`facts`). The
+        project's files are not read (no EC98xx): the tests check what they import, not the project's pins."""
+        if self._check is None:
+            from envcheck.pipeline import Check, CheckOptions
 
-            self._rules = rule_set(config_mod.resolve(start=self.rootpath))
-        return self._rules
+            self._check = Check(CheckOptions(project_dir=self.rootpath, static=True, no_project=True))
+        return self._check
+
+    def rules(self) -> RuleSet:
+        return self.check().rules
 
     def facts(self, probes: Iterable[str] = ()) -> Facts:
         """The static facts of this interpreter, with the results of `probes` (run now, or taken from the cache)."""
-        from envcheck.api import gather
         from envcheck.probes import run_probes
 
         if self._facts is None:
-            self._facts = gather(self.rules().every)
+            self._facts = self.check().facts()
         wanted = [p for p in dict.fromkeys(probes) if p not in self._facts.probes]
         if wanted:
             results = run_probes(self._facts, wanted).results
@@ -173,14 +178,13 @@ class _Session:
         return self._facts
 
     def session_check(self, *, probes: bool, fail_on: str | None) -> tuple[Report, str]:
-        from envcheck.engine import evaluate
         from envcheck.probes.catalog import PROBE_NAMES
         from envcheck.report.common import tally
 
-        rules = self.rules()
-        report = evaluate(rules.chosen, self.facts(PROBE_NAMES if probes else ()))
+        check = self.check()
+        report = check.report(self.facts(PROBE_NAMES if probes else ()))
         self.header = f"envcheck: {tally(report)} ({'with probes' if probes else 'static'}) — {report.python}"
-        return report, fail_on or rules.config.fail_on or "error"
+        return report, check.rules.level(fail_on)
 
     def _marker_rules(self, marks: Sequence[pytest.Mark]) -> RulePack:
         from envcheck import policy

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from envcheck._output import Seconds, split, use_color, write
+from envcheck._output import Seconds, use_color, write
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
 
 if TYPE_CHECKING:
     from envcheck.api import RuleSet
+    from envcheck.pipeline import CheckOptions
 
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,52 +62,48 @@ def _report_options(fn: F) -> F:
     return fn
 
 
-@dataclasses.dataclass(frozen=True)
-class _Policy:
-    """What `fleet` evaluates, from the options and the project's configuration, as `envcheck check` would."""
+def _options() -> CheckOptions:
+    """What `fleet` evaluates, from the running command's options, as `envcheck check` reads them."""
+    from envcheck.pipeline import CheckOptions
 
-    config_file: str | None
-    no_config: bool
-    rule_dirs: tuple[Path, ...]
-    select: tuple[str, ...]
-    ignore: tuple[str, ...]
-    require: tuple[str, ...]
-    forbid: tuple[str, ...]
+    return CheckOptions.from_command(click.get_current_context().params, {})
 
-    def rules(self) -> tuple[RuleSet, list[str]]:
-        """The rule set `check` would use, and the ignore entries (options and configuration) for fleet checks.
 
-        An ignore entry may name fleet checks, rules, or both (a prefix such as "EC"); each part gets the entries
-        that name something of it, and an entry that names nothing is an error, as for `check`.
-        """
-        from envcheck import config as config_mod
-        from envcheck import rules as rules_mod
-        from envcheck.api import rule_set
-        from envcheck.fleet import checks
+def _rules(options: CheckOptions) -> tuple[RuleSet, list[str]]:
+    """The rule set `check` would use, and the ignore entries (options and configuration) for fleet checks.
 
-        config = config_mod.resolve(self.config_file, no_config=self.no_config)
-        every = rule_set(dataclasses.replace(config, ignore=(), select=()), rule_dirs=self.rule_dirs,
-                         require=self.require, forbid=self.forbid).every
+    An ignore entry may name fleet checks, rules, or both (a prefix such as "EC"); each part gets the entries
+    that name something of it, and an entry that names nothing is an error, as for `check`.
+    """
+    from envcheck import rules as rules_mod
+    from envcheck.api import rule_set
+    from envcheck.fleet import checks
+    from envcheck.pipeline import config_for
 
-        def for_rules(selector: str) -> bool:
-            return not rules_mod.unknown_selectors(every, [selector])
+    config = config_for(options)
+    rule_dirs = [Path(d) for d in options.rule_dirs]
+    every = rule_set(dataclasses.replace(config, ignore=(), select=()), rule_dirs=rule_dirs,
+                     require=options.require, forbid=options.forbid).every
 
-        def for_fleet(selector: str) -> bool:
-            return any(checks.matches(c, [selector]) for c in checks.CHECKS)
+    def for_rules(selector: str) -> bool:
+        return not rules_mod.unknown_selectors(every, [selector])
 
-        ignores = split(self.ignore)
-        unknown = [i for i in split(self.select) if not for_rules(i)]
-        unknown += [i for i in ignores if not for_rules(i) and not for_fleet(i)]
-        if unknown:
-            raise click.UsageError(f"no rule or fleet check matches {', '.join(map(repr, unknown))}")
-        for selector, _reason in config.ignore:
-            if not for_rules(selector) and not for_fleet(selector):
-                raise config.error(f"ignore.{selector}", f"no rule or fleet check matches {selector!r}")
-        rule_config = dataclasses.replace(config, ignore=tuple(e for e in config.ignore if for_rules(e[0])))
-        rules = rule_set(rule_config, rule_dirs=self.rule_dirs, select=split(self.select),
-                         ignore=[i for i in ignores if for_rules(i)], require=self.require, forbid=self.forbid)
-        fleet_ignores = [i for i in [*ignores, *(s for s, _ in config.ignore)] if for_fleet(i)]
-        return rules, fleet_ignores
+    def for_fleet(selector: str) -> bool:
+        return any(checks.matches(c, [selector]) for c in checks.CHECKS)
+
+    unknown = [i for i in options.select if not for_rules(i)]
+    unknown += [i for i in options.ignore if not for_rules(i) and not for_fleet(i)]
+    if unknown:
+        raise click.UsageError(f"no rule or fleet check matches {', '.join(map(repr, unknown))}")
+    for selector, _reason in config.ignore:
+        if not for_rules(selector) and not for_fleet(selector):
+            raise config.error(f"ignore.{selector}", f"no rule or fleet check matches {selector!r}")
+    rule_config = dataclasses.replace(config, ignore=tuple(e for e in config.ignore if for_rules(e[0])))
+    rules = rule_set(rule_config, rule_dirs=rule_dirs, select=options.select,
+                     ignore=[i for i in options.ignore if for_rules(i)], require=options.require,
+                     forbid=options.forbid)
+    fleet_ignores = [i for i in [*options.ignore, *(s for s, _ in config.ignore)] if for_fleet(i)]
+    return rules, fleet_ignores
 
 
 def _emit(report: Any, fmt: str, output: str | None, color: bool | None, verbose: bool, fail_on: str) -> None:
@@ -138,25 +135,24 @@ def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str | None,
     """
     if ctx.invoked_subcommand is not None:
         return
-    from envcheck.api import ProbeOptions
     from envcheck.fleet import distributed
     from envcheck.fleet import merge as merge_mod
 
-    probes = ProbeOptions(run=not static, timeout_s=probe_timeout, use_cache=not no_cache)
-    policy = _Policy(config_file, no_config, rule_dirs, select, ignore, require, forbid)
+    options = _options()
+    probes = options.probe_options()
     env = distributed.RankEnv.from_environ(os.environ)
     if env.rank != 0:
         # Ranks other than 0 load the configuration and rules inside the collection, so that a node with a broken
         # rule directory or configuration is reported by rank 0 as failed instead of ending the job.
-        outcome = distributed.run(lambda: policy.rules()[0].every.rules, probes, gather_timeout)
+        outcome = distributed.run(lambda: _rules(options)[0].every.rules, probes, gather_timeout)
         if outcome.warning:
             click.echo(f"envcheck fleet: {outcome.warning}", err=True)
         raise click.exceptions.Exit(EXIT_CLEAN)
-    rules, fleet_ignores = policy.rules()
+    rules, fleet_ignores = _rules(options)
     gathered = distributed.run(lambda: rules.every.rules, probes, gather_timeout)
     report = merge_mod.build(gathered.members, gathered.facts, rules.chosen, expected=gathered.expected,
                              stopped=gathered.stopped, ignore_checks=fleet_ignores)
-    _emit(report, fmt, output, color, verbose, fail_on or rules.config.fail_on or "error")
+    _emit(report, fmt, output, color, verbose, rules.level(fail_on))
 
 
 @fleet.command()
@@ -173,7 +169,7 @@ def merge(files: tuple[str, ...], fmt: str, output: str | None, fail_on: str | N
     """
     from envcheck.fleet import merge as merge_mod
 
-    rules, fleet_ignores = _Policy(config_file, no_config, rule_dirs, select, ignore, require, forbid).rules()
+    rules, fleet_ignores = _rules(_options())
     members, facts = merge_mod.load_members(files)
     report = merge_mod.build(members, facts, rules.chosen, expected=len(files), ignore_checks=fleet_ignores)
-    _emit(report, fmt, output, color, verbose, fail_on or rules.config.fail_on or "error")
+    _emit(report, fmt, output, color, verbose, rules.level(fail_on))

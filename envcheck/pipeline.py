@@ -1,0 +1,291 @@
+"""The check pipeline: its options (`CheckOptions`, one frozen dataclass) and the one way a check runs from them
+(`run`): configuration -> rule set -> interpreter -> facts (collected, with the probes unless static, or read from
+a saved snapshot or a pasted report) -> evaluation -> report.
+
+Every entry point builds a `CheckOptions` and calls in here: `envcheck.check()` (api.py), `envcheck check`,
+`explain`, `facts` and `fix` (_cli.py), the click-free `envcheck --static` (_plain_cli.py), `recommend`,
+`check --machine` (machines/run.py), `envcheck fleet` and the pytest plugin. Those that need part of a check take
+the stage they need: `rule_set_for` (the rules), `Check` (the rules, the interpreter and the facts before the
+evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) are in envcheck/api.py.
+
+Everything heavy is imported inside the functions: the command line imports this module on every start.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from envcheck._replay import Recording
+    from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
+    from envcheck.config import Config
+    from envcheck.facts.observed import Observation
+    from envcheck.facts.snapshot import Facts
+    from envcheck.model import Report, Target
+    from envcheck.probes.runner import Started
+    from envcheck.rules import RulePack
+
+PathLike: TypeAlias = "str | os.PathLike[str]"
+
+
+class ProgressLine(Protocol):
+    """Called as each probe starts, and each second while torch is imported; `clear` when collection is over (the
+    CLI's status line on a terminal)."""
+
+    def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """What a check reads and how: the options of `envcheck check`, and the keyword arguments of `envcheck.check()`.
+
+    The defaults are the library's: check the running interpreter, read the configuration and the project found at
+    or above `project_dir`, static tier off (the probes run).
+    """
+
+    require: Sequence[str] = ()  # PEP 508 requirements that must be satisfied, added to the configuration's
+    forbid: Sequence[str] = ()  # PEP 508 requirements that must not be installed, added to the configuration's
+    config: PathLike | Config | None = None  # a configuration file or a Config; default: the nearest one found
+    no_config: bool = False  # use no configuration file at all
+    project_dir: PathLike | None = None  # where the configuration and the project are looked for (default: cwd)
+    python: PathLike | None = None  # the interpreter to check instead of the running one
+    facts_file: PathLike | None = None  # evaluate a snapshot saved by `envcheck facts -o FILE`
+    report_file: str | None = None  # evaluate the environment a pasted report describes (`-`: standard input)
+    rule_dirs: Sequence[PathLike] = ()  # extra directories of rule files
+    select: Sequence[str] = ()  # only these rules of the pack (replaces the configuration's select)
+    ignore: Sequence[str] = ()  # skip these rules (added to the configuration's ignore)
+    static: bool = False  # the static tier only: no live probes
+    probe_timeout: float = 120.0  # seconds before a probe (and what it started) is killed
+    use_cache: bool = True  # False: --no-cache (probe results, the rule pack, the derived results)
+    discover: bool = False  # choose the interpreter as the command does (envcheck.target), not the running one
+    no_project: bool = False  # do not read the project's files (EC98xx)
+    requirements: Sequence[PathLike] = ()  # requirements files (or locks) to read instead of requirements.txt
+    extras: Sequence[str] = ()  # optional-dependencies of the project to check too
+    groups: Sequence[str] = ()  # dependency groups (PEP 735) to check too
+    python_named_by: str = "the python argument"  # how the target line names where `python` came from
+
+    @classmethod
+    def from_command(cls, params: Mapping[str, Any], project: Mapping[str, Any]) -> CheckOptions:
+        """The options of a command line's check: `params` as click names them (--config is `config_file`,
+        --no-cache `no_cache`; --select and --ignore repeated or comma-separated), `project` the four project
+        options. The interpreter is discovered as the README says, unless --python names one."""
+        from envcheck._text import split
+
+        return cls(require=params.get("require", ()), forbid=params.get("forbid", ()),
+                   config=params.get("config_file"), no_config=params.get("no_config", False),
+                   python=params.get("python"), facts_file=params.get("facts_file"),
+                   report_file=params.get("report_file"), rule_dirs=params.get("rule_dirs", ()),
+                   select=split(params.get("select", ())), ignore=split(params.get("ignore", ())),
+                   static=params.get("static", False), probe_timeout=params.get("probe_timeout", 120.0),
+                   use_cache=not params.get("no_cache", False), discover=True,
+                   no_project=project.get("no_project", False), requirements=project.get("requirements", ()),
+                   extras=project.get("extras", ()), groups=project.get("groups", ()), python_named_by="--python")
+
+    def project_options(self) -> ProjectOptions:
+        from envcheck.api import ProjectOptions
+
+        return ProjectOptions(use=not self.no_project, requirements=self.requirements, extras=self.extras,
+                              groups=self.groups)
+
+    def probe_options(self, progress: ProgressLine | None = None) -> ProbeOptions:
+        from envcheck.api import ProbeOptions
+
+        return ProbeOptions(run=not self.static, timeout_s=self.probe_timeout, use_cache=self.use_cache,
+                            progress=progress)
+
+
+def _path(value: PathLike | None) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+def config_for(options: CheckOptions) -> Config:
+    """The configuration in effect: the one given, none, or the nearest one at or above `project_dir`."""
+    from envcheck import config as config_mod
+    from envcheck.config import Config
+    from envcheck.errors import EnvcheckError
+
+    if isinstance(options.config, Config):
+        if options.no_config:
+            raise EnvcheckError("config and no_config exclude each other")
+        return options.config
+    return config_mod.resolve(_path(options.config), no_config=options.no_config, start=_path(options.project_dir))
+
+
+def rule_set_for(options: CheckOptions, project: Any = None) -> RuleSet:
+    """The rules of the check: the configuration's and the options' rules, selection and policy, and the rules
+    generated from what `project` declares (a `Project` or the `ProjectFacts` of a snapshot)."""
+    from pathlib import Path
+
+    from envcheck.api import rule_set
+
+    return rule_set(config_for(options), rule_dirs=[Path(d) for d in options.rule_dirs], select=options.select,
+                    ignore=options.ignore, require=options.require, forbid=options.forbid, project=project,
+                    use_cache=options.use_cache)
+
+
+def target_for(options: CheckOptions) -> Target | None:
+    """The interpreter to check; None for a saved snapshot or a pasted report, which name their own."""
+    from envcheck import target as target_mod
+
+    if options.facts_file is not None or options.report_file is not None:
+        return None
+    if options.python is not None:
+        return target_mod.discover(_path(options.python), option=options.python_named_by)
+    if options.discover:
+        return target_mod.discover(where=target_mod.Surroundings.current(_path(options.project_dir)))
+    return target_mod.own()
+
+
+def _probe_children(options: CheckOptions, recording: Recording | None) -> tuple[Target | None, Started | None]:
+    """(the interpreter to check, the probes' children begun for it): begun first, so that the shared child's
+    `import torch` overlaps reading the project, loading the rules and collecting the facts (and importing what does
+    that). (None, None) where the interpreter cannot be found: the check reports that in its own order."""
+    from envcheck.errors import EnvcheckError
+    from envcheck.probes import begin_probes
+
+    try:
+        target = target_for(options)
+    except EnvcheckError:
+        return None, None
+    python = None if target is None or target.in_process else target.python
+    return target, begin_probes(python, recording=recording)
+
+
+def pasted(source: str) -> tuple[bytes, str]:
+    """(the bytes of pasted text, its name): `-` is standard input; a file is read as --facts is (a regular file
+    only, not /dev/zero, /dev/null or a FIFO); both bounded by the report readers' limit."""
+    import sys
+
+    from envcheck import _files
+    from envcheck.intake import ReportError
+    from envcheck.intake.text import MAX_BYTES
+
+    if source != "-":
+        return _files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source
+    try:
+        return sys.stdin.buffer.read(MAX_BYTES + 1), "<stdin>"
+    except OSError as exc:
+        raise ReportError("<stdin>", f"cannot read it ({exc.strerror or exc})") from None
+
+
+def from_report(options: CheckOptions, rules: RulePack) -> tuple[Facts, Target]:
+    """The facts the pasted report `options.report_file` states, with the failures the `rules`' error signatures
+    recognise in it, and the target line that names what was read."""
+    from envcheck.errors import EnvcheckError
+    from envcheck.gpus import GpuNames
+    from envcheck.intake import ReportError, read
+    from envcheck.model import Target
+
+    assert options.report_file is not None
+    if options.python is not None or options.facts_file is not None:
+        raise EnvcheckError("--report excludes --python and --facts: the report describes the environment")
+    data, name = pasted(options.report_file)
+    # A RulePack carries its rules/data/gpus.toml (a rule directory may ship a newer one): GPUs are named by it.
+    table = rules.tables.parsed.get("gpus")
+    gpu_names = table if isinstance(table, GpuNames) else None
+    snapshot, found = read(data, name, [s for rule in rules for s in rule.signatures], gpu_names)
+    if not found and not snapshot.observed:
+        # Verdicts on nothing would be a pass of what was never read: no verdict, and exit 2 like any input
+        # envcheck cannot use (the issue-triage workflow comments nothing on it).
+        raise ReportError(name, "nothing envcheck reads was recognised in it (collect_env, pip list or freeze, "
+                                "conda list, nvidia-smi, versions, a GPU or an OS named in the text, a known error "
+                                "message, ...; docs/reports.md lists them): no verdict")
+    what = "; ".join([*(f.where for f in found), *(f"{o.rule_id}'s error message at line {o.line}"
+                                                  for o in snapshot.observed)])
+    return snapshot, Target(python=snapshot.python.executable, source="snapshot",
+                            reason=f"from the report {name}: {what}; what it does not state is unknown "
+                                   "(`envcheck facts` run on that machine states it)", in_process=False)
+
+
+Explain: TypeAlias = "Callable[[RuleSet], Sequence[Observation]]"
+
+
+class Check:
+    """One check under way: its project, rules and interpreter, and the facts where they were given (a saved
+    snapshot, a pasted report); `facts()` gathers the rest, `report()` evaluates.
+
+    Made in the order the command reports errors in: the probes' children begun (they need only the interpreter),
+    the project read, the snapshot loaded, the rules, the interpreter. A pasted report describes another machine:
+    the working directory's project is not what it ran, so none is read for it.
+    """
+
+    def __init__(self, options: CheckOptions, *, recording: Recording | None = None) -> None:
+        from envcheck.api import gather, read_project
+
+        self.options = options
+        self.recording = recording  # told what was collected: a static check that may be replayed (_replay.py)
+        self.project = None
+        self.snapshot: Facts | None = None
+        self.target: Target | None = None
+        self._started: Started | None = None
+        if options.report_file is not None:
+            self.rules = rule_set_for(options)
+            self.snapshot, self.target = from_report(options, self.rules.every)
+            return
+        if not options.static and options.facts_file is None:
+            self.target, self._started = _probe_children(options, recording)
+        try:
+            facts_file = _path(options.facts_file)
+            self.project = read_project(options.project_options(), start=_path(options.project_dir),
+                                        facts_file=facts_file)
+            if facts_file is not None:
+                self.snapshot = gather((), python=_path(options.python), facts_file=facts_file)
+            self.rules = rule_set_for(options, self.project if self.snapshot is None else self.snapshot.project)
+            # Discovery reads only the environment variables and files, as it did a moment ago for the probes.
+            if self.target is None:
+                self.target = target_for(options)
+        except BaseException:
+            if self._started is not None:
+                self._started.close()
+            raise
+
+    def facts(self, progress: ProgressLine | None = None) -> Facts:
+        """The facts as given, or collected now for every rule (a saved snapshot then serves any selection), with
+        the probes' results unless static, and what the project declares."""
+        from envcheck.api import gather, with_project
+
+        started, self._started = self._started, None  # a second gathering (`fix` checks again) begins its own
+        try:
+            if self.snapshot is not None:
+                return self.snapshot
+            facts = gather(self.rules.every, python=self.target, probes=self.options.probe_options(progress),
+                           recording=self.recording, started=started)
+            return with_project(facts, self.project)
+        finally:
+            if progress is not None:
+                progress.clear()
+
+    def report(self, facts: Facts, explain: Explain | None = None) -> Report:
+        """The chosen rules' verdicts on `facts`, about the check's interpreter; `explain`: what error output shows,
+        recognised with the rules' signatures (`envcheck explain`), joined with the facts as evidence."""
+        from envcheck.api import checked, memo_for
+        from envcheck.engine import evaluate
+
+        if explain is not None:
+            from envcheck.evidence.join import joined
+
+            facts = joined(facts, explain(self.rules))
+        memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
+        return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
+                       facts_file=_path(self.options.facts_file))
+
+
+
+class Checked(NamedTuple):
+    """A check's report, and the rules it was made with (their configuration sets the fail-on level)."""
+
+    report: Report
+    rules: RuleSet
+
+
+def run(options: CheckOptions, *, progress: ProgressLine | None = None, recording: Recording | None = None,
+        explain: Explain | None = None) -> Checked:
+    """Run the check `options` describe: its report, with the rules it was made with. `progress` is called as each
+    probe starts; `recording`, `explain`: see `Check`."""
+    check = Check(options, recording=recording)
+    return Checked(check.report(check.facts(progress), explain), check.rules)
