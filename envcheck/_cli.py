@@ -451,7 +451,7 @@ def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
     """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     import subprocess
 
-    from envcheck.templates import shell
+    from envcheck._text import shell
 
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
@@ -481,10 +481,10 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
         forbid: tuple[str, ...]) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
     from envcheck import fix as fix_mod
+    from envcheck._text import shell
     from envcheck.pipeline import Check
     from envcheck.report.common import tally
     from envcheck.rules import shipped
-    from envcheck.templates import shell
 
     check = Check(_check_options())
     rules, target = check.rules, check.target

@@ -1,6 +1,7 @@
 """The text side of the command line's output, without the CLI framework: comma-separated option values, the colour
 decision, text a stream's encoding can carry, text quoted from elsewhere made inert, clipped messages, the probes'
-status line.
+status line, and a command shell-quoted as every report and `envcheck fix` show it (`shell`: the reporters use it
+too, so it lives here rather than with the command templates).
 
 envcheck/_output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
 (envcheck/_plain_cli.py) uses them directly.
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 MAX_MESSAGE = 1000  # characters of one error line
 
@@ -19,6 +21,11 @@ MAX_MESSAGE = 1000  # characters of one error line
 def split(values: Sequence[str]) -> list[str]:
     """Repeated and comma-separated option values, flattened: ("a,b", "c") -> ["a", "b", "c"]."""
     return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def shell(argv: Iterable[str]) -> str:
+    """The command as a POSIX shell line, each argument quoted only where needed."""
+    return shlex.join(list(argv))
 
 
 def use_color(choice: bool | None, output: str | None) -> bool:

@@ -46,13 +46,13 @@ from packaging.specifiers import SpecifierSet
 
 from envcheck import _specifiers
 from envcheck._packaging import parse_requirement, parse_version
+from envcheck._text import shell
 from envcheck.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
 from envcheck.consent import PREFIX as _PREFIX
 from envcheck.consent import installer as _installer
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 from envcheck.model import Finding, Report
 from envcheck.report.common import problems, tally
-from envcheck.templates import shell
 
 _REMOVE = ("uninstall", "remove")
 # Options that take no value and mean the same for every requirement of a merged command.

@@ -122,7 +122,7 @@ def _skip(reason: str) -> None:
 
 
 def _summary(failing: Sequence[Finding], level: str) -> str:
-    from envcheck.templates import shell
+    from envcheck._text import shell
 
     noun = "problem" if len(failing) == 1 else "problems"
     lines = [f"envcheck found {len(failing)} {noun} at --fail-on {level} in this environment; no test was run"]

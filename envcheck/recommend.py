@@ -17,12 +17,12 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck import gpus as gpus_mod
 from envcheck import torch_builds as tb
+from envcheck._text import shell
 from envcheck.commands import choose, for_environment
 from envcheck.derived import builds
 from envcheck.derived.tables import GPUS, TORCH_BUILDS, Tables
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
-from envcheck.templates import shell
 
 
 class DescribeError(EnvcheckError):

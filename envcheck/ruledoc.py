@@ -1,6 +1,6 @@
 """Rule documentation, as `envcheck rule` prints it and as docs/rules.md is generated (ruff's rule docs style).
 
-Commands are shown as the reports show them, shell-quoted (`templates.shell`), so that one pasted into a shell runs
+Commands are shown as the reports show them, shell-quoted (`_text.shell`), so that one pasted into a shell runs
 as written: `numpy<2` unquoted would be a redirect from a file named `2`. `{python}` stands for the checked
 interpreter and is shown as `python`; the other placeholders stay as they are written, and an argument is quoted
 when its text around them needs it (`'{item.name}<2'`), as the filled-in argument would be.

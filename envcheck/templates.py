@@ -10,7 +10,6 @@ torch-family installs (envcheck/planner.py) and writes every command for the env
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterable
 
 from envcheck.facts.snapshot import Facts
@@ -145,8 +144,3 @@ def render_argvs(argvs: Iterable[Iterable[str]], facts: Facts, item: dict[str, s
     is none, is left out (nothing to run)."""
     rendered = (render_argv(argv, facts, item, plan) for argv in argvs)
     return tuple(argv for argv in rendered if argv is not None)
-
-
-def shell(argv: Iterable[str]) -> str:
-    """The command as a POSIX shell line, each argument quoted only where needed."""
-    return shlex.join(list(argv))

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
+from envcheck._text import shell
 from envcheck.model import Finding, Report, Severity, Status
 from envcheck.report.common import command_lines, problems
-from envcheck.templates import shell
 
 
 def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
