@@ -188,8 +188,9 @@ def test_forked_importers_keep_crash_isolation(torch_python: str, ext_site: Path
     results = run(["torch-build", "extension-imports", "safetensors"],
                   RunOptions(python=torch_python, env=clean_env({"PYTHONPATH": str(ext_site)}), timeout_s=300))
     result = results["extension-imports"]
-    # Forked right after torch was imported, it imported while the other probes ran; after the crash the rest went
-    # to a fresh interpreter (by then the other probes had run in the process a fork would copy).
+    # Forked right after torch was imported, they imported while the other probes ran; after the crash the rest of
+    # that distribution went to a new importer forked from the same clean copy (not from the child, which by then
+    # had run the other probes).
     assert (result.details["importer"], result.details["background"]) == ("fork", True)
     assert result.cases["aborts-torch-ext"]["status"] == "crashed"
     assert result.cases["aborts-torch-ext"]["error_class"] == "SIGABRT"
@@ -197,3 +198,35 @@ def test_forked_importers_keep_crash_isolation(torch_python: str, ext_site: Path
     assert results["torch-build"].status == "ok"
     assert results["safetensors"].status == "ok"
     assert list(_verdicts(result, "aborts-torch-ext", "zz-fake-attn")) == ["EC1101", "EC1105"]
+
+
+# Imports only when another import runs at the same time: each module marks its arrival and waits (up to 60 s) for
+# the other's mark, so a run that imports one distribution after the other times out on the first.
+_RENDEZVOUS = """
+import os, time
+here = os.path.dirname(os.path.dirname(__file__))
+open(os.path.join(here, "%(me)s.arrived"), "w").close()
+for _ in range(6000):
+    if os.path.exists(os.path.join(here, "%(other)s.arrived")):
+        break
+    time.sleep(0.01)
+else:
+    raise RuntimeError("imported alone")
+"""
+
+
+def test_distributions_import_side_by_side(torch_python: str, ext_site: Path) -> None:
+    """Each distribution gets an importer of its own and at least two run at once, so a slow import (torchvision's
+    pulls in torch._dynamo) does not wait for the others: two extensions that each wait for the other's import to
+    begin both import."""
+    for me, other in (("meet-a", "meet-b"), ("meet-b", "meet-a")):
+        module = me.replace("-", "_")
+        _extension(ext_site, torch_python, me, module, _GOOD, ("torch",),
+                   package_init=_RENDEZVOUS % {"me": me, "other": other})
+    results = run(["torch-build", "extension-imports"],
+                  RunOptions(python=torch_python, env=clean_env({"PYTHONPATH": str(ext_site)}), timeout_s=300))
+    result = results["extension-imports"]
+    assert result.details["lanes"] >= 2
+    for name in ("meet-a", "meet-b"):
+        assert result.cases[name]["status"] == "ok", result.cases[name]
+        assert result.cases[name]["import_s"] >= 0

@@ -36,9 +36,10 @@ class Context:
         # Set by a case that left a sticky CUDA error: every later CUDA call of this process would raise it again,
         # so the child stops after the current probe and the runner starts a fresh one for the rest.
         self.poisoned: str | None = None
-        # The extension-imports probe's importer, started before torch is imported here (when nothing it imports
-        # builds on torch) or right after, so that it runs while this process imports torch or runs the other probes
-        # (see begin_extension_imports); collected when the probe's turn comes, last.
+        # The extension-imports probe: what it will import, looked for by a copy of this process while this one
+        # imports torch (scan_extensions), then its imports, started right after torch is imported so that they run
+        # while this process runs the other probes (begin_extension_imports); collected in the probe's turn, last.
+        self.ext_scanner: _Forked | None = None
         self.ext_begun: _ExtBegun | None = None
         self.scratch: str | None = None  # the runner's folder for this child, removed by the runner whatever happens
 
@@ -798,15 +799,16 @@ def probe_safetensors(ctx: Context) -> dict[str, Any]:
 
 
 # --- extension-imports ----------------------------------------------------------------------------------------
-# Every installed distribution that ships native code and builds on torch or NumPy is imported in a grandchild, so
-# that an extension built for another torch, CUDA or NumPy (`undefined symbol`, `operator ... does not exist`,
-# `compiled using NumPy 1.x`, `DLL load failed`) becomes a case naming the distribution. One grandchild imports
-# them all in turn (torch is imported once); a crash or hang costs the module being imported, and a fresh
-# grandchild takes the rest. The grandchild's own code is _EXT_IMPORTER below: it runs in the checked interpreter
-# too, so it keeps to the standard library.
-# On Linux the grandchild is forked from this child once it has imported torch (the probe runs right after
-# torch-import, before any probe touches CUDA or starts a thread), so torch is not imported a second time; where
-# forking is not safe (another thread, CUDA initialised, no torch here, not Linux) a fresh interpreter is started.
+# Every installed distribution that ships native code and builds on torch or NumPy is imported in a process of its
+# own, so that an extension built for another torch, CUDA or NumPy (`undefined symbol`, `operator ... does not
+# exist`, `compiled using NumPy 1.x`, `DLL load failed`) becomes a case naming the distribution. Each distribution
+# gets an importer, several at once (_ext_lanes), so the probe costs about its slowest import, not their sum; a
+# crash or hang costs the module being imported, and a new importer takes the rest of that distribution. The
+# importer's code is _EXT_IMPORTER below: it runs in the checked interpreter too, so it keeps to the standard library.
+# On Linux the importers are forked, so torch is not imported again in each: in a full check from a supervisor
+# forked from this child right after it imported torch (before any probe touches CUDA or starts a thread), which
+# stays clean for the importers after a crash; where forking is not safe (another thread, CUDA initialised, not
+# Linux) each importer is a fresh interpreter.
 
 _EXT_BASES = frozenset({"torch", "numpy"})
 # Native torch extensions whose wheels declare no torch requirement (PyG's wheels, detectron2 and mmcv built from
@@ -827,6 +829,7 @@ _NUMPY1_HEADERS = b"numpy.core._multiarray_umath"
 _EXT_SCANNED_FILES = 64  # compiled modules read per distribution, until one uses NumPy's C API
 _EXT_MODULE_TIMEOUT_S = 60.0  # one import; importing torch the first time counts against the first module
 _EXT_BUDGET_S = 100.0  # the whole probe, under the runner's default per-probe timeout of 120 s
+_EXT_LANES_MAX = 8  # importers at once, at most
 
 
 def _canonical(name: str) -> str:
@@ -1031,7 +1034,7 @@ def _ext_stderr(path: str) -> str:
 
 
 class _Forked:
-    """A forked importer, with the part of subprocess.Popen's interface that _ext_run uses."""
+    """A forked process, with the part of subprocess.Popen's interface that the importers' scheduler uses."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -1039,7 +1042,11 @@ class _Forked:
 
     def _reap(self, flags: int) -> int | None:
         if self.returncode is None:
-            pid, status = os.waitpid(self.pid, flags)
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:  # reaped elsewhere: it ended, how is not known
+                self.returncode = 70
+                return self.returncode
             if pid:
                 # As Popen reports it: minus the signal that killed it, else the exit status.
                 self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
@@ -1059,32 +1066,40 @@ class _Forked:
             os.kill(self.pid, signal.SIGKILL)
 
 
-def _ext_can_fork(ctx: Context) -> bool:
-    """Whether the importer may be forked from this process: Linux, torch imported here, CUDA not initialised (a
-    forked child cannot use the parent's CUDA context), and no other Python thread (a lock it held would stay held
-    in the copy). Native pools started at import (OpenBLAS's, under NumPy) re-create themselves after a fork, as
-    they do in every DataLoader worker; torch's own intra-op pool does not exist yet, no probe having run."""
+def _can_fork() -> bool:
+    """Whether this process may fork a copy that runs Python: Linux, and no other Python thread (a lock it held
+    would stay held in the copy)."""
     import threading
 
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork") or ctx.torch is None:
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _ext_can_fork(ctx: Context) -> bool:
+    """Whether the importers may be forked from this process: `_can_fork`, and CUDA not initialised (a forked child
+    cannot use the parent's CUDA context). Native pools started at import (OpenBLAS's, under NumPy) re-create
+    themselves after a fork, as they do in every DataLoader worker; torch's own intra-op pool does not exist yet, no
+    probe having run. Without torch imported here each importer imports what it needs itself."""
+    if not _can_fork():
         return False
     try:
-        return not ctx.torch.cuda.is_initialized() and threading.active_count() == 1
-    except Exception:  # noqa: BLE001 - an odd torch build: start a fresh interpreter instead
+        return ctx.torch is None or not ctx.torch.cuda.is_initialized()
+    except Exception:  # noqa: BLE001 - an odd torch build: start fresh interpreters instead
         return False
 
 
-def _ext_fork(pending: list[dict[str, Any]], out_path: str) -> _Forked:
-    """Run _EXT_IMPORTER in a forked copy of this process, which has torch imported already."""
+def _fork_running(body: Any) -> _Forked:
+    """Run `body()` in a forked copy of this process, which ends with os._exit (its status: 0 when `body` returned)
+    and never returns into the caller's code."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
-    if pid == 0:  # the importer: it ends with os._exit, never returning into the probe child's code
+    if pid == 0:
+        code = 70
         try:
-            sys.argv = ["-c", json.dumps(pending), out_path]
-            exec(compile(_EXT_IMPORTER, "<extension-importer>", "exec"), {"__name__": "__main__"})  # noqa: S102
+            body()
+            code = 0
         finally:
-            os._exit(70)
+            os._exit(code)
     return _Forked(pid)
 
 
@@ -1093,88 +1108,124 @@ def _ext_start(pending: list[dict[str, Any]], out_path: str, fork: bool) -> Any:
     import subprocess
 
     if fork:
-        return _ext_fork(pending, out_path)
+        def body() -> None:
+            sys.argv = ["-c", json.dumps(pending), out_path]
+            exec(compile(_EXT_IMPORTER, "<extension-importer>", "exec"), {"__name__": "__main__"})  # noqa: S102
+
+        return _fork_running(body)
     return subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _EXT_IMPORTER, json.dumps(pending), out_path],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _ext_run(items: list[dict[str, Any]], tmp: str, deadline: float, fork: bool = False,
-             first: Any = None) -> dict[str, dict[str, Any]]:
-    """Import `items` in grandchildren (forked from this process when `fork`); every item gets an outcome (a crash
-    or hang names the one it hit). `first`: the first round's importer, already started on
-    `tmp`/imports-1.jsonl."""
-    import signal
+def _ext_lanes() -> int:
+    """How many importers run at once: one per CPU this process may use, at least two (an import waits on the disk
+    too) and at most _EXT_LANES_MAX (each holds its own copy of what it imports: hundreds of MB for an extension
+    that pulls in torch._dynamo)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(2, min(_EXT_LANES_MAX, cpus))
 
+
+class _Lane:
+    """One importer at work on one distribution's modules, and what it has written so far."""
+
+    def __init__(self, items: list[dict[str, Any]], out_path: str, proc: Any) -> None:
+        self.items, self.out_path, self.proc = items, out_path, proc
+        self.offset, self.buffer = 0, ""
+        self.current: str | None = None
+        self.started = time.monotonic()  # of the module being imported
+
+    def read(self, outcomes: dict[str, dict[str, Any]]) -> None:
+        with open(self.out_path, encoding="utf-8", errors="replace") as fh:
+            fh.seek(self.offset)
+            self.buffer += fh.read()
+            self.offset = fh.tell()
+        *lines, self.buffer = self.buffer.split("\n")
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "start":
+                self.current, self.started = event["key"], time.monotonic()
+            elif event.get("event") == "result":
+                outcomes[event["key"]] = event["result"]
+                self.current = None
+
+    def victim(self, outcomes: dict[str, dict[str, Any]], hung: bool) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """(item, outcome) for the module an importer that ended or hung was on: the one it started and never
+        finished; after an exit with work left and no module started, the next one (a partial last line is what a
+        crash cut short)."""
+        left = [i for i in self.items if i["key"] not in outcomes]
+        if not left:
+            return None
+        key = self.current if self.current is not None and self.current not in outcomes else left[0]["key"]
+        item = next(i for i in self.items if i["key"] == key)
+        if hung:
+            return item, {"status": "timeout", "error_class": "Timeout",
+                          "message": "importing %s did not finish" % item["module"]}
+        import signal
+
+        code = self.proc.returncode or 0
+        try:
+            how = signal.Signals(-code).name if code < 0 else "exit code %d" % code
+        except ValueError:
+            how = "signal %d" % -code
+        return item, {"status": "crashed", "error_class": how,
+                      "message": "importing %s killed the process (%s)" % (item["module"], how)}
+
+
+def _ext_run(groups: list[list[dict[str, Any]]], tmp: str, deadline: float, fork: bool = False,
+             lanes: int = 1) -> dict[str, dict[str, Any]]:
+    """Import each group (one distribution's modules) in an importer of its own, `lanes` at a time, forked from
+    this process when `fork`; every item gets an outcome. A crash or hang costs the module it hit: a new importer
+    takes the rest of that distribution. After `deadline` no importer starts, and the importers still running are
+    ended: what they had not imported is `timeout` (the module they were on) or `skipped`."""
     outcomes: dict[str, dict[str, Any]] = {}
-    pending = list(items)
-    round_no = 0
-    while pending:
-        if time.monotonic() >= deadline:
-            for item in pending:
-                outcomes[item["key"]] = {"status": "skipped", "message": "the probe ran out of time before it"}
-            break
-        round_no += 1
-        out_path = os.path.join(tmp, f"imports-{round_no}.jsonl")
-        proc: Any
-        if round_no == 1 and first is not None:
-            proc = first
-        else:
+    queue = [list(g) for g in groups if g]
+    running: list[_Lane] = []
+    count = 0
+    while queue or running:
+        while queue and len(running) < lanes and time.monotonic() < deadline:
+            items = queue.pop(0)
+            count += 1
+            out_path = os.path.join(tmp, "imports-%d.jsonl" % count)
             open(out_path, "w").close()
-            proc = _ext_start(pending, out_path, fork)
-        current, started = None, time.monotonic()
-        offset, buffer = 0, ""
-        hung = False
-        while True:
-            exited = proc.poll() is not None  # before the read, so that the read sees everything it wrote
-            with open(out_path, encoding="utf-8", errors="replace") as fh:
-                fh.seek(offset)
-                buffer += fh.read()
-                offset = fh.tell()
-            *lines, buffer = buffer.split("\n")
-            for line in lines:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if event.get("event") == "start":
-                    current, started = event["key"], time.monotonic()
-                elif event.get("event") == "result":
-                    outcomes[event["key"]] = event["result"]
-                    current = None
-            if exited:
-                break  # a partial last line is what a crash cut short: its module is the victim below
-            if time.monotonic() - started > _EXT_MODULE_TIMEOUT_S or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                hung = True
-                break
-            time.sleep(0.01)
-        victim = current if current is not None and current not in outcomes else None
-        if victim is None and proc.returncode not in (0, None):
-            victim = next((i["key"] for i in pending if i["key"] not in outcomes), None)
-        if victim is not None:
-            item = next(i for i in pending if i["key"] == victim)
+            running.append(_Lane(items, out_path, _ext_start(items, out_path, fork)))
+        if not running:
+            break  # out of time with work queued
+        for lane in list(running):
+            exited = lane.proc.poll() is not None  # before the read, so that the read sees everything it wrote
+            lane.read(outcomes)
+            now = time.monotonic()
+            hung = not exited and (now - lane.started > _EXT_MODULE_TIMEOUT_S or now > deadline)
+            if not exited and not hung:
+                continue
             if hung:
-                outcome = {"status": "timeout", "error_class": "Timeout",
-                           "message": f"importing {item['module']} did not finish"}
-            else:
-                code = proc.returncode or 0
-                try:
-                    how = signal.Signals(-code).name if code < 0 else f"exit code {code}"
-                except ValueError:
-                    how = f"signal {-code}"
-                outcome = {"status": "crashed", "error_class": how,
-                           "message": f"importing {item['module']} killed the process ({how})"}
-            outcomes[victim] = outcome
-        pending = [i for i in pending if i["key"] not in outcomes]
-    for item in items:
-        if item["key"] in outcomes:
-            outcomes[item["key"]]["stderr"] = _ext_stderr(item["stderr"])
+                lane.proc.kill()
+                lane.proc.wait()
+            running.remove(lane)
+            found = lane.victim(outcomes, hung)
+            if found is not None:
+                outcomes[found[0]["key"]] = found[1]
+            rest = [i for i in lane.items if i["key"] not in outcomes]
+            if rest:
+                queue.insert(0, rest)
+        time.sleep(0.01)
+    for group in queue:
+        for item in group:
+            outcomes[item["key"]] = {"status": "skipped", "message": "the probe ran out of time before it"}
+    for group in groups:
+        for item in group:
+            if item["key"] in outcomes:
+                outcomes[item["key"]]["stderr"] = _ext_stderr(item["stderr"])
     return outcomes
 
 
 class _ExtBegun:
-    """The extension-imports probe, begun: what it imports, and its first importer, already running."""
+    """The extension-imports probe, begun: what it imports, and, once started, the supervisor importing it."""
 
     def __init__(self, start: float, targets: list[dict[str, Any]], numpy2_built: list[str], fork: bool,
                  scratch: str | None = None) -> None:
@@ -1183,50 +1234,128 @@ class _ExtBegun:
         self.start, self.targets, self.numpy2_built, self.fork = start, targets, numpy2_built, fork
         # Inside the runner's folder for this child when there is one: removed with it even if this child crashes.
         self.tmp = tempfile.TemporaryDirectory(prefix="envcheck-imports-", dir=scratch)
-        self.items: list[dict[str, str]] = []
-        for t in targets:
+        self.groups: list[list[dict[str, str]]] = []
+        n = 0
+        # Distributions that build on torch first: their imports are the long ones (torchvision's pulls in
+        # torch._dynamo), so with fewer lanes than distributions they start at once.
+        for t in sorted(targets, key=lambda t: not t["torch"]):
+            group = []
             for module in t["modules"]:
-                key = f"{t['name']}:{module}"
-                self.items.append({"key": key, "module": module,
-                                   "stderr": os.path.join(self.tmp.name, f"{len(self.items)}.err")})
-        self.first: Any = None
+                group.append({"key": "%s:%s" % (t["name"], module), "module": module,
+                              "stderr": os.path.join(self.tmp.name, "%d.err" % n)})
+                n += 1
+            self.groups.append(group)
+        self.supervisor: _Forked | None = None
+
+    @property
+    def items(self) -> list[dict[str, str]]:
+        return [item for group in self.groups for item in group]
 
     def launch(self) -> None:
+        """Fork the supervisor: a copy of this process taken now (no other thread, CUDA untouched) that forks the
+        importers from itself, _ext_lanes() at a time, and writes their outcomes to outcomes.json. Forked from it,
+        a later importer (after a crash) is as clean as the first, whatever this process runs meanwhile."""
         self.start = time.monotonic()  # planned perhaps before torch was imported: the budget starts now
-        out_path = os.path.join(self.tmp.name, "imports-1.jsonl")
-        open(out_path, "w").close()
-        self.first = _ext_start(self.items, out_path, self.fork)
+        groups, tmp, deadline = self.groups, self.tmp.name, self.start + _EXT_BUDGET_S
+
+        def supervise() -> None:
+            outcomes = _ext_run(groups, tmp, deadline, fork=True, lanes=_ext_lanes())
+            path = os.path.join(tmp, "outcomes.json")
+            with open(path + ".part", "w", encoding="utf-8") as fh:
+                json.dump(outcomes, fh)
+            os.replace(path + ".part", path)
+
+        self.supervisor = _fork_running(supervise)
+
+    def collect(self) -> dict[str, dict[str, Any]]:
+        """The supervisor's outcomes, once it has ended (it stops starting imports at the budget's end and ends
+        those still running: a margin after that, it is ended here)."""
+        supervisor = self.supervisor
+        assert supervisor is not None
+        limit = self.start + _EXT_BUDGET_S + _EXT_MODULE_TIMEOUT_S / 10
+        while supervisor.poll() is None and time.monotonic() < limit:
+            time.sleep(0.01)
+        if supervisor.returncode is None:
+            supervisor.kill()
+            supervisor.wait()
+        try:
+            with open(os.path.join(self.tmp.name, "outcomes.json"), encoding="utf-8") as fh:
+                outcomes = json.load(fh)
+        except (OSError, ValueError):
+            outcomes = {}
+        if isinstance(outcomes, dict) and outcomes:
+            return outcomes
+        how = "exit code %s" % supervisor.returncode
+        return {item["key"]: {"status": "crashed", "error_class": "NoResult",
+                              "message": "the process running the imports ended without their outcomes (%s)" % how}
+                for item in self.items}
 
 
-def _ext_begin(ctx: Context) -> _ExtBegun:
-    """Find what to import and decide how. Forked only when this child imported torch (torch-import ran and
-    survived), before any probe touched CUDA or started a thread: an import of torch that crashes must cost a
-    grandchild, never this child and the cases of the other extensions."""
+def _ext_begin(ctx: Context, scanned: dict[str, Any] | None = None) -> _ExtBegun:
+    """Find what to import (or take what the scanner found) and decide how: forked when this process may fork, else
+    fresh interpreters."""
     start = time.monotonic()
-    numpy2_built: list[str] = []
-    targets = _ext_targets(numpy2_built)
-    fork = any(t["torch"] for t in targets) and _ext_can_fork(ctx)
-    return _ExtBegun(start, targets, numpy2_built, fork, ctx.scratch)
+    if scanned is None:
+        numpy2_built: list[str] = []
+        targets = _ext_targets(numpy2_built)
+    else:
+        targets, numpy2_built = scanned["targets"], scanned["numpy2_built"]
+    return _ExtBegun(start, targets, numpy2_built, _ext_can_fork(ctx), ctx.scratch)
 
 
-def begin_extension_imports(ctx: Context, *, before_torch: bool = False) -> None:
-    """Start the importer now, in the background, so that the imports run while this process imports torch or
-    runs the other probes; the probe's own turn then only collects them. `before_torch`: only when nothing to import
-    builds on torch, whose importer is a fresh interpreter anyway (what builds on torch is imported by a copy of this
-    process forked once torch is imported, so the plan is kept for then). Anything that goes wrong here leaves the
-    probe to run in its turn."""
-    begun = ctx.ext_begun
+def _ext_scan_path(ctx: Context) -> str:
+    return os.path.join(ctx.scratch or "/nonexistent", "extension-targets.json")
+
+
+def scan_extensions(ctx: Context) -> None:
+    """Start looking for what extension-imports will import, in a copy of this process forked before torch is
+    imported, so that reading RECORDs and scanning compiled modules (a second on a large stack) runs while this
+    process imports torch. Where forking is not possible the scan runs in the probe's turn."""
+    if ctx.scratch is None or not _can_fork():
+        return
+    path = _ext_scan_path(ctx)
+
+    def scan() -> None:
+        numpy2_built: list[str] = []
+        targets = _ext_targets(numpy2_built)
+        with open(path + ".part", "w", encoding="utf-8") as fh:
+            json.dump({"targets": targets, "numpy2_built": numpy2_built}, fh)
+        os.replace(path + ".part", path)
+
     try:
-        if begun is None:
-            begun = _ext_begin(ctx)
-        elif begun.first is not None:
-            return  # already importing
-        on_torch = any(t["torch"] for t in begun.targets)
-        if before_torch and on_torch:
-            ctx.ext_begun = begun
-            return
-        begun.fork = on_torch and _ext_can_fork(ctx)
-        if begun.targets:
+        ctx.ext_scanner = _fork_running(scan)
+    except OSError:
+        ctx.ext_scanner = None
+
+
+def _ext_scanned(ctx: Context) -> dict[str, Any] | None:
+    """What the scanner found, once it has ended; None when it was not started or failed (the probe scans itself)."""
+    scanner, ctx.ext_scanner = ctx.ext_scanner, None
+    if scanner is None:
+        return None
+    limit = time.monotonic() + _EXT_MODULE_TIMEOUT_S
+    while scanner.poll() is None and time.monotonic() < limit:
+        time.sleep(0.005)
+    if scanner.returncode is None:
+        scanner.kill()
+        scanner.wait()
+        return None
+    try:
+        with open(_ext_scan_path(ctx), encoding="utf-8") as fh:
+            found = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and "targets" in found else None
+
+
+def begin_extension_imports(ctx: Context) -> None:
+    """Start the imports now, in the background (forked: see _ExtBegun.launch), so that they run while this process
+    runs the other probes; the probe's own turn then only collects them. Called once torch is imported (or failed
+    to import), before any other probe. Anything that goes wrong here leaves the probe to run in its turn."""
+    begun = None
+    try:
+        begun = _ext_begin(ctx, _ext_scanned(ctx))
+        if begun.targets and begun.fork:
             begun.launch()
         ctx.ext_begun = begun
     except Exception:  # noqa: BLE001 - the probe runs from the start in its turn, and reports what fails then
@@ -1247,32 +1376,37 @@ def _ext_outcome(module: str, outcome: dict[str, Any]) -> dict[str, Any]:
 
 def probe_extension_imports(ctx: Context) -> dict[str, Any]:
     begun, ctx.ext_begun = ctx.ext_begun, None
-    early = begun is not None and begun.first is not None
     if begun is None:
-        begun = _ext_begin(ctx)
+        begun = _ext_begin(ctx, _ext_scanned(ctx))
+    early = begun.supervisor is not None
     try:
         if not begun.targets:
             return {"status": "ok", "details": {"distributions": 0, "modules": 0,
                                                 "numpy2_built": sorted(begun.numpy2_built)}}
-        # Later rounds (after a crash) of an importer started early are fresh interpreters: by now other probes
-        # have run torch's thread pools in this process, and a fork would copy them mid-flight.
-        outcomes = _ext_run(begun.items, begun.tmp.name, begun.start + _EXT_BUDGET_S,
-                            fork=begun.fork and not early, first=begun.first)
+        if early:
+            outcomes = begun.collect()
+        else:
+            outcomes = _ext_run(begun.groups, begun.tmp.name, begun.start + _EXT_BUDGET_S, fork=begun.fork,
+                                lanes=_ext_lanes())
     finally:
         begun.tmp.cleanup()
     cases: dict[str, dict[str, Any]] = {}
     for t in begun.targets:
         # The case is the distribution: its first failing module's outcome (what a user's import hits first),
-        # else the first module's.
-        tried = [(m, _ext_outcome(m, outcomes.get(f"{t['name']}:{m}", {"status": "skipped"}))) for m in t["modules"]]
+        # else the first module's; import_s is what importing all its modules took.
+        tried = [(m, _ext_outcome(m, outcomes.get("%s:%s" % (t["name"], m), {"status": "skipped"})))
+                 for m in t["modules"]]
         module, outcome = next(((m, o) for m, o in tried if o.get("status") not in ("ok", "skipped")), tried[0])
         case = {k: v for k, v in outcome.items() if k in ("status", "error_class", "message", "warnings", "stderr")
                 and v not in (None, "", [])}
         case.update(version=t["version"], module=module, modules=[m for m, _ in tried])
+        spent = [o["import_s"] for _, o in tried if isinstance(o.get("import_s"), (int, float))]
+        if spent:
+            case["import_s"] = round(sum(spent), 3)
         cases[t["name"]] = case
     details = {"distributions": len(begun.targets), "modules": len(begun.items),
                "wall_s": round(time.monotonic() - begun.start, 3), "importer": "fork" if begun.fork else "spawn",
-               "background": early, "numpy2_built": sorted(begun.numpy2_built)}
+               "lanes": _ext_lanes(), "background": early, "numpy2_built": sorted(begun.numpy2_built)}
     return {"status": "ok", "details": details, "cases": cases}
 
 
@@ -1331,13 +1465,13 @@ def main(argv: list[str]) -> None:
         probes = list(request["probes"])
         ext = next((item for item in probes if item["name"] == "extension-imports"), None)
         if ext is not None and len(probes) > 1 and not ext.get("needs_torch", True):
-            begin_extension_imports(ctx, before_torch=True)
+            scan_extensions(ctx)  # in a copy of this process, while this one imports torch
         if any(item.get("needs_torch", True) for item in request["probes"]):
             # Before the first start event, under the runner's import bound: an import that is slow (a cold
             # network filesystem) is not charged to the first probe of a fresh child.
             ctx.import_torch()
         if ext is not None and len(probes) > 1 and not (ext.get("needs_torch", True) and ctx.torch is None):
-            # The imports run in a grandchild while the other probes run here; the result is collected last.
+            # The imports run in copies of this process while the other probes run here; collected last.
             begin_extension_imports(ctx)
             probes = [item for item in probes if item is not ext] + [ext]
         for item in probes:
