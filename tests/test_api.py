@@ -63,6 +63,27 @@ def test_check_errors_are_envcheck_errors() -> None:
         envcheck.check(facts_file=CONFLICT, no_config=True, select=["EC0999"])
 
 
+def test_check_takes_an_options_object_and_overrides() -> None:
+    """check(options, **overrides): the options' fields as given, the keywords replacing them; a keyword that
+    names no option is a TypeError."""
+    from envcheck.pipeline import CheckOptions
+
+    options = CheckOptions(facts_file=CONFLICT, no_config=True, select=["EC0702"])
+    assert [f.rule_id for f in envcheck.check(options).findings] == ["EC0702"]
+    narrowed = envcheck.check(options, select=["EC02"], forbid=["torchvision"])
+    assert {f.rule_id[:4] for f in narrowed.findings} == {"EC02", "EC99"}
+    assert options.select == ["EC0702"]  # the options object is left as it was
+    with pytest.raises(TypeError, match="static_tier"):
+        envcheck.check(options, static_tier=True)
+
+
+def test_check_reads_a_pasted_report() -> None:
+    """report_file: the environment a pasted report describes, named by the report's target line."""
+    report = envcheck.check(report_file=str(FIXTURES / "reports" / "torch-2.6-rtx5090d.txt"), no_config=True)
+    assert report.target is not None and report.target.source == "snapshot"
+    assert report.target.reason.startswith("from the report ")
+
+
 def test_check_stays_a_function_after_the_library_module_is_imported() -> None:
     """Importing envcheck.api (as the CLI does) leaves envcheck.check the function: no submodule shares its name."""
     import inspect

@@ -48,6 +48,30 @@ def test_same_output_and_exit_code_as_the_click_cli(tmp_path: Path, project: str
         assert fast.returncode == 2 and "envcheck: error:" in fast.stderr
 
 
+@pytest.mark.parametrize("static", [True, False], ids=["--static", "probes"])
+def test_the_same_check_options_as_the_click_cli(monkeypatch: pytest.MonkeyPatch, static: bool) -> None:
+    """The plain form runs the check pipeline with the very options click builds for the same argument list."""
+    from click.testing import CliRunner
+
+    from envcheck import _plain_cli, pipeline
+    from envcheck._cli import cli
+
+    seen = []
+
+    def capture(options: pipeline.CheckOptions, **_: object) -> None:
+        seen.append(options)
+        raise KeyboardInterrupt  # nothing more to run: the options are what is compared
+
+    monkeypatch.setattr(pipeline, "run", capture)
+    args = ["--static"] if static else ["check"]
+    CliRunner().invoke(cli, args)
+    with pytest.raises(KeyboardInterrupt):
+        _plain_cli._check(None, static=static)
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
+    assert seen[0].static is static and seen[0].discover and seen[0].python_named_by == "--python"
+
+
 def test_the_fast_path_imports_no_click(tmp_path: Path) -> None:
     """`envcheck --static` runs without importing click; any other form imports it."""
     assert _run(PROBE, ["--static"], tmp_path).stderr.endswith("click imported: False")
