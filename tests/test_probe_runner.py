@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from envcheck.probes import runner
 from envcheck.probes.catalog import ProbeSpec
-from envcheck.probes.runner import RunOptions, run
+from envcheck.probes.runner import Program, RunOptions, run
 
 # Isolation is built on POSIX process groups and signals (a crash is classified by its signal).
 pytestmark = pytest.mark.posix
@@ -47,6 +49,8 @@ def probe_raises(ctx):
     raise ValueError("bad input shape")
 
 def probe_memory(ctx):
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (512 * 1024 * 1024, 512 * 1024 * 1024))
     hoard = []
     while True:
         hoard.append(bytearray(64 * 1024 * 1024))
@@ -61,9 +65,17 @@ NAMES = ["fine", "segfault", "abort", "hang", "garbage", "exit", "raises", "memo
 SPECS = {n: ProbeSpec(n, f"test probe {n}", needs_torch=False) for n in NAMES}
 
 
-def _opts(**changes: object) -> RunOptions:
-    base: dict[str, object] = {"python": sys.executable, "timeout_s": 3.0, "extra_source": FAULTS,
-                               "extra_specs": SPECS}
+@pytest.fixture(autouse=True)
+def _catalogue_back() -> Iterator[None]:
+    """Each test runs its own probes (_opts swaps them in); the catalogue's come back after it."""
+    yield
+    runner.PROGRAM = Program()
+
+
+def _opts(extra_source: str = FAULTS, extra_specs: Mapping[str, ProbeSpec] = SPECS, **changes: object) -> RunOptions:
+    """Options for a run of the test probes `extra_source` defines (with `extra_specs`), in real children."""
+    runner.PROGRAM = Program(extra_source, extra_specs)
+    base: dict[str, object] = {"python": sys.executable, "timeout_s": 3.0}
     base.update(changes)
     return RunOptions(**base)  # type: ignore[arg-type]
 
@@ -131,7 +143,7 @@ def test_a_crash_costs_only_the_probe_that_crashed() -> None:
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux only (macOS ignores it)")
 def test_memory_exhaustion_is_a_result() -> None:
     """A probe that exhausts its memory limit ends as an error (MemoryError) or a crash, never a hang."""
-    result = run(["memory", "fine"], _opts(memory_limit_mb=512, timeout_s=20.0))
+    result = run(["memory", "fine"], _opts(timeout_s=20.0))
     assert result["memory"].status in ("error", "crashed")
     if result["memory"].status == "error":
         assert result["memory"].error_class == "MemoryError"
@@ -296,8 +308,6 @@ def test_one_hung_gpu_costs_one_timeout() -> None:
 def test_a_child_started_early_runs_the_probes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`start` begins the shared child (its slow import runs meanwhile); `run` uses it rather than a second one,
     and its results are the same as a child started by `run`."""
-    from envcheck.probes import runner
-
     opts = _opts(env=_slow_torch(tmp_path, 1.0), timeout_s=30.0, extra_source=AFTER_IMPORT, extra_specs=TORCH_PROBE)
     started = runner.start(["after-import"], opts)
     assert started is not None and len(started.children) == 1
@@ -316,8 +326,6 @@ def test_a_child_started_early_runs_the_probes(tmp_path: Path, monkeypatch: pyte
 
 def test_a_child_started_for_another_interpreter_is_ended(tmp_path: Path) -> None:
     """A child begun for another interpreter (or other probes) is killed, and `run` starts the right one."""
-    from envcheck.probes import runner
-
     other = runner.start(["hang"], _opts())
     assert other is not None
     (child,) = other.children
@@ -351,8 +359,6 @@ ISOLATED = {"alone": ProbeSpec("alone", "isolated", isolated=True, needs_torch=F
 
 def test_isolated_probes_children_start_beside_the_shared_one() -> None:
     """`start` begins the isolated probes' children too, each taken by the run of its own probe."""
-    from envcheck.probes import runner
-
     opts = _opts(extra_source=FAULTS + "\ndef probe_alone(ctx):\n    return {'status': 'ok'}\n",
                  extra_specs={**SPECS, **ISOLATED})
     started = runner.start(["fine", "alone"], opts)

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,9 @@ from envcheck.derived.attention import nvml_device_of
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.probes import runner
 from envcheck.probes.catalog import PROBE_NAMES, ProbeSpec
-from envcheck.probes.runner import CHILD_SOURCE_FILE, RunOptions, run
+from envcheck.probes.runner import CHILD_SOURCE_FILE, Program, RunOptions, run
 
 EXPECTED_TORCH = "2.13.0+cpu"
 _PROBE_TIMEOUT_S = 300.0
@@ -66,10 +68,16 @@ SDPA_DTYPE_CASES = [f"q={q},kv={kv}/{mode}" for q, kv in (("float32", "float32")
                     for mode in ("eager", "autocast-float16", "autocast-bfloat16")]
 
 
-def _run(python: str, names: tuple[str, ...] | list[str] = PROBE_NAMES, **options: object) -> dict[str, ProbeResult]:
+def _run(python: str, names: tuple[str, ...] | list[str] = PROBE_NAMES, extra_source: str = "",
+         extra_specs: Mapping[str, ProbeSpec] | None = None, **options: object) -> dict[str, ProbeResult]:
+    """Run `names` in real children of `python`; `extra_source` defines more probes (or replaces catalogue ones)."""
     base: dict[str, object] = {"python": python, "timeout_s": _PROBE_TIMEOUT_S, "env": clean_env()}
     base.update(options)
-    return run(list(names), RunOptions(**base))  # type: ignore[arg-type]
+    runner.PROGRAM = Program(extra_source, extra_specs or {})
+    try:
+        return run(list(names), RunOptions(**base))  # type: ignore[arg-type]
+    finally:
+        runner.PROGRAM = Program()
 
 
 @pytest.fixture(scope="module")

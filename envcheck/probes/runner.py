@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,10 +54,21 @@ class RunOptions:
     # Starting the child and importing torch, before the first probe starts; None: timeout_s, the user's one bound.
     import_timeout_s: float | None = None
     env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
-    memory_limit_mb: int | None = None  # RLIMIT_AS for the child (POSIX); tests use it to exhaust memory safely
-    extra_source: str = ""  # more probe functions, inserted into the child (tests define crashing probes here)
     progress: Progress | None = None
-    extra_specs: dict[str, ProbeSpec] = field(default_factory=dict)  # specs of probes defined in extra_source
+
+
+@dataclass(frozen=True)
+class Program:
+    """What probe children run: envcheck/probes/_child.py with `extra` probe functions inserted before its entry
+    point, and the specs of the probes those define."""
+
+    extra: str = ""
+    specs: Mapping[str, ProbeSpec] = field(default_factory=dict)
+
+
+# The catalogue's probes and nothing else. The tests swap in a Program whose probes segfault, hang, exhaust memory
+# or fake a GPU, to run them in real children through this same runner.
+PROGRAM = Program()
 
 
 def child_source(extra: str = "") -> str:
@@ -109,15 +120,6 @@ def _tail(path: Path) -> str:
             return fh.read().decode("utf-8", errors="replace").strip()
     except OSError:
         return ""
-
-
-def _limit_memory(mb: int) -> Callable[[], None]:
-    def apply() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (mb * 1024 * 1024, mb * 1024 * 1024))
-
-    return apply
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -220,8 +222,8 @@ def _shared(specs: Sequence[ProbeSpec]) -> list[ProbeSpec]:
     return [s for s in ordered if not s.isolated]
 
 
-def _specs(names: Sequence[str], opts: RunOptions) -> list[ProbeSpec]:
-    specs = [opts.extra_specs.get(n) or BY_NAME[n] for n in dict.fromkeys(names)]
+def _specs(names: Sequence[str]) -> list[ProbeSpec]:
+    specs = [PROGRAM.specs.get(n) or BY_NAME[n] for n in dict.fromkeys(names)]
     if any(s.needs_torch for s in specs) and "torch-import" not in [s.name for s in specs]:
         specs.insert(0, BY_NAME["torch-import"])
     return specs
@@ -252,7 +254,7 @@ def start(names: Sequence[str], opts: RunOptions) -> Started | None:
     """The children of `run(names, opts)`, started now: importing torch (seconds) then overlaps whatever the caller
     does before it calls `run` (collecting the static facts), and the isolated probes' children run beside the
     shared one instead of after it. None when none can be started (`run` then reports why)."""
-    specs = _specs(names, opts)
+    specs = _specs(names)
     children: list[Child] = []
     for group in [_shared(specs), *([s] for s in specs if s.isolated)]:
         if group:
@@ -344,15 +346,13 @@ def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> su
     kwargs: dict[str, Any] = {}
     if sys.platform != "win32":
         kwargs["start_new_session"] = True  # its own process group, so a timeout kills everything it started
-        if opts.memory_limit_mb is not None:
-            kwargs["preexec_fn"] = _limit_memory(opts.memory_limit_mb)
     proc = subprocess.Popen(
         [opts.python, "-X", "faulthandler", "-", request, str(out_path)],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=_child_env(opts.env), **kwargs,
     )
     assert proc.stdin is not None
     try:
-        proc.stdin.write(child_source(opts.extra_source).encode("utf-8"))
+        proc.stdin.write(child_source(PROGRAM.extra).encode("utf-8"))
         proc.stdin.close()
     except BrokenPipeError:
         pass  # the interpreter died at once; the exit code tells why
@@ -374,7 +374,7 @@ def run(names: Sequence[str], opts: RunOptions, started: Started | None = None) 
     torch are skipped with that reason instead of each hanging again in a fresh child.
     """
     wanted = list(dict.fromkeys(names))
-    specs = _specs(names, opts)
+    specs = _specs(names)
     specs.sort(key=lambda s: FIRST.index(s.name) if s.name in FIRST else len(FIRST))  # stable: the rest as asked
     results: dict[str, ProbeResult] = {}
     total = len(specs)
