@@ -8,7 +8,8 @@ Every entry point builds a `CheckOptions` and calls in here: `envcheck.check()` 
 the stage they need: `rule_set_for` (the rules), `Check` (the rules, the interpreter and the facts before the
 evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) are in envcheck/api.py.
 
-Everything heavy is imported inside the functions: the command line imports this module on every start.
+Everything heavy is imported inside the functions, so that importing this module costs next to nothing: the
+click-free `envcheck --static` imports it on every run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Report, Target
     from envcheck.probes.runner import Started
+    from envcheck.project.discover import Project
     from envcheck.rules import RulePack
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
@@ -219,7 +221,7 @@ class Check:
 
         self.options = options
         self.recording = recording  # told what was collected: a static check that may be replayed (_replay.py)
-        self.project = None
+        self.project: Project | None = None
         self.snapshot: Facts | None = None
         self.target: Target | None = None
         self._started: Started | None = None
@@ -273,7 +275,6 @@ class Check:
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
         return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
                        facts_file=_path(self.options.facts_file))
-
 
 
 class Checked(NamedTuple):
