@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _once import built_once, linked_copy
 from click.testing import CliRunner, Result
 
 from envcheck.facts import _collector
@@ -237,9 +238,9 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _torch_venv(tmp_path_factory: pytest.TempPathFactory, requirement: str, index: str | None) -> str:
-    """A fresh venv with `requirement`, numpy and safetensors; `index` is an extra wheel index for that install."""
-    venv = tmp_path_factory.mktemp("torch-venv")
+def _torch_venv(venv: Path, requirement: str, index: str | None) -> None:
+    """A fresh venv at `venv` with `requirement`, numpy and safetensors; `index` is an extra wheel index for that
+    install."""
     python = venv / BIN / ("python.exe" if os.name == "nt" else "python")
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
@@ -255,12 +256,19 @@ def _torch_venv(tmp_path_factory: pytest.TempPathFactory, requirement: str, inde
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip()[-1500:]
             _unavailable(f"cannot install {requirement} ({' '.join(argv[2:4])} exited {proc.returncode}): {tail}")
-    return str(python)
+
+
+def _shared_torch_python(tmp_path_factory: pytest.TempPathFactory, name: str, requirement: str,
+                         index: str | None) -> str:
+    """The interpreter of a torch venv built once for the whole run (installing torch takes most of a minute)."""
+    venv = built_once(tmp_path_factory, name, lambda folder: _torch_venv(folder, requirement, index))
+    return str(venv / BIN / ("python.exe" if os.name == "nt" else "python"))
 
 
 @pytest.fixture(scope="session")
 def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole session.
+    """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole run (every
+    pytest-xdist worker): a test must not install into it (`own_torch_python` gives one that may).
 
     ENVCHECK_TORCH_PYTHON names one that already has them; ENVCHECK_TEST_TORCH_INDEX_URL adds a wheel index for
     the install (CI: https://download.pytorch.org/whl/cpu). CI must really run these tests: there, failing to
@@ -271,7 +279,18 @@ def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
         return override
     # The `+cpu` build is published only on PyTorch's own wheel index, which CI names here (for this one install,
     # not for envcheck's own dependencies); elsewhere pip's configured index or find-links must have it.
-    return _torch_venv(tmp_path_factory, TORCH_REQUIREMENT, os.environ.get("ENVCHECK_TEST_TORCH_INDEX_URL"))
+    return _shared_torch_python(tmp_path_factory, "torch-venv", TORCH_REQUIREMENT,
+                                os.environ.get("ENVCHECK_TEST_TORCH_INDEX_URL"))
+
+
+def own_torch_python(torch_python: str, dest: Path) -> str:
+    """`torch_python`'s venv copied to `dest` (hard links: no second gigabyte), for a test that installs into it;
+    its interpreter. One named by ENVCHECK_TORCH_PYTHON is used as it is."""
+    if os.environ.get("ENVCHECK_TORCH_PYTHON"):
+        return torch_python
+    prefix = Path(torch_python).parent.parent
+    linked_copy(prefix, dest)
+    return str(dest / Path(torch_python).relative_to(prefix))
 
 
 @pytest.fixture(scope="session")
@@ -285,7 +304,8 @@ def cuda_torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     override = os.environ.get("ENVCHECK_CUDA_TORCH_PYTHON")
     if override:
         return override
-    return _torch_venv(tmp_path_factory, CUDA_TORCH_REQUIREMENT, os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))
+    return _shared_torch_python(tmp_path_factory, "cuda-torch-venv", CUDA_TORCH_REQUIREMENT,
+                                os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import clean_env
+from conftest import clean_env, own_torch_python
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow,
               pytest.mark.skipif(sys.platform == "win32", reason="torchrun's elastic agent is POSIX-only here")]
@@ -49,8 +49,10 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def fleet_python(torch_python: str) -> str:
-    """The torch interpreter, able to import this checkout's envcheck and its dependencies."""
+def fleet_python(torch_python: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The torch interpreter (a copy of the shared venv), able to import this checkout's envcheck and its
+    dependencies."""
+    torch_python = own_torch_python(torch_python, tmp_path_factory.mktemp("fleet-torch") / "venv")
     env = clean_env({"PYTHONPATH": str(REPO)})
     code = "import click, packaging, pynvml, torch.distributed, envcheck; print(envcheck.__file__)"
     check = [torch_python, "-c", code]

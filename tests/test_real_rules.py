@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, clean_env
+from conftest import BIN, clean_env, own_torch_python
 from test_real_env import make_wheel
 
 pytestmark = pytest.mark.slow
@@ -124,10 +124,11 @@ def test_library_pairs_that_break_each_other(tmp_path: Path) -> None:
         "EC1207": ["fail"], "EC1208": ["pass"], "EC1209": ["fail"], "EC1218": ["warn"]}
 
 @pytest.mark.torch
-def test_clean_current_environment_raises_no_alarm(torch_python: str) -> None:
+def test_clean_current_environment_raises_no_alarm(torch_python: str, tmp_path: Path) -> None:
     """torch 2.13 CPU with numpy, safetensors, transformers and accelerate: every probe runs, nothing fires."""
-    _pip(torch_python, "numpy", "safetensors", "transformers", "accelerate")
-    code, report = _check(Path(torch_python), "--fail-on", "info", "--probe-timeout", "300")
+    python = own_torch_python(torch_python, tmp_path / "venv")
+    _pip(python, "numpy", "safetensors", "transformers", "accelerate")
+    code, report = _check(Path(python), "--fail-on", "info", "--probe-timeout", "300")
     fired = [f"{f['id']} {f['summary']}" for f in report["findings"] if f["status"] in ("fail", "warn", "info")]
     assert fired == []
     assert code == 0
