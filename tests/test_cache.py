@@ -17,7 +17,7 @@ from conftest import FIXTURES, collect_facts, write_dist
 
 from envcheck import cache, rules
 from envcheck._cli import cli
-from envcheck.derived import derive, walk_memo
+from envcheck.derived import requirements, walk_memo
 from envcheck.derived.derive import Derived
 from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
@@ -338,7 +338,7 @@ def _no_walking(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(derived: object) -> None:
         raise AssertionError("the requirements were walked although the remembered result was valid")
 
-    monkeypatch.setattr(derive, "_walk", refuse)
+    monkeypatch.setattr(requirements, "walked", refuse)
 
 
 def _walk_entries() -> list[Path]:
@@ -417,6 +417,6 @@ def test_the_remembered_walk_keeps_any_string_exactly(site: Path) -> None:
     odd = dataclasses.replace(facts.distributions[0], name="caf\udce9", requires=("x\ud800y",))
     changed = dataclasses.replace(facts, distributions=(odd, *facts.distributions[1:]))
     assert walk_memo.key(changed) != walk_memo.key(facts)
-    item = dict.fromkeys(derive._UNSAT_FIELDS, "caf\udce9 \ud800")
+    item = dict.fromkeys(requirements.UNSAT_FIELDS, "caf\udce9 \ud800")
     payload = walk_memo.dumps([item], {"caf\udce9": ["x\ud800y"]}, True)
-    assert walk_memo.loads(payload, derive._UNSAT_FIELDS) == ([item], {"caf\udce9": ["x\ud800y"]}, True)
+    assert walk_memo.loads(payload, requirements.UNSAT_FIELDS) == ([item], {"caf\udce9": ["x\ud800y"]}, True)

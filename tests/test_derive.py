@@ -334,6 +334,6 @@ def test_list_derivations_declare_their_item_fields() -> None:
 )
 def test_extra_only_lines_are_recognised_without_parsing(line: str, extra: str | None) -> None:
     """A line the walk may skip unparsed is one whose marker is false for every extra but the one it names."""
-    from envcheck.derived.derive import _only_extra
+    from envcheck.derived.requirements import only_extra
 
-    assert _only_extra(line) == extra
+    assert only_extra(line) == extra

@@ -1,10 +1,30 @@
 """Derived facts: the rule-side computations over a facts snapshot that a declarative rule cannot express.
 
-- derive.py: the registry of derived facts (`DERIVATIONS`) and `Derived`, their lazy per-snapshot values;
-- tables.py: the data tables of rules/data/, read and validated with the rule pack;
-- gpu_compat.py, companions.py, system_libs.py, attention.py: the computations, pure functions of the facts
-  (and of a table where they need one);
-- common.py: what several of them share.
+Each computing module exports its own derived facts as `DERIVATIONS` (a list of `common.Derivation`); a new one
+goes in the module whose computation it reads, or a new module listed in derive.py.
+
+- derive.py: the registry (`DERIVATIONS`, every module's, in the docs' order) and `Derived`, the lazy values of
+  one snapshot;
+- common.py: what they share: `Derivation`, `Values` (what a computation is given), `Table` / `Tables`, the item
+  type, small tests of the facts;
+- tables.py: the data tables of rules/data/, read and validated with the rule pack (`REGISTRY`, `load`);
+- requirements.py: the requirement walk (every Requires-Dist, as `pip check`) and `requirements.*`;
+- walk_memo.py: the walk's result remembered between runs, and its key;
+- distributions.py: the distributions' metadata and the interpreter (`distributions.*` but duplicates, `python.*`);
+- layers.py: duplicated distributions across folders and layers, and the NumPy under an extension;
+- project.py: the checked project's requirements and lock against the environment (`project.*`);
+- gpu_compat.py: the NVIDIA driver against torch's CUDA, bf16 support, and rules/data/cuda-driver.toml;
+- builds.py: the torch build that runs this machine, and how a build's architectures cover each GPU;
+- companions.py: torchvision, torchaudio, torchcodec, xformers against the installed torch (`companions.*`);
+- extensions.py: compiled extensions against torch and NumPy: failed imports, version tags, release tables;
+- extension_releases.py: rules/data/extension-releases.toml, parsed (what the extension releases need);
+- wheels.py: torch requirements and wheel indexes no published wheel can satisfy here;
+- multigpu.py: NCCL, CUDA_VISIBLE_DEVICES, mixed GPU models, socket interfaces, bitsandbytes' CUDA override;
+- toolchain.py: the CUDA toolkit and host compiler that build extensions (`toolchain.*`);
+- system_libs.py: CUDA toolkits on LD_LIBRARY_PATH and the toolkit CUDA_HOME names (`cuda.*`);
+- native_libs.py: native libraries: older copies on the loader path, libstdc++ and glibc, Windows DLLs;
+- attention.py: the sdpa probe's flash attention failures;
+- rocm.py: AMD GPUs against a ROCm torch, and rules/data/rocm-archs.toml.
 
 Nothing here opens a file while a snapshot is evaluated: the tables arrive already parsed, with the rule pack.
 """

@@ -1,4 +1,5 @@
-"""Attention kernels as the sdpa probe saw them: pure functions of Facts, registered in envcheck/derived/derive.py.
+"""Attention kernels as the sdpa probe saw them: pure functions of Facts, exported as
+derived facts (`DERIVATIONS`).
 
 The probe's backend matrix runs scaled_dot_product_attention on every CUDA device with one backend allowed at a
 time (case `cuda:N/backend=flash,dtype=float16`, see docs/probes.md). A case can raise for reasons that have
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from envcheck.derived.common import Item
+from envcheck.derived.common import Derivation, Item, of_facts
 from envcheck.facts.snapshot import Facts
 
 _FLASH_CASE = re.compile(r"cuda:(\d+)/backend=flash,dtype=float16")
@@ -105,3 +106,13 @@ def sdpa_flash_unavailable(facts: Facts) -> list[Item] | None:
             "capability": str(capability or "?"), "error": error, "reason": _reason(case),
         })
     return sorted(out, key=lambda i: int(i["device"].split(":")[1]))
+
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("attention.sdpa-flash-unavailable",
+               "CUDA devices on which the `sdpa` probe's case `cuda:N/backend=flash,dtype=float16` raised: "
+               "`device` (\"cuda:0\"), `name`, `capability` (from the `torch-build` probe, \"?\" without it), "
+               "`error`, `reason` (torch's own explanation, e.g. `Flash attention only supports gpu "
+               "architectures in the range [sm80, sm90]...`). Unknown when the probe did not run to completion",
+               ("device", "name", "capability", "error", "reason"), of_facts(sdpa_flash_unavailable)),
+]

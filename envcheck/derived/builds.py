@@ -9,14 +9,15 @@
   changes only the variant when that suffices; the installed companions (torchvision, torchaudio, ...) move with
   torch in the same install, each pinned to the release made for the chosen torch.
 
-envcheck/derived/derive.py registers them as derived facts; `envcheck plan` asks `recommend` for a described machine.
+This module exports them as derived facts (`DERIVATIONS`); `envcheck plan` asks `recommend` for a described machine.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -24,7 +25,8 @@ from packaging.version import InvalidVersion, Version
 from envcheck import torch_builds as tb
 from envcheck._packaging import major_minor, parse_version
 from envcheck.derived import companions, gpu_compat
-from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, without_cuda_torch
+from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
@@ -389,3 +391,73 @@ def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list
     rec = recommendation[0] if recommendation else dict.fromkeys(RECOMMENDATION_FIELDS, "")
     return [{"torch": torch, "python": python, "platform": platform, "reason": reason, **rec,
              "evidence": f"the build matrix's builds of torch {found.version}"}]
+
+
+def _recommended_build(derived: Values) -> Any:
+    return recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
+
+
+def _arch_coverage(derived: Values) -> Any:
+    return arch_coverage(derived.facts, derived.tables[TORCH_BUILDS], derived.get("torch.recommended-build"),
+                                derived.tables[CUDA_DRIVER])
+
+
+def _unpublished_build(derived: Values) -> Any:
+    recommendation = derived.get("torch.recommended-build")
+    return unpublished_build(derived.facts, derived.tables[TORCH_BUILDS], recommendation)
+
+
+def _coverage(wanted: str) -> Callable[[Values], Any]:
+    def compute(derived: Values) -> Any:
+        return with_coverage(derived.get("gpu.arch-coverage"), wanted)
+
+    return compute
+
+
+_COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_archs`, `evidence`, and the "
+                 "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("torch.recommended-build",
+               "one item, the torch-family install that runs this machine (`envcheck plan` prints the same): "
+               "`install` (space-separated requirements: torch pinned to release and variant, "
+               "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
+               "to the release made for it; when the installed torch is that build, only the companions that "
+               "are not yet; empty when nothing fits or nothing needs to change), `index_url` (the variant's "
+               "index URL), `recommended` (in words: `torch 2.7.1+cu128 from INDEX, with ...`, `the installed "
+               "torch 2.11.0+cu130, which is already the right build`, or `no published torch build fits`), "
+               "`because` (what constrained the "
+               "choice), `evidence` (the facts it read). The installed release is kept when one of its "
+               "builds covers every GPU with this driver; else the newest release that does; full driver "
+               "compatibility before minor-version compatibility. Empty without torch; unknown without NVML's "
+               "GPUs and driver",
+               RECOMMENDATION_FIELDS, _recommended_build),
+    Derivation("torch.unpublished-build",
+               "one item when the installed torch is a release the build matrix knows but a build nobody "
+               "published for this platform and Python: `torch`, `python`, `platform`, `reason` (no wheel "
+               "for this platform, this Python, or this variant tag), `evidence`, and the "
+               "`torch.recommended-build` fields `install`, `index_url`, `recommended`, `because`. Empty for "
+               "releases the matrix does not know (source builds, nightlies), tags that are no index variant, "
+               "and a torch conda installed", UNPUBLISHED_FIELDS, _unpublished_build),
+    Derivation("gpu.arch-coverage",
+               "every GPU and how torch's compiled architectures cover it: `index`, `name`, "
+               "`compute_capability`, `coverage` (`native`: a cubin of the same major and a minor at most the "
+               "GPU's, `sm_XYa` only on exactly X.Y; `ptx-jit`: only PTX `compute_XY` with X.Y at most the "
+               "GPU's, compiled at first launch, and a driver that can compile it (not one that runs torch's "
+               "CUDA only through minor version compatibility: then `none`); `none`; `unknown` when NVML could "
+               "not read the capability), "
+               "`build_archs` (space-separated), `evidence` (the `torch-build` probe's arch list when the probe "
+               "ran, else the build matrix's list for the installed release and variant, "
+               "`rules/data/torch-builds.toml`), and the `torch.recommended-build` fields (`install`, `index_url`, "
+               "`recommended`, `because`) for the rules' command. Empty for no torch "
+               "or a CPU/ROCm build; unknown without NVML's GPUs, or without the probe when the matrix does not "
+               "know the installed build", COVERAGE_FIELDS, _arch_coverage),
+    Derivation("gpu.devices-not-in-build",
+               "the `gpu.arch-coverage` items whose coverage is `none` (`no kernel image is available`): "
+               f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",
+               COVERAGE_FIELDS, _coverage("none")),
+    Derivation("gpu.devices-needing-ptx-jit",
+               "the `gpu.arch-coverage` items whose coverage is `ptx-jit`, JIT-compiled at first use: "
+               f"{_COVERAGE_DOC}; unknown when a GPU of unknown capability could be among them",
+               COVERAGE_FIELDS, _coverage("ptx-jit")),
+]

@@ -1,6 +1,7 @@
 """Compiled companions of torch (torchvision, torchaudio, torchcodec, xformers): were they built for this torch?
 
-Pure functions of Facts and the companion tables; envcheck/derived/derive.py registers them as derived facts.
+Pure functions of Facts and the companion tables; this module exports them as derived facts
+(`DERIVATIONS`).
 Which torch each companion release was built for, and how PyPI's wheels of it are built, is data:
 rules/data/torch-companions.toml and rules/data/xformers.toml, read and validated with the rule pack
 (`parse_companions`), never constants here.
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,7 +38,7 @@ from packaging.version import Version
 
 from envcheck import torch_builds
 from envcheck._packaging import marker_env, parse_requirement, parse_version
-from envcheck.derived.common import Item, release_table
+from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, release_table
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -392,3 +393,91 @@ def release_for_torch(facts: Facts, companion: Companion) -> list[Item] | None:
         return None
     return [{"name": name, "torch": torch.text, "expected": wanted, "install": f"{name}=={wanted}",
              "index": torch.index}]
+
+
+# rules/data/torch-companions.toml and xformers.toml, as the derivations read them.
+TORCH_COMPANIONS = Table("torch-companions", parse_companions)
+XFORMERS = Table("xformers", parse_companions)
+
+
+def merged_tables(derived: Values) -> dict[str, Companion]:
+    """The companion tables merged by name, with the build matrix's companion releases where it was loaded."""
+    try:
+        matrix = derived.tables[TORCH_BUILDS]
+    except LookupError:  # an evaluation without the build matrix (rules built by hand)
+        matrix = None
+    return merged((derived.tables[TORCH_COMPANIONS], derived.tables[XFORMERS]), matrix)
+
+
+def tables_of(derived: Values) -> dict[str, Companion]:
+    """`merged_tables`, merged once per snapshot; empty where the pack has none (an evaluation built by hand)."""
+    def compute() -> dict[str, Companion]:
+        try:
+            return merged_tables(derived)
+        except LookupError:
+            return {}
+
+    return derived.once("companions.tables", compute)
+
+
+def _of_companions(fn: Callable[[Facts, dict[str, Companion]], Any]) -> Callable[[Values], Any]:
+    def compute(derived: Values) -> Any:
+        return fn(derived.facts, merged_tables(derived))
+
+    return compute
+
+
+def _of_one(fn: Callable[[Facts, Companion], Any], name: str) -> Callable[[Values], Any]:
+    def compute(derived: Values) -> Any:
+        return fn(derived.facts, merged_tables(derived)[name])
+
+    return compute
+
+
+def _companion_derivations() -> list[Derivation]:
+    """Values facts about torch's compiled companions (envcheck/derived/py, rules/data tables)."""
+    mismatch = ("name", "version", "built_for", "torch", "expected", "install", "index", "requirement", "symptom")
+    build = ("name", "version", "build", "torch", "torch_build", "torch_release", "install", "index")
+    out = [
+        Derivation("companions.torch-mismatch",
+                   "installed torch companions (torchvision, torchaudio, torchcodec, xformers) that were built for "
+                   "another torch minor than the installed one where no declared requirement says so (no torch "
+                   "requirement, or a floor the installed torch meets): `name`, `version`, `built_for` (\"2.6.0\", "
+                   "\"2.11\", \"2.11.0 or later\"), `torch`, `expected` (the companion release for the "
+                   "installed torch: the one `rules/data/torch-builds.toml` lists for it, \"0.22.0\", else the "
+                   "newest the companion table has for it, possibly a series \"0.9.*\"), `install` (the pip "
+                   "requirement, "
+                   "`torchvision==0.22.0`), `index` (the index torch came from: "
+                   "`https://download.pytorch.org/whl/cu126` for a `+cu126` torch, PyPI for an untagged one), "
+                   "`requirement` (empty here), `symptom` (how the companion fails, in its own words). An exact pin "
+                   "counts at the minor level. Skipped, as absent: pre-release and custom builds of either, conda "
+                   "installs, releases not in the tables, a torch no release is known for. The tables are data: "
+                   "`rules/data/torch-companions.toml`, `rules/data/xformers.toml`", mismatch,
+                   _of_companions(torch_mismatch)),
+        Derivation("companions.pinned-to-other-torch",
+                   "the same, for companions whose own declared torch requirement the installed torch fails "
+                   "(`requirement`, e.g. `torch==2.6.0`, which `requirements.conflicting` also reports): the fix in "
+                   "the other direction. Fields as `companions.torch-mismatch`: `name`, `version`, `built_for`, "
+                   "`torch`, `expected`, `install`, `index`, `symptom`", mismatch,
+                   _of_companions(pinned_to_other_torch)),
+    ]
+    out += [Derivation(f"companions.{name}-build-mismatch",
+                       f"the installed {name}, when it is the release made for the installed torch but of another "
+                       "build, as the companion itself checks it: CPU vs CUDA vs ROCm, and for CUDA the major "
+                       f"{major}: `name`, `version`, `build` (\"a CUDA 12.6 build\"), `torch`, `torch_build`, "
+                       "`torch_release`, `install` (`{name}==X.Y.Z`), `index`. A companion's build comes from its "
+                       "local version tag, else from the table's entry for PyPI's wheels on this platform (unknown "
+                       "on Linux aarch64)".replace("{name}", name), build,
+                       _of_one(build_mismatch, name))
+            for name, major in (("torchvision", "(from 0.16) or major.minor (0.15)"),
+                                ("torchaudio", "and minor"))]
+    out.append(Derivation("companions.torchcodec-for-torch",
+                          "one item, the torchcodec release for the installed torch, chosen as "
+                          "`companions.torch-mismatch`'s `expected` (\"0.11.1\" for torch 2.11.0): `name`, `torch`, "
+                          "`expected`, `install`, `index`. Unknown without a torch release the tables know",
+                          ("name", "torch", "expected", "install", "index"),
+                          _of_one(release_for_torch, "torchcodec")))
+    return out
+
+
+DERIVATIONS: list[Derivation] = _companion_derivations()

@@ -33,10 +33,10 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck.derived.common import release_table
+from envcheck.derived.common import Table, release_table
 from envcheck.errors import RuleError
 
-__all__ = ["APPLIES", "ExtensionTable", "Library", "Row", "parse"]
+__all__ = ["APPLIES", "EXTENSION_RELEASES", "ExtensionTable", "Library", "Row", "parse"]
 
 APPLIES = ("all", "tagged", "untagged")
 _LIBRARY_KEYS = frozenset({"symptom", "applies-to", "import-decides", "releases"})
@@ -165,3 +165,7 @@ def _row(file: str, where: str, key: str, row: object) -> Row:
         raise RuleError(file, f"expected a list of CUDA versions such as [\"12\"] or [\"12.8\"], got {cuda!r}",
                         key=f"{where}.cuda")
     return Row(key, versions, needs, tuple(cuda), written)
+
+
+# rules/data/extension-releases.toml, as the derivations read it (`tables[EXTENSION_RELEASES]`).
+EXTENSION_RELEASES = Table("extension-releases", parse)

@@ -1,6 +1,6 @@
 """Compiled extensions of torch and NumPy: built for the installed torch, CUDA, C++ ABI and NumPy?
 
-Three sources, all pure functions of Facts registered in envcheck/derived/derive.py:
+Three sources, all pure functions of Facts exported as derived facts (`DERIVATIONS`):
 - the `extension-imports` probe, which imported every installed distribution that ships native code and builds on
   torch or NumPy (docs/probes.md): its failures, sorted into the kinds that have one cause and one fix each
   (`undefined symbol` = built against another torch; `operator ... does not exist` = its operators did not
@@ -22,9 +22,10 @@ from typing import Any
 from packaging.version import Version
 
 from envcheck._packaging import parse_version
-from envcheck.derived.common import Item
+from envcheck.derived import layers
+from envcheck.derived.common import Derivation, Item, Values, of_facts
 from envcheck.derived.companions import installed_torch
-from envcheck.derived.extension_releases import ExtensionTable, Library
+from envcheck.derived.extension_releases import EXTENSION_RELEASES, ExtensionTable, Library
 from envcheck.facts.snapshot import Facts, canonical_name
 
 PROBE = "extension-imports"
@@ -306,3 +307,156 @@ def unmet_release_needs(facts: Facts, table: ExtensionTable, dependency: str, li
             "install": wanted.install(name) if wanted is not None else "", "symptom": library.symptom,
         })
     return out
+
+
+_IMPORT_FIELDS = ("name", "version", "release", "module", "error", "symbol", "torch", "numpy")
+_IMPORT_DOC = ("`name`, `version`, `release` (the version without its local tag), `module` (the module whose "
+               "import failed), `error` (class and first line), `symbol` (the undefined symbol, else empty), "
+               "`torch`, `numpy` (installed versions, or \"not installed\"). Unknown when the `extension-imports` "
+               "probe did not run to completion")
+_TAG_FIELDS = ("name", "version", "release", "tag", "built_torch", "built_cuda", "torch", "torch_cuda", "built_abi",
+               "torch_abi")
+_TAG_DOC = ("`name`, `version`, `release`, `tag` (the local version tag), `built_torch` (\"2.3\"), `built_cuda` "
+            "(\"12.1\", \"12\", or \"none (CPU)\"), `torch`, `torch_cuda`, `built_abi` / `torch_abi` "
+            "(\"TRUE\" / \"FALSE\", for the ABI fact only). Tags read: PyG's `+pt23cu121`, "
+            "flash-attn's `+cu122torch2.3cxx11abiFALSE`")
+
+
+# The companion facts whose rules already explain a companion's failed import, with the exact release to install.
+_COMPANION_FAULTS = ("companions.torch-mismatch", "companions.pinned-to-other-torch",
+                     "companions.torchvision-build-mismatch", "companions.torchaudio-build-mismatch")
+
+
+def _import_failures(kind: str) -> Callable[[Values], Any]:
+    """The `extension-imports` probe's failures of one kind, less the torch companions that a companion rule
+    reports: a CUDA torchvision next to a CPU torch fails to import (`operator torchvision::nms does not exist`),
+    and EC0703 already names the build to install, so a second, generic finding would only say it again."""
+    failures = of_kind(kind)
+
+    def compute(derived: Values) -> Any:
+        items = failures(derived.facts)
+        if not items:
+            return items
+        reported = {canonical_name(str(c["name"])) for fact in _COMPANION_FAULTS for c in derived.get(fact) or ()}
+        return [item for item in items if canonical_name(str(item["name"])) not in reported]
+
+    return compute
+
+
+def _numpy_abi(newer: bool) -> Callable[[Values], Any]:
+    """The NumPy ABI failures under a NumPy 2 (`newer` False: built for NumPy 1.x, EC1103's) or under a NumPy 1.x
+    (`newer` True: built for a newer NumPy, envcheck/derived/layers.py says what that needs)."""
+    failures = _import_failures("numpy-abi")
+
+    def compute(derived: Values) -> Any:
+        items = failures(derived)
+        if not items:
+            return items
+        old = (layers.numpy_major(derived.facts) or 2) < 2
+        if not newer:
+            return [] if old else items
+        return layers.numpy_too_old(derived.facts, items) if old else []
+
+    return compute
+
+
+def _extension_derivations() -> list[Derivation]:
+    """Compiled extensions against torch and NumPy (envcheck/derived/extensions.py)."""
+    kinds = {
+        "undefined-symbol": "raised `undefined symbol: ...` (Linux), `Symbol not found` (macOS) or `The specified "
+                            "procedure could not be found` (Windows): built against another torch (or library)",
+        "missing-operator": "raised `operator NS::op does not exist` / `No such operator`: its compiled operators "
+                            "did not register with this torch",
+        "numpy-abi": "failed, with a NumPy 2 (or no readable NumPy) installed, with NumPy 2's `compiled using "
+                     "NumPy 1.x` (or `_ARRAY_API not found`, "
+                     "`numpy.core.multiarray failed to import`, `numpy.dtype size changed`)",
+        "missing-library": "could not load a shared library it links (`DLL load failed`, `cannot open shared object "
+                           "file`, `Library not loaded`)",
+        "crash": "killed the importing process (a signal) or hung",
+        "other": "raised an error of no kind above",
+    }
+    out = [Derivation(f"extensions.import-{kind}",
+                      f"installed distributions with native extensions on torch or NumPy whose import {doc}: "
+                      f"{_IMPORT_DOC}. A torch companion that a `companions.*` fact already reports (built for "
+                      "another torch, or of another build) is left to it", _IMPORT_FIELDS,
+                      _numpy_abi(newer=False) if kind == "numpy-abi" else _import_failures(kind))
+           for kind, doc in kinds.items()]
+    out.append(Derivation(
+        "extensions.import-numpy-too-old",
+        "the same NumPy ABI failures under a NumPy 1.x: the extension was compiled against a newer NumPy (a module "
+        f"built for NumPy 1.x runs with every later 1.x): {_IMPORT_DOC}; and `built_for` (\"NumPy 2\", or \"a "
+        "newer NumPy than 1.26.4\"), `needs` (the NumPy requirement to meet: the extension's own where this NumPy "
+        "fails it, else `numpy>=2` where a NumPy 2 lies underneath in a base layer, else any newer one), `remove` "
+        "(`numpy` when this environment's own layer holds the old NumPy over a copy that meets `needs`: removing it "
+        "is the fix, the base is left as it is; else empty), `install` (`needs` when nothing is removed, else "
+        "empty), `evidence` (what decided `needs`)", (*_IMPORT_FIELDS, *layers.NUMPY_FIELDS), _numpy_abi(newer=True)))
+    out += [
+        Derivation("extensions.tag-other-torch",
+                   f"installed distributions whose local version tag names another torch minor: {_TAG_DOC}. "
+                   "Unknown when torch/version.py is unreadable", _TAG_FIELDS,
+                   of_facts(of_aspect("torch"))),
+        Derivation("extensions.tag-other-cuda",
+                   "installed distributions whose local version tag names a CUDA build of another CUDA major than "
+                   f"torch's, or a CUDA build next to a CPU or ROCm torch: {_TAG_DOC}", _TAG_FIELDS,
+                   of_facts(of_aspect("cuda"))),
+        Derivation("extensions.tag-other-abi",
+                   "installed distributions whose local version tag names the installed torch minor but the other "
+                   f"C++ ABI (`cxx11abiTRUE` / `FALSE`) than torch's: {_TAG_DOC}. Unknown when torch's ABI is: "
+                   "see `torch.cxx11-abi`", _TAG_FIELDS, of_facts(of_aspect("abi"))),
+        Derivation("torch.cxx11-abi",
+                   "true or false: torch was built with `_GLIBCXX_USE_CXX11_ABI=1`. The `torch-build` probe's "
+                   "answer, else, for a pip or uv install on Linux, what the official wheels use (false up to 2.5 and "
+                   "for 2.6 except its CUDA 12.6 builds, true from 2.7); unknown otherwise (conda, source builds, "
+                   "pre-releases)", (),
+                   of_facts(torch_cxx11_abi)),
+    ]
+    return out
+
+
+def _release_needs(dependency: str, libraries: tuple[str, ...] | None,
+                   with_release_only: bool = False) -> Callable[[Values], Any]:
+    def compute(derived: Values) -> Any:
+        return unmet_release_needs(derived.facts, derived.tables[EXTENSION_RELEASES], dependency,
+                                              libraries, with_release_only=with_release_only)
+
+    return compute
+
+
+_RELEASE_DOC = ("`name`, `version`, `release`, `dependency` (the distribution it needs in other versions), "
+                "`installed` (its installed version), `needs` (the versions the release works with: \"2.8.0\", "
+                "\">=2.4,<2.9 (CUDA 12)\", \"CUDA 11.8, 12.1\"), `torch_cuda` (the installed torch's CUDA, or "
+                "empty), `requirement` (`torch==2.9.0`), `expected` (the newest release made for the installed "
+                "dependency, empty when the table knows none), `install` (`torchao==0.14.1`, or empty), "
+                "`symptom`. The releases are data: `rules/data/extension-releases.toml`")
+
+
+def _extension_release_derivations() -> list[Derivation]:
+    """Extension releases against the torch (or mmcv / mmengine) they were built for or accept
+    (envcheck/derived/extensions.py, rules/data/extension-releases.toml)."""
+    torch_built = {
+        "torchao": "whose compiled kernels were built for another torch release than the installed one "
+                   "(torchao 0.13 to 0.16 load them only with exactly that torch)",
+        "vllm": "whose exact torch pin is not the installed torch (installed with `--no-deps`, a uv override, or "
+                "torch changed afterwards); `requirements.conflicting` leaves such a pin to this fact",
+        "flash-attn": "installed without a local tag whose release published no wheel for the installed torch "
+                      "minor and CUDA major (so it is a source build, or was built for another torch) while another "
+                      "release did, unless the `extension-imports` probe imported it without error",
+        "deepspeed": "releases that cannot run with the installed torch (before 0.8.2: torch 2.0 removed "
+                     "`torch._six`)",
+        "detectron2": "pre-built wheels (`+cu113`, `+cpu`) made for another torch minor",
+        "bitsandbytes": "from PyPI, whose release ships no library for the CUDA version of the installed torch "
+                        "(up to 0.49 one per CUDA minor, loaded by exact version; from 0.50 the nearest of the same "
+                        "major); `torch_cuda` is torch's CUDA",
+    }
+    out = [Derivation(f"extensions.{name}-for-other-torch", f"the installed {name}, {what}: {_RELEASE_DOC}",
+                      RELEASE_FIELDS, _release_needs("torch", (name,), name == "flash-attn"))
+           for name, what in torch_built.items()]
+    out += [Derivation(f"extensions.openmmlab-rejects-{dependency}",
+                       f"installed OpenMMLab packages (mmdet, mmsegmentation, mmpose) whose release asserts at "
+                       f"import a {dependency} range the installed {dependency} is outside of: {_RELEASE_DOC}",
+                       RELEASE_FIELDS, _release_needs(dependency, ("mmdet", "mmsegmentation", "mmpose")))
+            for dependency in ("mmcv", "mmengine")]
+    return out
+
+
+DERIVATIONS: list[Derivation] = [*_extension_derivations(), *_extension_release_derivations()]

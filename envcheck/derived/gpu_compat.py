@@ -1,6 +1,6 @@
 """GPU compatibility facts derived from NVML, torch's build and the torch-build probe: pure functions of Facts.
 
-envcheck/derived/derive.py registers them as derived facts. Tables (which driver a CUDA runtime needs) are data in
+This module exports them as derived facts (`DERIVATIONS`). Tables (which driver a CUDA runtime needs) are data in
 rules/data/cuda-driver.toml, read and validated with the rule pack (`parse_cuda_driver`), never constants here.
 """
 
@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck import torch_builds
 from envcheck._packaging import major_minor, parse_version
-from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.derived.common import Derivation, Item, Table, Values, of_facts, without_cuda_torch
 from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.snapshot import Facts
@@ -189,3 +189,30 @@ def arch_coverage(facts: Facts, table: CudaDriverTable | None = None) -> list[It
             "build_archs": " ".join(archs),
         })
     return sorted(out, key=lambda i: int(i["index"]))
+
+
+# rules/data/cuda-driver.toml, as the derivations read it (`tables[CUDA_DRIVER]`).
+CUDA_DRIVER = Table("cuda-driver", parse_cuda_driver)
+
+
+def _driver_vs_torch_cuda(derived: Values) -> Any:
+    return driver_vs_torch_cuda(derived.facts, derived.tables[CUDA_DRIVER])
+
+
+_GPU_FIELDS = ("index", "name", "compute_capability")
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("gpu.driver-vs-torch-cuda",
+               "`\"ok\"` (the driver supports torch's CUDA runtime), `\"minor-compat\"` (it runs only through "
+               "CUDA minor version compatibility: same major, driver at or above the major's floor, 450.80.02 / "
+               "525.60.13 / 580 on Linux and 452.39 / 527.41 / none on Windows for CUDA 11 / 12 / 13; "
+               "features of the newer minor and PTX JIT need a newer "
+               "driver), `\"too-old\"`, or `\"n/a\"` (no torch, a CPU or ROCm build, or no driver installed). "
+               "Unknown when NVML could not read the driver or `torch/version.py` is unreadable. The floors "
+               "and each toolkit's minimum driver are data: `rules/data/cuda-driver.toml`", (),
+               _driver_vs_torch_cuda),
+    Derivation("gpu.devices-without-native-bf16",
+               "GPUs of compute capability below 8.0 (no native bfloat16): `index`, `name`, "
+               "`compute_capability`. Unknown when NVML could not list the GPUs",
+               _GPU_FIELDS, of_facts(devices_without_native_bf16)),
+]

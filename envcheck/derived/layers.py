@@ -7,7 +7,8 @@ setuptools); it matters only when the copy that is imported breaks what the shad
 checked environment's own layer only (the base is shared, and pip refuses to uninstall outside a venv anyway), and
 never remove the installer that the other commands need.
 
-Pure functions of Facts and the requirement walk's problems, registered in envcheck/derived/derive.py.
+Pure functions of Facts and the requirement walk's problems, exported as derived facts
+(`DERIVATIONS`: `distributions.duplicates`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
-from envcheck.derived.common import Item
+from envcheck.derived import companions, requirements
+from envcheck.derived.common import Derivation, Item, Values, metadata_unknown
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 
 # Never uninstalled by a fix: the commands that follow run with them.
@@ -98,7 +100,7 @@ def _said(reasons: list[str]) -> str:
 
 def duplicates(facts: Facts, problems: Sequence[Item], companions: Collection[str]) -> list[Item]:
     """Distributions installed more than once where it matters (see the module docstring and the derivation's
-    doc in derive.py): two metadata folders of different versions in one folder, or a copy in another layer whose
+    doc below): two metadata folders of different versions in one folder, or a copy in another layer whose
     imported version breaks what the shadowed one met."""
     out = []
     for dists in facts.names.values():
@@ -191,3 +193,30 @@ def numpy_too_old(facts: Facts, failures: Sequence[Item]) -> list[Item]:
         out.append({**failure, "built_for": _built_for(needs, numpy.version), "needs": needs,
                     "remove": "numpy" if remove else "", "install": "" if remove else needs, "evidence": evidence})
     return out
+
+
+def _duplicates(derived: Values) -> list[Item] | None:
+    facts = derived.facts
+    if metadata_unknown(facts):
+        return None  # a package list names each package once, wherever and however often it is installed
+    if not any(len(dists) > 1 for dists in facts.names.values()):
+        return []
+    return duplicates(facts, requirements.walk(derived).problems, companions.tables_of(derived))
+
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("distributions.duplicates",
+               "distributions installed more than once on the import path where it matters (the first is "
+               "imported, the rest shadowed): two metadata folders of different versions in one folder, or a "
+               "copy in another layer (a `--system-site-packages` venv, a `.pth` line, a user site over a base) "
+               "whose imported version breaks what the shadowed one met: a requirement only the shadowed "
+               "version meets, or its own unmet requirements where the shadowed copy's are met "
+               "(envcheck/derived/layers.py): `name`, `active_version`, `active_location`, "
+               "`shadowed_version`, `shadowed_location`, `shadowed_metadata_dir`, `same_location`, `breaks` "
+               "(\", and the imported copy breaks what the shadowed one met: ...\", empty for one folder), "
+               "`remove` and `remove_again` (the name to uninstall once, twice for one folder; empty where no "
+               "command may: pip and uv, the installers the commands need, and a copy outside this "
+               "environment's own layer), `reinstall` (the requirement to install again after a one-folder "
+               "removal: `name==version`, a torch companion by name alone for the planner to pin)",
+               DUPLICATE_FIELDS, _duplicates),
+]

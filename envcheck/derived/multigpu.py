@@ -9,13 +9,14 @@ UUID (or a unique prefix of one, `GPU-8f6b`), or a MIG instance (`MIG-...`); the
 that names no device, so every GPU listed after it is hidden too. GPUs come from NVML, which lists every GPU of the
 machine whatever the variable says; GPUs this user may not open (another job's, on a cgroup-restricted node) are
 not counted, as CUDA does not enumerate them either.
+This module exports them as derived facts (`DERIVATIONS`).
 """
 
 from __future__ import annotations
 
 import re
 
-from envcheck.derived.common import Item
+from envcheck.derived.common import Derivation, Item, of_facts
 from envcheck.facts.gpus import GpuDevice
 from envcheck.facts.snapshot import Facts, canonical_name
 
@@ -212,3 +213,43 @@ def gloo_ifname_missing(facts: Facts) -> list[Item] | None:
         return []
     return [{"variable": "GLOO_SOCKET_IFNAME", "value": value, "missing": ", ".join(missing),
              "interfaces": ", ".join(facts.network.interfaces) or "none"}]
+
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("nccl.version",
+               "one item, the NCCL torch uses: `version`, `source` (`torch.cuda.nccl.version()` in the "
+               "`torch-build` probe when it ran, else the installed `nvidia-nccl-cu*` wheel). Empty when neither "
+               "is known", NCCL_FIELDS, of_facts(nccl_version)),
+    Derivation("nccl.loaded-other-than-wheel",
+               "one item when the NCCL that torch loaded (`torch-build` probe) is another version than the "
+               "`nvidia-nccl-cu*` wheel for torch's CUDA major: `loaded`, `wheel`, `wheel_version`. Empty "
+               "without such a wheel; unknown without the probe", ("loaded", "wheel", "wheel_version"),
+               of_facts(nccl_other_than_wheel)),
+    Derivation("gpu.mixed-models",
+               "the GPU models of a machine with more than one model: `name`, `indices` (NVML's, PCI bus "
+               "order). Empty for one model; unknown without NVML's GPUs", ("name", "indices"),
+               of_facts(mixed_models)),
+    Derivation("gpu.visible-devices-missing",
+               "the entries of `CUDA_VISIBLE_DEVICES` that name no GPU CUDA can use here: an index at or beyond "
+               "the number of GPUs, a `GPU-` UUID (or prefix) no GPU has, a `MIG-` instance where no GPU is in "
+               "MIG mode or NVML lists other instances, other text: `entry`, `position` (1-based), `reason`, "
+               "`visible` (the number of GPUs), `indices` (\"0 to 3\", \"0\", or \"none\"). A value that hides "
+               "every GPU (empty, or a leading negative index: see `cuda-visible-devices-hides-every-gpu`) and "
+               "indices on a machine with MIG enabled are not "
+               "judged; unknown without NVML's GPUs",
+               VISIBLE_FIELDS, of_facts(visible_devices_missing)),
+    Derivation("network.nccl-socket-ifname-missing",
+               "one item when `NCCL_SOCKET_IFNAME` (interface-name prefixes, `=name` for an exact name) matches "
+               "no network interface of this machine: `variable`, `value`, `missing` (the prefixes), "
+               "`interfaces` (the machine's). An exclusion list (`^docker,lo`) is not judged; unknown without "
+               "the `network` facts", IFNAME_FIELDS, of_facts(nccl_ifname_missing)),
+    Derivation("network.gloo-socket-ifname-missing",
+               "one item when `GLOO_SOCKET_IFNAME` (exact interface names) names an interface this machine "
+               "lacks: `variable`, `value`, `missing` (the names not found), `interfaces`. Unknown without the "
+               "`network` facts", IFNAME_FIELDS, of_facts(gloo_ifname_missing)),
+    Derivation("bitsandbytes.cuda-override",
+               "one item when `BNB_CUDA_VERSION` makes bitsandbytes load the native library of another CUDA "
+               "than torch's: `value`, `library` (`libbitsandbytes_cuda118`), `torch_cuda` (\"12.4\", or "
+               "\"none (CPU build)\"). Empty when it is unset, empty or torch's own CUDA",
+               ("value", "library", "torch_cuda"), of_facts(bitsandbytes_cuda_override)),
+]

@@ -1,7 +1,7 @@
 """Native libraries against what the environment needs: CUDA libraries that LD_LIBRARY_PATH or the loaded process
 takes from outside the pip `nvidia-*` wheels, C++ runtime and glibc versions below what installed extensions need,
 manylinux floors above the system's glibc, and Windows runtime DLLs torch cannot find. Pure functions of Facts,
-registered as derived facts by envcheck/derived/derive.py.
+exported as derived facts (`DERIVATIONS`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.facts.snapshot import Distribution, Facts
 
 # Library family -> (its file-name stem, the wheel name stem). The wheels are nvidia-<stem>-cu11/-cu12/-cu13
@@ -202,3 +202,45 @@ def missing_windows_dlls(names: tuple[str, ...]) -> Callable[[Facts], list[Item]
                 if facts.native.windows_dlls.get(name) is False
                 and not (name == "vcruntime140_1.dll" and machine == "ARM64")]
     return compute
+
+
+_NEED_FIELDS = ("distribution", "file", "needed", "provided", "provider", "via")
+_SHADOW_FIELDS = ("directory", "name", "version", "wheel", "wheel_version")
+
+DERIVATIONS: list[Derivation] = [
+    *[Derivation(f"libraries.{family}-older-on-ld-library-path",
+                 f"`LD_LIBRARY_PATH` files of the {family} soname the installed `nvidia-{family}` wheel provides "
+                 "but an older release (from the name the file resolves to), which the loader takes first: "
+                 "`directory`, `name`, `version`, `wheel`, `wheel_version`. Unknown when the native facts were "
+                 "not collected", _SHADOW_FIELDS, of_facts(older_on_loader_path(family)))
+      for family in ("cudnn", "cublas", "nccl")],
+    Derivation("libraries.loaded-outside-wheels",
+               "CUDA libraries the `loaded-libraries` probe saw mapped from outside the pip `nvidia-*` wheels "
+               "although that library's wheel is installed: `library`, `path`, `wheel`, `wheel_version`. "
+               "Unknown without the probe (Linux only)", ("library", "path", "wheel", "wheel_version"),
+               of_facts(loaded_outside_wheels)),
+    Derivation("libraries.libstdcxx-too-old",
+               "installed distributions whose shared objects need a GLIBCXX or CXXABI version that the "
+               "libstdc++.so.6 the loader finds does not define (read from ELF version sections, nothing "
+               "executed): `distribution`, `file`, `needed`, `provided`, `provider`, `via`",
+               _NEED_FIELDS, of_facts(libstdcxx_too_old)),
+    Derivation("libraries.glibc-too-old",
+               "installed distributions whose shared objects need a GLIBC version above the system's: "
+               "`distribution`, `file`, `needed`, `provided`, `provider`, `via`",
+               _NEED_FIELDS, of_facts(glibc_too_old)),
+    Derivation("libraries.wheels-above-glibc",
+               "installed manylinux wheels whose tag promises a glibc newer than the system's: `name`, "
+               "`version`, `tag`, `floor`, `glibc`", ("name", "version", "tag", "floor", "glibc"),
+               of_facts(wheels_above_glibc)),
+    Derivation("windows.vc-runtime-missing",
+               "Visual C++ runtime DLLs (vcruntime140.dll, vcruntime140_1.dll, msvcp140.dll) found neither in "
+               "System32, beside python.exe, Library\\bin, torch\\lib nor on PATH: `dll`. Empty where none were "
+               "looked for (off Windows)",
+               ("dll",), of_facts(missing_windows_dlls(
+                   ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll")))),
+    Derivation("windows.libomp-missing",
+               "libomp140.x86_64.dll (LLVM's OpenMP runtime, which torch 2.4.0's fbgemm.dll links) when found "
+               "neither in System32, beside python.exe, Library\\bin, torch\\lib nor on PATH: `dll`. Empty where "
+               "none were looked for (off Windows)",
+               ("dll",), of_facts(missing_windows_dlls(("libomp140.x86_64.dll",)))),
+]

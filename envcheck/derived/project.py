@@ -6,12 +6,15 @@ and are empty without one. Markers are evaluated for the checked interpreter. A 
 already covers: its `[project] dependencies` / `install_requires` are then left out here, so that nothing is
 reported twice. Extras named with --extra, groups, requirements files and locks are checked either way: installed
 metadata does not say which extras or groups the user meant to install.
+This module exports them as derived facts (`DERIVATIONS`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
-from envcheck.derived.common import Item
+from envcheck.derived.common import Derivation, Item, Values, of_facts
 from envcheck.facts.snapshot import Facts, canonical_name
 
 UNMET_FIELDS = ("name", "requirement", "source", "installed", "install", "kind")
@@ -79,3 +82,36 @@ def lock_drift(facts: Facts) -> list[Item]:
             out.append({"name": dist.name, "installed": dist.version, "locked": " or ".join(versions),
                         "lock": lock.file, "sync": lock.sync, "install": f"{dist.name}=={versions[0]}"})
     return sorted(out, key=lambda i: (i["lock"], i["name"].lower()))
+
+
+def _project_unmet(derived: Values) -> Any:
+    """The project's unmet requirements, less those no torch wheel can satisfy on this platform and Python: for
+    `torch>=2.3` on macOS x86_64, `pip install 'torch>=2.3'` cannot succeed, and EC1601-EC1603 say what can."""
+    items = unmet(derived.facts)
+    if not items:
+        return items
+    try:
+        hopeless = {(w["requirement"], w["source"]) for kind in ("platform", "python", "variant")
+                    for w in derived.get(f"torch.requirement-without-wheel-for-{kind}") or ()}
+    except LookupError:  # an evaluation without the build matrix (rules built by hand): nothing to leave out
+        return items
+    return [item for item in items if (item["requirement"], item["source"]) not in hopeless]
+
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("project.unmet",
+               "the checked project's declared requirements (envcheck/project/: pyproject.toml, setup.cfg, "
+               "requirements files, environment.yml) that the environment does not satisfy, markers evaluated "
+               "for the checked interpreter; an installed project's own dependencies are left to "
+               "`requirements.unsatisfied`: `name`, `requirement`, `source` (\"requirements.txt:3\"), "
+               "`installed` (a version, or \"not installed\"), `install` (the requirement without its marker), "
+               "`kind` (`missing` or `conflict`). A torch requirement no published wheel can satisfy here is "
+               "left to `torch.requirement-without-wheel-for-*`, whose rules say what to do instead of "
+               "installing it. Empty without a project",
+               UNMET_FIELDS, _project_unmet),
+    Derivation("project.lock-drift",
+               "installed distributions whose version is none of those the project's lock pins for this "
+               "environment: `name`, `installed`, `locked`, `lock` (\"uv.lock\"), `sync` (\"uv sync\"), "
+               "`install` (\"name==locked\"). Empty without a lock",
+               DRIFT_FIELDS, of_facts(lock_drift)),
+]

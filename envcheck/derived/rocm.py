@@ -8,13 +8,13 @@ arch list stands in. A GPU runs a HIP kernel only if the binary has code for exa
 compatibility as with CUDA PTX), so a target absent from the list fails the first kernel with `HIP error: invalid
 device function`, or the first matrix multiply with rocBLAS's `Cannot read TensileLibrary.dat`.
 
-Pure: Facts and the parsed tables in, items out. Registered in envcheck/derived/derive.py.
+Pure: Facts and the parsed tables in, items out. Exported as derived facts (`DERIVATIONS`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from envcheck import torch_builds as tb
 from envcheck._packaging import major_minor_text
 from envcheck.derived import companions
 from envcheck.derived.builds import MOVES_WITH_TORCH
-from envcheck.derived.common import Item
+from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, of_facts
 from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.rocm import AmdGpu, override_target
 from envcheck.facts.snapshot import Facts
@@ -407,3 +407,74 @@ def recommended_build(facts: Facts, table: RocmArchTable, matrix: tb.BuildMatrix
         return []
     rec = recommend(facts, table, matrix)
     return None if rec is None else [rec]
+
+
+# rules/data/rocm-archs.toml, as the derivations read it (`tables[ROCM_ARCHS]`).
+ROCM_ARCHS = Table("rocm-archs", parse)
+
+
+def _rocm_derivations() -> list[Derivation]:
+    """AMD GPUs against a ROCm build of torch (envcheck/derived/rocm.py, rules/data/rocm-archs.toml)."""
+
+    def tables(fn: Callable[..., Any], *, matrix: bool = True, **kw: Any) -> Callable[[Values], Any]:
+        def compute(derived: Values) -> Any:
+            extra = (derived.tables[TORCH_BUILDS],) if matrix else ()
+            return fn(derived.facts, derived.tables[ROCM_ARCHS], *extra, **kw)
+
+        return compute
+
+    gpu_doc = ("`index` (the HIP device index), `gfx_target`, `pci_bus_id`, `build_archs` (the build's targets, "
+               "space-separated), `runs_as` and `override` (the target an override makes it run as and the "
+               "`HSA_OVERRIDE_GFX_VERSION` value; empty when none is safe), `evidence` "
+               "(`rules/data/rocm-archs.toml` for the installed release and variant, which knows what the bundled "
+               "rocBLAS lacks, else the `torch-build` probe's arch list), and "
+               "the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`")
+    return [
+        Derivation("rocm.devices",
+                   "the AMD GPUs of the KFD topology (`rocm` facts): `index`, `gfx_target`, `pci_bus_id`. Unknown "
+                   "when the topology could not be read", ("index", "gfx_target", "pci_bus_id"),
+                   of_facts(devices)),
+        Derivation("rocm.recommended-build",
+                   "one item, the ROCm build of torch whose wheels carry kernels for every AMD GPU's target, for "
+                   "this Python (the installed release first, then the newest; one that needs "
+                   "`HSA_OVERRIDE_GFX_VERSION` only when none has native kernels): `install`, `index_url`, "
+                   "`recommended`, `because`, `evidence` (`install` empty when nothing fits or the installed build is "
+                   "already the one). Empty without torch; unknown "
+                   "without the KFD topology", RECOMMENDATION_FIELDS, tables(recommended_build)),
+        Derivation("rocm.gpus-not-in-build",
+                   "with a ROCm torch and `HSA_OVERRIDE_GFX_VERSION` unset, the AMD GPUs whose target its wheels "
+                   f"lack and no override can stand in for (`HIP error: invalid device function`): {gpu_doc}. "
+                   "Unknown when the build's targets or the GPUs are", GPU_FIELDS,
+                   tables(uncovered, overridable=False)),
+        Derivation("rocm.gpus-needing-override",
+                   "the same, for GPUs whose target the wheels lack but whose ISA family's target they carry "
+                   f"(`rules/data/rocm-archs.toml` `[override]`): {gpu_doc}", GPU_FIELDS,
+                   tables(uncovered, overridable=True)),
+        Derivation("rocm.override-not-in-build",
+                   "one item when `HSA_OVERRIDE_GFX_VERSION` is set for a ROCm torch to a target its wheels lack, "
+                   "or to no target: `value`, `target`, `build_archs`, `gpus` (the GPUs' own targets), `evidence`, "
+                   "and the `rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`",
+                   OVERRIDE_FIELDS, tables(override_not_in_build)),
+        Derivation("rocm.override-on-supported-gpus",
+                   "AMD GPUs whose own target the installed ROCm torch carries but which `HSA_OVERRIDE_GFX_VERSION` "
+                   f"makes run another target's kernels: {gpu_doc}", GPU_FIELDS,
+                   tables(override_on_supported, matrix=False)),
+        Derivation("rocm.devices-inaccessible",
+                   "with a ROCm torch and AMD GPUs, `/dev/kfd` and the GPUs' render nodes this user cannot open for "
+                   "reading and writing: `device`, `access` (`no-permission` or `missing`), `problem` (the same in "
+                   "words), `group` (the group "
+                   "owning `/dev/kfd`), `gpus`", ACCESS_FIELDS, of_facts(inaccessible)),
+        Derivation("rocm.system-rocm-other-version",
+                   "one item when `/opt/rocm` holds a ROCm of another major.minor than the one the ROCm torch was "
+                   "built with (`torch.version.hip`): `system`, `torch_rocm` (\"6.4\", \"6.3\"), and the "
+                   "`rocm.recommended-build` fields `install`, `index_url`, `recommended`, `because`, `evidence` for "
+                   "the same torch release built for the system's ROCm (`install` empty when PyTorch published none, "
+                   "or it lacks a GPU's target)", SYSTEM_FIELDS, tables(system_rocm_other_version)),
+        Derivation("rocm.visible-devices-out-of-range",
+                   "with a ROCm torch, entries of `ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES` or "
+                   "`CUDA_VISIBLE_DEVICES` that name a GPU index beyond the AMD GPUs left visible: `variable`, "
+                   "`value`, `entry`, `count`", VISIBLE_FIELDS, of_facts(visible_out_of_range)),
+    ]
+
+
+DERIVATIONS: list[Derivation] = _rocm_derivations()

@@ -1,5 +1,5 @@
 """Facts about the CUDA toolkits that the loader and the extension builder will use instead of torch's own: pure
-functions of Facts, registered as derived facts by envcheck/derived/derive.py.
+functions of Facts, exported as derived facts (`DERIVATIONS`).
 
 They read only what the snapshot holds: the collected environment variables (LD_LIBRARY_PATH, CUDA_HOME,
 CUDA_PATH) and torch's build. A toolkit's version comes from its folder's name (`/usr/local/cuda-12.1/lib64`,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from envcheck._packaging import major_minor
-from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.facts.snapshot import Facts
 
 UNKNOWN = "unknown"
@@ -99,3 +99,23 @@ def cuda_home_other_major(facts: Facts) -> list[Item] | None:
         return [{"variable": variable, "path": path, "toolkit": f"{version[0]}.{version[1]}",
                  "torch_cuda": f"{runtime[0]}.{runtime[1]}"}]
     return []
+
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("cuda.older-toolkits-on-ld-library-path",
+               "the entries of `LD_LIBRARY_PATH` that are a CUDA toolkit's library folder "
+               "(`.../cuda-12.1/lib64`, `.../cuda/lib64`, `.../cuda/12.4/lib64`, `.../targets/<triple>/lib`) of "
+               "torch's CUDA major and older than torch's CUDA, or whose path names no version, in path order: "
+               "`path`, `toolkit` (`\"12.1\"`, or `\"unknown\"`), `torch_cuda`. The loader searches them before "
+               "the pip `nvidia-*` wheels' folders. Empty without a CUDA torch; unknown when `torch/version.py` "
+               "is unreadable", ("path", "toolkit", "torch_cuda"),
+               of_facts(older_toolkits_on_ld_library_path)),
+    Derivation("cuda.home-toolkit-other-major",
+               "the toolkit that `torch.utils.cpp_extension` compiles with, as `CUDA_HOME`, else `CUDA_PATH` "
+               "names it (an empty `CUDA_HOME` falls through, as in torch), when the version in its path has "
+               "another CUDA major than torch's: one item `variable`, `path`, `toolkit`, `torch_cuda`, or none. "
+               "The version is the toolkit's files' where the toolchain facts read that folder, else the one "
+               "its path names; a path without a version (`/usr/local/cuda`) and `nvcc` found on `PATH` are "
+               "`toolchain.toolkit-other-major`'s",
+               ("variable", "path", "toolkit", "torch_cuda"), of_facts(cuda_home_other_major)),
+]

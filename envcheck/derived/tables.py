@@ -4,65 +4,36 @@ A table is read and validated when the pack is loaded (`load`), so that a malfor
 the file and the key before anything is collected, never an `error` verdict in the middle of an evaluation. The
 parsed tables travel with the rules (`envcheck.rules.RulePack`) into the evaluation, which opens no file.
 
-Adding a table is one `Table` in `REGISTRY`: its file stem and a parser `(data, file) -> T` that returns a frozen
-typed object and raises RuleError for anything malformed. A derivation reads it as `tables[THE_TABLE]`, typed.
+Adding a table is one `Table` (envcheck/derived/common.py), declared beside its parser, and listed in `REGISTRY`:
+its file stem and a parser `(data, file) -> T` that returns a frozen typed object and raises RuleError for anything
+malformed. A derivation reads it as `tables[THE_TABLE]`, typed. Every key is importable from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any
 
-from envcheck import _files, _resources, amd_gpus, gpus, torch_builds
-from envcheck.derived import companions, extension_releases, gpu_compat, rocm
+from envcheck import _files, _resources, amd_gpus, gpus
+from envcheck.derived.common import NO_TABLES, TORCH_BUILDS, Table, Tables
+from envcheck.derived.companions import TORCH_COMPANIONS, XFORMERS
+from envcheck.derived.extension_releases import EXTENSION_RELEASES
+from envcheck.derived.gpu_compat import CUDA_DRIVER
+from envcheck.derived.rocm import ROCM_ARCHS
 from envcheck.errors import RuleError
 
 __all__ = ["AMD_GPUS", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS",
            "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
 
-T = TypeVar("T")
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
-
-
-@dataclass(frozen=True)
-class Table(Generic[T]):
-    """One kind of table: rules/data/STEM.toml, parsed and validated by `parse(data, file)`."""
-
-    stem: str
-    parse: Callable[[dict[str, Any], str], T]
-
-
-CUDA_DRIVER = Table("cuda-driver", gpu_compat.parse_cuda_driver)
-TORCH_COMPANIONS = Table("torch-companions", companions.parse_companions)
-XFORMERS = Table("xformers", companions.parse_companions)
-TORCH_BUILDS = Table("torch-builds", torch_builds.parse)
+# Declared beside their parsers (the derivations that read a table import its key from there); these two are read
+# only outside the derivations (recommend, the report readers).
 GPUS = Table("gpus", gpus.parse)
-ROCM_ARCHS = Table("rocm-archs", rocm.parse)
-EXTENSION_RELEASES = Table("extension-releases", extension_releases.parse)
 AMD_GPUS = Table("amd-gpus", amd_gpus.parse)
 
 REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
                                                           ROCM_ARCHS, EXTENSION_RELEASES, AMD_GPUS)}
-
-
-@dataclass(frozen=True)
-class Tables:
-    """Parsed tables by stem, and the file each came from."""
-
-    parsed: Mapping[str, object] = field(default_factory=dict)
-    files: Mapping[str, str] = field(default_factory=dict)
-
-    def __getitem__(self, table: Table[T]) -> T:
-        if table.stem not in self.parsed:
-            # Only hand-built evaluations (tests, library callers with their own rules) lack a table; the pack
-            # loader refuses a pack without one.
-            raise LookupError(f"the data table {table.stem!r} was not loaded with these rules")
-        return cast(T, self.parsed[table.stem])
-
-
-NO_TABLES = Tables()
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The CUDA toolkit that builds extensions, judged against torch's CUDA, the GPUs, TORCH_CUDA_ARCH_LIST and the host
-compiler: pure functions of Facts, registered as derived facts by envcheck/derived/derive.py.
+compiler: pure functions of Facts, exported as derived facts (`DERIVATIONS`).
 
 They read the `toolchain` facts (envcheck/facts/toolchain.py): the toolkit's version comes from its own files.
 Which GPU architectures each toolkit's nvcc can compile for is the table below, from NVIDIA's release notes.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from envcheck._packaging import major_minor, marker_env, marker_holds, parse_requirement
-from envcheck.derived.common import Item, without_cuda_torch
+from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.derived.system_libs import toolkit_version as toolkit_version_in_path
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.facts.toolchain import CudaToolkit
@@ -267,3 +267,57 @@ def source_builds_without_toolkit(facts: Facts) -> list[Item] | None:
             out.append({"name": name, "requirement": declared.requirement, "source": declared.source,
                         "problem": problem})
     return sorted(out, key=lambda i: i["name"])
+
+
+_TOOLKIT_FIELDS = ("source", "path", "toolkit", "version_file")
+_TOOLKIT_DOC = ("`source` (`CUDA_HOME`, `CUDA_PATH`, `PATH`: the folder above the `nvcc` PATH finds, or `default`: "
+                "/usr/local/cuda), `path`, `toolkit` (its nvcc release, read from the toolkit's version.json, "
+                "version.txt or cuda.h), `version_file`")
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("toolchain.cuda-toolkit",
+               "`\"found\"` (torch.utils.cpp_extension finds a CUDA toolkit with nvcc), `\"none\"` (it finds "
+               "none: CUDA_HOME and CUDA_PATH unset, no nvcc on PATH, no /usr/local/cuda), `\"no-nvcc\"` "
+               "(CUDA_HOME or CUDA_PATH names a folder without bin/nvcc), `\"runtime-only\"` (the default "
+               "folder has no bin/nvcc: a runtime container image), `\"n/a\"` (no CUDA torch). Unknown when "
+               "the toolchain facts were not collected", (), of_facts(cuda_toolkit_state)),
+    Derivation("toolchain.toolkit-other-major",
+               "the build toolkits (the one torch.utils.cpp_extension takes, and the `nvcc` on PATH when it is "
+               f"another) whose CUDA major differs from torch's: {_TOOLKIT_DOC}, `torch_cuda`. A CUDA_HOME or "
+               "CUDA_PATH whose folder name states a version is `cuda.home-toolkit-other-major`'s. Unknown when "
+               "a toolkit's files tell no version",
+               (*_TOOLKIT_FIELDS, "torch_cuda"), of_facts(toolkit_other_major)),
+    Derivation("toolchain.nvcc-differs-from-cuda-home",
+               "the toolkit of the `nvcc` on PATH when it is another release than the one CUDA_HOME or CUDA_PATH "
+               "names (which torch builds with): one item `home_path`, `home_version`, `nvcc_path`, "
+               "`nvcc_version`. Unknown when either version is",
+               ("home_path", "home_version", "nvcc_path", "nvcc_version"),
+               of_facts(nvcc_differs_from_home)),
+    Derivation("toolchain.arch-list-beyond-toolkit",
+               "entries of `TORCH_CUDA_ARCH_LIST` (named ones expanded as torch does) that the toolkit's nvcc "
+               f"cannot compile for: `arch`, `reason`, {_TOOLKIT_DOC}. Unknown when the toolkit's version is",
+               (*_TOOLKIT_FIELDS, "arch", "reason"), of_facts(arch_list_beyond_toolkit)),
+    Derivation("toolchain.gpus-newer-than-toolkit",
+               "GPUs whose architecture is newer than the toolkit's nvcc can compile for (sm_89 and sm_90 need "
+               "CUDA 11.8, sm_100 and sm_120 12.8, sm_103 and sm_121 12.9), for each build toolkit: `index`, "
+               f"`name`, `compute_capability`, `sm` (\"120\"), `reason`, {_TOOLKIT_DOC}. Unknown without "
+               "NVML's GPUs", (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "sm", "reason"),
+               of_facts(lambda f: gpus_toolkit_cannot_target(f, True))),
+    Derivation("toolchain.gpus-dropped-by-toolkit",
+               "GPUs whose architecture the toolkit's nvcc no longer compiles for (CUDA 12 dropped sm_35/37, "
+               f"CUDA 13 sm_50 to sm_72): `index`, `name`, `compute_capability`, `sm`, `reason`, {_TOOLKIT_DOC}",
+               (*_TOOLKIT_FIELDS, "index", "name", "compute_capability", "sm", "reason"),
+               of_facts(lambda f: gpus_toolkit_cannot_target(f, False))),
+    Derivation("toolchain.gcc-newer-than-toolkit",
+               "the host GCC nvcc would call (`$CC`, else `gcc`) when its major is newer than the toolkit "
+               "accepts (its include/crt/host_config.h, else torch's table): one item `gcc`, `gcc_path`, "
+               f"`gcc_max`, {_TOOLKIT_DOC}. Unknown when either version is",
+               (*_TOOLKIT_FIELDS, "gcc", "gcc_path", "gcc_max"),
+               of_facts(gcc_newer_than_toolkit)),
+    Derivation("toolchain.source-builds-without-toolkit",
+               "requirements of the checked project, not installed yet, whose install compiles CUDA code "
+               "(flash-attn, causal-conv1d, mamba-ssm, ...) while torch's extension builder cannot: no "
+               "toolkit found, no nvcc in it, or a toolkit of another CUDA major: `name`, `requirement`, "
+               "`source`, `problem` (which, in words)", ("name", "requirement", "source", "problem"),
+               of_facts(source_builds_without_toolkit)),
+]

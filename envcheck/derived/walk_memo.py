@@ -1,7 +1,7 @@
 """The requirement walk's result, remembered between runs: its key, and its JSON form read back with every field
 checked.
 
-The walk (envcheck/derived/derive.py) parses and judges every reachable Requires-Dist line: at 2,000 distributions
+The walk (envcheck/derived/requirements.py) parses and judges every reachable Requires-Dist line: at 2,000 distributions
 that is most of a static check. Its result depends only on what the key digests: the active distribution of every
 name in import-path order (name, version, whether its metadata is broken or its requirements unstated, its
 Requires-Dist lines), whether the distribution list is complete, the checked interpreter's marker environment, and
@@ -41,12 +41,13 @@ def _code_lines() -> list[str]:
     import packaging
 
     from envcheck import __version__, _packaging, _requirement
-    from envcheck.derived import derive
     from envcheck.facts import snapshot  # canonical_name: how names and extras compare
 
     lines = [str(_FORMAT), __version__, packaging.__version__, sys.version]
-    for module in (derive, _packaging, _requirement, snapshot, sys.modules[__name__]):
-        path = getattr(module, "__file__", None) or ""
+    # The walk itself (named, not imported: it imports this module).
+    walk_file = os.path.join(os.path.dirname(__file__), "requirements.py")  # noqa: PTH118, PTH120 - as __file__
+    for path in (walk_file, *(getattr(module, "__file__", None) or "" for module in (
+            _packaging, _requirement, snapshot, sys.modules[__name__]))):
         try:
             st = os.stat(path)  # noqa: PTH116 - a module's __file__ is a str
             lines.append(f"{path}\0{st.st_mtime_ns}\0{st.st_size}")

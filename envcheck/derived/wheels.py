@@ -12,12 +12,14 @@ installed torch does not meet (the requirement walk): each is what someone will 
 A requirement the installed torch already satisfies is left alone (`torch.unpublished-build` judges the installed
 build). Nothing is judged for requirements no release of the matrix matches on any platform (a release newer than
 the table, a nightly): the table cannot speak for them.
+This module exports them as derived facts (`DERIVATIONS`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -25,7 +27,7 @@ from packaging.version import Version
 from envcheck import torch_builds as tb
 from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.builds import platform_key
-from envcheck.derived.common import Item
+from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values
 from envcheck.facts.snapshot import Facts, canonical_name
 
 REQUIREMENT_FIELDS = ("requirement", "source", "platform", "python", "reason", "newest", "pythons", "variants")
@@ -174,3 +176,39 @@ def index_without_wheel(facts: Facts, matrix: tb.BuildMatrix) -> list[Item]:
                     "source": ", ".join(project.files) or "the project"})
     return sorted(out, key=lambda i: i["url"])
 
+
+def _without_wheel(kind: str) -> Callable[[Values], Any]:
+    def compute(derived: Values) -> Any:
+        return requirements_without_wheel(derived.facts, derived.tables[TORCH_BUILDS],
+                                          derived.get("requirements.unsatisfied"), kind)
+
+    return compute
+
+
+_REQUIREMENT_DOC = ("`requirement`, `source` (\"pyproject.toml: project.dependencies[0]\", or the installed "
+                    "distribution that requires it), `platform`, `python`, `reason`, `newest` (the newest torch with a "
+                    "wheel for this platform and Python, or \"none\"), `pythons` (the Pythons the releases in range "
+                    "have wheels for here), `variants` (the builds PyTorch published of them here). Judged for the "
+                    "project's torch requirements (`[tool.envcheck] require` included) and the torch requirements of "
+                    "installed distributions that the installed torch does not meet; not for requirements no release "
+                    "of the build matrix matches (newer releases, nightlies)")
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("torch.requirement-without-wheel-for-platform",
+               "torch requirements no published wheel can satisfy on this platform, for any Python: no release "
+               f"in range was built for it (macOS x86_64 after 2.2.2): {_REQUIREMENT_DOC}", REQUIREMENT_FIELDS,
+               _without_wheel("platform")),
+    Derivation("torch.requirement-without-wheel-for-python",
+               "torch requirements whose releases have wheels for this platform, but none for this Python "
+               f"(3.13 before torch 2.5): {_REQUIREMENT_DOC}", REQUIREMENT_FIELDS, _without_wheel("python")),
+    Derivation("torch.requirement-without-wheel-for-variant",
+               "torch requirements that name a build (local tag `+cu124`, `+rocm6.2`) PyTorch never published "
+               f"for this platform, such as CUDA on macOS: {_REQUIREMENT_DOC}", REQUIREMENT_FIELDS,
+               _without_wheel("variant")),
+    Derivation("torch.index-without-wheel",
+               "PyTorch wheel indexes the project names (`--index-url`, `--extra-index-url` in its requirements "
+               "files) whose build no torch release has for this platform (`.../whl/cu121` on macOS): `url`, "
+               "`variant`, `platform`, `variants` (the builds published for this platform), `source`",
+               INDEX_FIELDS,
+               lambda derived: index_without_wheel(derived.facts, derived.tables[TORCH_BUILDS])),
+]
