@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from _once import built_once, linked_copy
+from _venvs import VenvMaker
 from click.testing import CliRunner, Result
 
 from envcheck.facts import _collector
@@ -306,6 +307,13 @@ def cuda_torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
         return override
     return _shared_torch_python(tmp_path_factory, "cuda-torch-venv", CUDA_TORCH_REQUIREMENT,
                                 os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))
+
+
+@pytest.fixture(scope="session")
+def venv_maker(tmp_path_factory: pytest.TempPathFactory) -> VenvMaker:
+    """`venv_maker.make(dest)`: a real venv with pip, as `python -m venv DEST` makes it, without its seconds of
+    ensurepip (tests/_venvs.py)."""
+    return VenvMaker(tmp_path_factory)
 
 
 @pytest.fixture

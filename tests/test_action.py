@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _venvs import VenvMaker
 from conftest import BIN, clean_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,13 +236,12 @@ def test_run_step_imports_nothing_from_the_repository(runner: Runner, checked_ve
 
 
 @pytest.mark.slow
-def test_whole_action_leaves_the_checked_venv_alone(runner: Runner) -> None:
+def test_whole_action_leaves_the_checked_venv_alone(runner: Runner, venv_maker: VenvMaker) -> None:
     """Both steps in order against a fresh venv with pip, in a workspace with modules that must not be imported:
     envcheck goes into its own venv under RUNNER_TEMP, the checked venv is checked with --python and keeps exactly
     the packages it had."""
     venv = runner.root / "project-venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=_TIMEOUT_S, capture_output=True,
-                   env=clean_env())
+    venv_maker.make(venv, env=clean_env())
     markers = _hostile(runner.workspace)  # the install step's pip, venv and ensurepip are not the repository's
     python = str(venv / BIN / "python")
     before = _site_listing(venv)

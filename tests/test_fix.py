@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _venvs import VenvMaker
 from click.testing import CliRunner, Result
-from conftest import BIN, clean_env, facts_dict
+from conftest import clean_env, facts_dict
 from test_real_env import make_wheel
 
 from envcheck import fix as fix_mod
@@ -460,11 +461,9 @@ def fakes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _venv_with_conflict(path: Path, fakes: Path) -> Path:
+def _venv_with_conflict(path: Path, fakes: Path, venv_maker: VenvMaker) -> Path:
     """A real venv where fakevision 0.21.0 sits next to faketorch 2.13.0 (installed --no-deps, as pins break)."""
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=_TIMEOUT_S, env=clean_env(),
-                   capture_output=True)
-    python = path / BIN / "python"
+    python = venv_maker.make(path, env=clean_env())
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", fakes, "--no-deps",
                     "fakevision==0.21.0", "faketorch==2.13.0"], check=True, timeout=_TIMEOUT_S, env=clean_env(),
                    capture_output=True)
@@ -479,10 +478,10 @@ def _envcheck(*args: str | Path, cwd: Path, fakes: Path) -> subprocess.Completed
 
 
 @pytest.mark.slow
-def test_fix_yes_fixes_a_pin_conflict_for_real(tmp_path: Path, fakes: Path) -> None:
+def test_fix_yes_fixes_a_pin_conflict_for_real(tmp_path: Path, fakes: Path, venv_maker: VenvMaker) -> None:
     """`envcheck fix --yes --python VENV` merges the pin fix and a project requirement into one real pip install,
     prints before/after, and the next `envcheck` of that venv exits 0."""
-    python = _venv_with_conflict(tmp_path / "venv", fakes)
+    python = _venv_with_conflict(tmp_path / "venv", fakes, venv_maker)
     proc = _envcheck("fix", "--yes", "--static", "--no-config", "--python", python, "--require", "fakeaddon",
                      cwd=tmp_path, fakes=fakes)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -501,9 +500,10 @@ def test_fix_yes_fixes_a_pin_conflict_for_real(tmp_path: Path, fakes: Path) -> N
 
 
 @pytest.mark.slow
-def test_fix_reports_a_failing_pip_and_changes_nothing_after_it(tmp_path: Path, fakes: Path) -> None:
+def test_fix_reports_a_failing_pip_and_changes_nothing_after_it(tmp_path: Path, fakes: Path,
+                                                                venv_maker: VenvMaker) -> None:
     """A pip install that cannot succeed stops the plan with exit 1; the re-check shows the problems remain."""
-    python = _venv_with_conflict(tmp_path / "venv", fakes)
+    python = _venv_with_conflict(tmp_path / "venv", fakes, venv_maker)
     proc = _envcheck("fix", "--yes", "--static", "--no-config", "--python", python, "--require", "fake-absent>=1",
                      cwd=tmp_path, fakes=fakes)
     assert proc.returncode == 1, proc.stdout + proc.stderr

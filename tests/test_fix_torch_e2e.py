@@ -20,6 +20,7 @@ import pytest
 from _index import TORCH, LocalIndex, local_index, uv_binary  # noqa: F401 - local_index is a fixture
 from _index import ok as _ok
 from _index import run as _run
+from _venvs import VenvMaker
 from conftest import BIN
 
 pytestmark = [pytest.mark.slow,
@@ -54,11 +55,10 @@ def _uv_venv(tmp_path: Path, env: Mapping[str, str], uv: str, *packages: str) ->
     return _python(venv)
 
 
-def _pip_venv(tmp_path: Path, env: Mapping[str, str], *packages: str) -> Path:
-    venv = tmp_path / "pip-venv"
-    _ok(_run([sys.executable, "-m", "venv", venv], env, tmp_path))
-    _ok(_run([_python(venv), "-m", "pip", "install", "--quiet", *packages], env, tmp_path))
-    return _python(venv)
+def _pip_venv(tmp_path: Path, env: Mapping[str, str], venv_maker: VenvMaker, *packages: str) -> Path:
+    python = venv_maker.make(tmp_path / "pip-venv", env=env)
+    _ok(_run([python, "-m", "pip", "install", "--quiet", *packages], env, tmp_path))
+    return python
 
 
 # torchvision 0.20.0 (made for torch 2.5.0, and pinning it) beside torch 2.13.0+cpu; numpy and pillow, which both
@@ -123,9 +123,10 @@ def test_uv_venv_old_companion_fix_yes_keeps_torch(env: dict[str, str], uv: str,
     _assert_clean(python, env, tmp_path)
 
 
-def test_pip_venv_old_companion_fix_yes_keeps_torch(env: dict[str, str], tmp_path: Path) -> None:
+def test_pip_venv_old_companion_fix_yes_keeps_torch(env: dict[str, str], tmp_path: Path,
+                                                    venv_maker: VenvMaker) -> None:
     """The same in a pip venv: pip installs the CPU torchvision from the CPU index; torch is untouched."""
-    python = _pip_venv(tmp_path, env, *OLD_COMPANION)
+    python = _pip_venv(tmp_path, env, venv_maker, *OLD_COMPANION)
     proc = _envcheck("fix", "--yes", "--static", "--python", python, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"$ {shlex.quote(str(python))} -m pip install --no-deps torchvision==0.28.0+cpu --index-url " in proc.stdout
@@ -134,9 +135,10 @@ def test_pip_venv_old_companion_fix_yes_keeps_torch(env: dict[str, str], tmp_pat
     _assert_clean(python, env, tmp_path)
 
 
-def test_cuda_companion_beside_cpu_torch_is_replaced_by_the_cpu_build(env: dict[str, str], tmp_path: Path) -> None:
+def test_cuda_companion_beside_cpu_torch_is_replaced_by_the_cpu_build(env: dict[str, str], tmp_path: Path,
+                                                                      venv_maker: VenvMaker) -> None:
     """CPU torch, PyPI's CUDA torchvision of the right release (EC0703): fix installs torchvision's +cpu build."""
-    python = _pip_venv(tmp_path, env, *CUDA_COMPANION)
+    python = _pip_venv(tmp_path, env, venv_maker, *CUDA_COMPANION)
     failing = _failing(_report(python, env, tmp_path))
     assert [f["id"] for f in failing] == ["EC0703"], [(f["id"], f["summary"]) for f in failing]
     assert [c["argv"][3:] for c in failing[0]["commands"]] == [

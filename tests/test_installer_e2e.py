@@ -21,6 +21,7 @@ import pytest
 from _index import TORCH, LocalIndex, local_index  # noqa: F401 - local_index is a fixture
 from _index import ok as _ok
 from _index import run as _run
+from _venvs import VenvMaker
 from conftest import BIN
 
 pytestmark = pytest.mark.slow
@@ -48,12 +49,11 @@ def uv_venv(tmp_path: Path, env: dict[str, str], uv: str) -> Path:
 
 
 @pytest.fixture
-def pip_venv(tmp_path: Path, env: dict[str, str]) -> Path:
+def pip_venv(tmp_path: Path, env: dict[str, str], venv_maker: VenvMaker) -> Path:
     """`python -m venv` (pip inside) with torch and torchvision installed by pip without their requirements."""
-    venv = tmp_path / "pip-venv"
-    _ok(_run([sys.executable, "-m", "venv", venv], env, tmp_path))
-    _ok(_run([_python(venv), "-m", "pip", "install", "--quiet", "--no-deps", *PACKAGES], env, tmp_path))
-    return _python(venv)
+    python = venv_maker.make(tmp_path / "pip-venv", env=env)
+    _ok(_run([python, "-m", "pip", "install", "--quiet", "--no-deps", *PACKAGES], env, tmp_path))
+    return python
 
 
 def _envcheck(*args: str | Path, env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,7 @@ import pytest
 from _index import CPU_INDEX, STAND_INS, LocalIndex, StandIn, platform_tag, serve, torchvision_stand_in, write_index
 from _index import ok as _ok
 from _index import run as _run
+from _venvs import VenvMaker
 from conftest import BIN
 
 pytestmark = [pytest.mark.slow,
@@ -111,11 +112,9 @@ def _assert_clean(python: Path, env: Mapping[str, str], cwd: Path) -> None:
 # --- the layered environments ----------------------------------------------------------------------------------
 
 
-def _pth_layered(tmp_path: Path, env: Mapping[str, str]) -> tuple[Path, Path]:
+def _pth_layered(tmp_path: Path, env: Mapping[str, str], venv_maker: VenvMaker) -> tuple[Path, Path]:
     """A base venv, and a venv over it: its own site-packages first, then the base's, by a `.pth` line."""
-    base, over = _python(tmp_path / "base"), _python(tmp_path / "over")
-    for prefix in (base, over):
-        _ok(_run([sys.executable, "-m", "venv", prefix.parent.parent], env, tmp_path))
+    base, over = (venv_maker.make(tmp_path / name, env=env) for name in ("base", "over"))
     _pip(base, env, tmp_path, *BASE_PACKAGES)
     (_site(over, env, tmp_path) / "_base.pth").write_text(f"{_site(base, env, tmp_path)}\n", encoding="utf-8")
     return base, over
@@ -144,12 +143,11 @@ def _python_installation(tmp_path: Path, env: Mapping[str, str]) -> Path:
     return root / "bin" / "python"
 
 
-def _system_site_layered(tmp_path: Path, env: Mapping[str, str]) -> tuple[Path, Path]:
+def _system_site_layered(tmp_path: Path, env: Mapping[str, str], venv_maker: VenvMaker) -> tuple[Path, Path]:
     """A Python installation with packages, and a `--system-site-packages` venv made by it."""
     base = _python_installation(tmp_path, env)
     _pip(base, env, tmp_path, *BASE_PACKAGES)
-    over = _python(tmp_path / "over")
-    _ok(_run([base, "-m", "venv", "--system-site-packages", over.parent.parent], env, tmp_path))
+    over = venv_maker.make(tmp_path / "over", python=base, system_site_packages=True, env=env)
     return base, over
 
 
@@ -157,9 +155,10 @@ LAYERINGS = [pytest.param(_pth_layered, id="pth-line"), pytest.param(_system_sit
 
 
 @pytest.mark.parametrize("layered", LAYERINGS)
-def test_installer_in_both_layers_is_not_reported(layered: Any, tmp_path: Path, env: dict[str, str]) -> None:
+def test_installer_in_both_layers_is_not_reported(layered: Any, tmp_path: Path, env: dict[str, str],
+                                                  venv_maker: VenvMaker) -> None:
     """pip and setuptools in the venv and in its base, nothing broken: the check is clean."""
-    _, over = layered(tmp_path, env)
+    _, over = layered(tmp_path, env, venv_maker)
     copies = _versions(over, env, tmp_path)
     assert len(copies["pip"]) == 2, copies["pip"]
     assert not _failing(_report(over, env, tmp_path))
@@ -167,10 +166,11 @@ def test_installer_in_both_layers_is_not_reported(layered: Any, tmp_path: Path, 
 
 
 @pytest.mark.parametrize("layered", LAYERINGS)
-def test_layered_torchvision_commands_run_as_printed(layered: Any, tmp_path: Path, env: dict[str, str]) -> None:
+def test_layered_torchvision_commands_run_as_printed(layered: Any, tmp_path: Path, env: dict[str, str],
+                                                     venv_maker: VenvMaker) -> None:
     """torchvision 0.20.0 over the base's 0.28.0+cpu: EC0702 and one EC0103 (torchvision, not pip); the printed
     commands neither uninstall pip nor install 0.20.0, run as printed, and leave the base as it was."""
-    base, over = layered(tmp_path, env)
+    base, over = layered(tmp_path, env, venv_maker)
     _pip(over, env, tmp_path, "torchvision==0.20.0")
     before = _versions(base, env, tmp_path)
     failing = _failing(_report(over, env, tmp_path))
@@ -188,10 +188,11 @@ def test_layered_torchvision_commands_run_as_printed(layered: Any, tmp_path: Pat
 
 
 @pytest.mark.parametrize("layered", LAYERINGS)
-def test_layered_numpy_fix_yes_brings_numpy_2_back(layered: Any, tmp_path: Path, env: dict[str, str]) -> None:
+def test_layered_numpy_fix_yes_brings_numpy_2_back(layered: Any, tmp_path: Path, env: dict[str, str],
+                                                   venv_maker: VenvMaker) -> None:
     """numpy 1.26.4 over the base's NumPy 2: EC0101's command names numpy once, with the range every requirer
     accepts; `envcheck fix --yes` removes the layered numpy only, and the re-check is clean."""
-    base, over = layered(tmp_path, env)
+    base, over = layered(tmp_path, env, venv_maker)
     _pip(over, env, tmp_path, "numpy==1.26.4")
     before = _versions(base, env, tmp_path)
     failing = _failing(_report(over, env, tmp_path))
@@ -210,9 +211,9 @@ def test_layered_numpy_fix_yes_brings_numpy_2_back(layered: Any, tmp_path: Path,
     assert _versions(base, env, tmp_path) == before
 
 
-def test_layered_torchvision_fix_yes(tmp_path: Path, env: dict[str, str]) -> None:
+def test_layered_torchvision_fix_yes(tmp_path: Path, env: dict[str, str], venv_maker: VenvMaker) -> None:
     """`envcheck fix --yes --fail-on warning` on the `.pth` layering: it runs the plan and the re-check is clean."""
-    base, over = _pth_layered(tmp_path, env)
+    base, over = _pth_layered(tmp_path, env, venv_maker)
     _pip(over, env, tmp_path, "torchvision==0.20.0")
     proc = _envcheck("fix", "--yes", "--static", "--fail-on", "warning", "--python", over, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

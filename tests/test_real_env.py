@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _venvs import VenvMaker
 from conftest import BIN, clean_env
 
 pytestmark = pytest.mark.slow
@@ -118,8 +119,9 @@ def houses(tmp_path_factory: pytest.TempPathFactory) -> Houses:
     return Houses(wheelhouse, fakes, tmp_path_factory.mktemp("work"))
 
 
-def _new_venv(path: Path, houses: Houses, *, envcheck: bool, fakes: Sequence[str] = ()) -> Venv:
-    _ok(_run([sys.executable, "-m", "venv", path], cwd=houses.work, timeout=_PIP_TIMEOUT_S))
+def _new_venv(path: Path, houses: Houses, venv_maker: VenvMaker, *, envcheck: bool,
+              fakes: Sequence[str] = ()) -> Venv:
+    venv_maker.make(path, env=_clean_env(None))
     venv = Venv(path)
     if envcheck:
         venv.pip_install("--no-index", "--find-links", houses.envcheck, "envcheck-ml")
@@ -133,21 +135,22 @@ def _new_venv(path: Path, houses: Houses, *, envcheck: bool, fakes: Sequence[str
 
 
 @pytest.fixture(scope="module")
-def conflicted(tmp_path_factory: pytest.TempPathFactory, houses: Houses) -> Venv:
+def conflicted(tmp_path_factory: pytest.TempPathFactory, houses: Houses, venv_maker: VenvMaker) -> Venv:
     """envcheck plus fakevision 0.21.0 (which pins faketorch 2.6.0) next to faketorch 2.13.0."""
-    return _new_venv(tmp_path_factory.mktemp("conflicted") / "venv", houses, envcheck=True,
+    return _new_venv(tmp_path_factory.mktemp("conflicted") / "venv", houses, venv_maker, envcheck=True,
                      fakes=["fakevision==0.21.0", "faketorch==2.13.0"])
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory: pytest.TempPathFactory, houses: Houses) -> Venv:
+def clean(tmp_path_factory: pytest.TempPathFactory, houses: Houses, venv_maker: VenvMaker) -> Venv:
     """envcheck and its dependencies only."""
-    return _new_venv(tmp_path_factory.mktemp("clean") / "venv", houses, envcheck=True)
+    return _new_venv(tmp_path_factory.mktemp("clean") / "venv", houses, venv_maker, envcheck=True)
 
 
-def _bare(tmp_path: Path, houses: Houses) -> Venv:
+def _bare(tmp_path: Path, houses: Houses, venv_maker: VenvMaker) -> Venv:
     """The conflicting wheels without envcheck: a project's environment checked from outside."""
-    return _new_venv(tmp_path / "target", houses, envcheck=False, fakes=["fakevision==0.21.0", "faketorch==2.13.0"])
+    return _new_venv(tmp_path / "target", houses, venv_maker, envcheck=False,
+                     fakes=["fakevision==0.21.0", "faketorch==2.13.0"])
 
 
 def _pin_command(python: Path) -> str:
@@ -208,9 +211,10 @@ def test_json_report_matches_the_shipped_schema(conflicted: Venv, houses: Houses
     jsonschema.validators.validator_for(schema)(schema).validate(report)
 
 
-def test_python_option_checks_another_venv(clean: Venv, houses: Houses, tmp_path: Path) -> None:
+def test_python_option_checks_another_venv(clean: Venv, houses: Houses, tmp_path: Path,
+                                           venv_maker: VenvMaker) -> None:
     """`--python` checks a venv without envcheck: the finding and the command are that venv's, not envcheck's."""
-    target = _bare(tmp_path, houses)
+    target = _bare(tmp_path, houses, venv_maker)
     proc = _run([clean.script("envcheck"), "--python", target.python], cwd=houses.work)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "fakevision 0.21.0 requires faketorch==2.6.0, but faketorch 2.13.0 is installed" in proc.stdout
@@ -221,9 +225,10 @@ def test_python_option_checks_another_venv(clean: Venv, houses: Houses, tmp_path
     assert _run([target.python, "-c", "import envcheck"], cwd=houses.work).returncode != 0
 
 
-def test_printed_command_fixes_the_conflict(clean: Venv, houses: Houses, tmp_path: Path) -> None:
+def test_printed_command_fixes_the_conflict(clean: Venv, houses: Houses, tmp_path: Path,
+                                            venv_maker: VenvMaker) -> None:
     """Running the reported command, exactly as reported, makes the next check of that venv exit 0."""
-    target = _bare(tmp_path, houses)
+    target = _bare(tmp_path, houses, venv_maker)
     report = _json(_run([clean.script("envcheck"), "--python", target.python, "--format", "json"], cwd=houses.work))
     (finding,) = _conflicts(report)
     (argv,) = (c["argv"] for c in finding["commands"])

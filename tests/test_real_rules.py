@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _venvs import VenvMaker
 from conftest import BIN, clean_env, own_torch_python
 from test_real_env import make_wheel
 
@@ -35,9 +36,8 @@ def _pip(python: Path | str, *args: str) -> None:
         pytest.skip(message)
 
 
-def _venv(path: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=_TIMEOUT_S)
-    return path / BIN / "python"
+def _venv(path: Path, venv_maker: VenvMaker) -> Path:
+    return venv_maker.make(path)
 
 
 def _site(python: Path) -> Path:
@@ -59,11 +59,11 @@ def _verdicts(report: dict[str, Any], rule_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def mixed(tmp_path_factory: pytest.TempPathFactory, venv_maker: VenvMaker) -> Path:
     """A venv with a real torchvision 0.21.0 (pinned to torch 2.6.0) next to a torch 2.13.0, real lightning and
     pytorch-lightning, real transformers, and NVIDIA apex's layout planted in site-packages."""
     root = tmp_path_factory.mktemp("mixed")
-    python = _venv(root / "venv")
+    python = _venv(root / "venv", venv_maker)
     house = root / "wheels"
     house.mkdir()
     torch_wheel = make_wheel(house, "torch", "2.13.0")  # only its metadata matters to the static check
@@ -103,9 +103,9 @@ def test_transformers_next_to_nvidia_apex(mixed: Path) -> None:
     assert [f["status"] for f in _verdicts(report, "EC0310")] == ["pass"]
 
 
-def test_namesake_apex_is_not_nvidia_apex(tmp_path: Path) -> None:
+def test_namesake_apex_is_not_nvidia_apex(tmp_path: Path, venv_maker: VenvMaker) -> None:
     """PyPI's `apex` (a Pyramid toolkit, built from its sdist) next to transformers is not flagged."""
-    python = _venv(tmp_path / "venv")
+    python = _venv(tmp_path / "venv", venv_maker)
     _pip(python, "--no-deps", "transformers==4.44.2", "apex==0.9.10dev")
     _, report = _check(python, "--static")
     assert [f["status"] for f in _verdicts(report, "EC0301")] == ["pass"]
@@ -113,10 +113,10 @@ def test_namesake_apex_is_not_nvidia_apex(tmp_path: Path) -> None:
 
 
 
-def test_library_pairs_that_break_each_other(tmp_path: Path) -> None:
+def test_library_pairs_that_break_each_other(tmp_path: Path, venv_maker: VenvMaker) -> None:
     """Real peft 0.17.1 and trl 0.11.4 wheels next to transformers 5.0.0: peft's HybridCache import (EC1209), trl's
     `tokenizer=` (EC1207) and its DPOTrainer import (EC1218) are found; peft's transformers floor (EC1208) passes."""
-    python = _venv(tmp_path / "venv")
+    python = _venv(tmp_path / "venv", venv_maker)
     _pip(python, "--no-deps", "peft==0.17.1", "trl==0.11.4", "transformers==5.0.0")
     _, report = _check(python, "--static")
     assert {rule_id: [f["status"] for f in _verdicts(report, rule_id)] for rule_id in (

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from _index import StandIn, serve, write_index
+from _venvs import VenvMaker
 from conftest import EXT_SUFFIX, collect_facts, dist_dict, facts_dict, write_dist, write_tree
 
 from envcheck import fix as fix_mod
@@ -190,11 +191,9 @@ def test_fix_runs_a_removal_by_name_only_with_allow_other() -> None:
 # --- real pip, real venvs --------------------------------------------------------------------------------------
 
 
-def _venv(tmp_path: Path) -> tuple[Path, Path]:
+def _venv(tmp_path: Path, venv_maker: VenvMaker) -> tuple[Path, Path]:
     """A `python -m venv` with its bundled pip: (its python, its site-packages)."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    python = venv_maker.make(tmp_path / "venv")
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()
     return python, Path(site)
@@ -231,10 +230,11 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.posix
-def test_real_pip_cannot_uninstall_it_and_the_printed_command_can(tmp_path: Path, env: dict[str, str]) -> None:
+def test_real_pip_cannot_uninstall_it_and_the_printed_command_can(tmp_path: Path, env: dict[str, str],
+                                                                   venv_maker: VenvMaker) -> None:
     """apex with an empty RECORD: the real `pip uninstall -y apex` says "No files were found to uninstall" and
     leaves it; envcheck prints `rm -rf` of its files instead, which, run as printed, leaves a clean re-check."""
-    python, site = _venv(tmp_path)
+    python, site = _venv(tmp_path, venv_maker)
     _apex_site(site, [])
     pip = _run([str(python), "-m", "pip", "uninstall", "-y", "apex"], env, tmp_path)
     assert "No files were found to uninstall" in pip.stdout + pip.stderr
@@ -249,7 +249,8 @@ def test_real_pip_cannot_uninstall_it_and_the_printed_command_can(tmp_path: Path
 
 @pytest.mark.slow
 @pytest.mark.posix
-def test_ec0105_commands_run_where_pip_fails_on_other_metadata(tmp_path: Path, env: dict[str, str]) -> None:
+def test_ec0105_commands_run_where_pip_fails_on_other_metadata(tmp_path: Path, env: dict[str, str],
+                                                               venv_maker: VenvMaker) -> None:
     """ecfoo has version 1.0-custom (EC0105) and ecbar's METADATA is not UTF-8: the real pip stops with a
     traceback on the rule's own `pip uninstall` / `pip install`; the commands envcheck prints, run as printed,
     fix it and the re-check is clean."""
@@ -257,7 +258,7 @@ def test_ec0105_commands_run_where_pip_fails_on_other_metadata(tmp_path: Path, e
     with serve(root, tmp_path / "cache") as index:
         env = {**{k: v for k, v in env.items() if k != "PIP_NO_INDEX"}, "PIP_INDEX_URL": index.url,
                "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-        python, site = _venv(tmp_path)
+        python, site = _venv(tmp_path, venv_maker)
         assert _run([str(python), "-m", "pip", "install", "ecfoo", "ecbar"], env, tmp_path).returncode == 0
         metadata = site / "ecfoo-1.0.dist-info" / "METADATA"
         metadata.write_text(metadata.read_text(encoding="utf-8").replace("Version: 1.0", "Version: 1.0-custom"),
