@@ -14,7 +14,7 @@ before a change). Alternating rounds, after one warm-up round:
   torch._dynamo it is the longest part of a full check;
 - `envcheck check --no-cache` (this checkout, and `--other`): static facts and every probe;
 - `envcheck check --static`, re-checked: warm caches, but not a replay of the last answer (a variable the replay
-  compares differs each run), as after any change to the environment;
+  compares differs each run), as after any change to the environment; and cold, with an empty cache each run;
 - `python -m pip check`.
 Then `python -m torch.utils.collect_env` once, and one `envcheck facts --no-cache` whose probe timings (each probe's
 wall_s, each extension's import_s) are printed; that snapshot and the timings go to bench/results/ (or --out).
@@ -87,8 +87,17 @@ def main() -> None:
         envs[series[-1].label] = lambda: envcheck_env(other)
     series.append(Series("envcheck check --static (re-checked)", [python, "-m", "envcheck", "check", "--static"]))
     envs[series[-1].label] = lambda: {**envcheck_env(REPO), "ENVCHECK_BENCH_RUN": str(next(runs))}
+    series.append(Series("envcheck check --static (cold: no cache)", [python, "-m", "envcheck", "check", "--static"]))
+    envs[series[-1].label] = lambda: {**envcheck_env(REPO),
+                                      "ENVCHECK_CACHE_DIR": tempfile.mkdtemp(prefix="cache-", dir=cwd)}
     series.append(Series("python -m pip check", [python, "-m", "pip", "check"]))
-    run_once(series[-2].argv, cwd, envs[series[-2].label]())  # fills the static series' caches
+    if args.other is not None:
+        series.append(Series(f"envcheck check --static (re-checked, {args.other_label})",
+                             [python, "-m", "envcheck", "check", "--static"]))
+        envs[series[-1].label] = lambda: {**envcheck_env(other), "ENVCHECK_BENCH_RUN": str(next(runs))}
+    for s in series:
+        if "re-checked" in s.label:
+            run_once(s.argv, cwd, envs[s.label]())  # fills its caches
     run_alternating(series, args.runs, args.warmup, cwd, child_env(), envs=envs)
     collect_env = run_once([python, "-m", "torch.utils.collect_env"], cwd, child_env())
     stats = {s.label: s.stats() for s in series}
