@@ -27,7 +27,7 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
     """The folder `name` of this run, which `build(folder)` filled (it creates the folder); built by one worker.
 
     Claiming the build is a `mkdir`, which is atomic on every platform; the builder then writes an outcome file

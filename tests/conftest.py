@@ -26,6 +26,7 @@ from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout
 EXT_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]  # ".cpython-311-x86_64-linux-gnu.so" on CPython/Linux
 SITE = "/opt/venv/lib/python3.11/site-packages"
 
@@ -307,6 +308,21 @@ def cuda_torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
         return override
     return _shared_torch_python(tmp_path_factory, "cuda-torch-venv", CUDA_TORCH_REQUIREMENT,
                                 os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))
+
+
+@pytest.fixture(scope="session")
+def envcheck_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """envcheck's wheel, built from this checkout by `pip wheel`, and the wheels of its dependencies; built once for
+    the run (every pytest-xdist worker), so the tests only read it."""
+
+    def build(folder: Path) -> None:
+        folder.mkdir()
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(folder), str(ROOT)],
+                              cwd=folder, env=clean_env(), capture_output=True, text=True,
+                              timeout=_INSTALL_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, f"pip wheel exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+
+    return built_once(tmp_path_factory, "envcheck-wheelhouse", build)
 
 
 @pytest.fixture(scope="session")

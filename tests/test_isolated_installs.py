@@ -66,12 +66,9 @@ def _ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """envcheck's wheel, built from this checkout, and the wheels of its dependencies."""
-    house = tmp_path_factory.mktemp("wheelhouse")
-    _ok(_run([sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", house, ROOT], cwd=house,
-             env=clean_env()))
-    return house
+def wheelhouse(envcheck_wheelhouse: Path) -> Path:
+    """envcheck's wheel, built from this checkout, and the wheels of its dependencies (conftest's, built once)."""
+    return envcheck_wheelhouse
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import importlib.util
 import json
 import shlex
 import subprocess
-import sys
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _once import built_once
 from _venvs import VenvMaker
 from conftest import BIN, clean_env
 
@@ -106,17 +106,14 @@ class Houses:
 
 
 @pytest.fixture(scope="module")
-def houses(tmp_path_factory: pytest.TempPathFactory) -> Houses:
+def houses(tmp_path_factory: pytest.TempPathFactory, envcheck_wheelhouse: Path) -> Houses:
     if importlib.util.find_spec("ensurepip") is None:
         pytest.skip("this Python cannot create virtual environments with pip (no ensurepip; Debian: python3-venv)")
-    wheelhouse = tmp_path_factory.mktemp("wheelhouse")
-    _ok(_run([sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", wheelhouse, ROOT],
-             cwd=wheelhouse, timeout=_PIP_TIMEOUT_S))
-    assert len(list(wheelhouse.glob("envcheck_ml-*.whl"))) == 1
+    assert len(list(envcheck_wheelhouse.glob("envcheck_ml-*.whl"))) == 1
     fakes = tmp_path_factory.mktemp("fakes")
     for name, version, requires in FAKES:
         make_wheel(fakes, name, version, requires)
-    return Houses(wheelhouse, fakes, tmp_path_factory.mktemp("work"))
+    return Houses(envcheck_wheelhouse, fakes, tmp_path_factory.mktemp("work"))
 
 
 def _new_venv(path: Path, houses: Houses, venv_maker: VenvMaker, *, envcheck: bool,
@@ -136,15 +133,17 @@ def _new_venv(path: Path, houses: Houses, venv_maker: VenvMaker, *, envcheck: bo
 
 @pytest.fixture(scope="module")
 def conflicted(tmp_path_factory: pytest.TempPathFactory, houses: Houses, venv_maker: VenvMaker) -> Venv:
-    """envcheck plus fakevision 0.21.0 (which pins faketorch 2.6.0) next to faketorch 2.13.0."""
-    return _new_venv(tmp_path_factory.mktemp("conflicted") / "venv", houses, venv_maker, envcheck=True,
-                     fakes=["fakevision==0.21.0", "faketorch==2.13.0"])
+    """envcheck plus fakevision 0.21.0 (which pins faketorch 2.6.0) next to faketorch 2.13.0; built once for the
+    run (the tests only run it)."""
+    return Venv(built_once(tmp_path_factory, "real-env-conflicted", lambda folder: _new_venv(
+        folder, houses, venv_maker, envcheck=True, fakes=["fakevision==0.21.0", "faketorch==2.13.0"])))
 
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory, houses: Houses, venv_maker: VenvMaker) -> Venv:
-    """envcheck and its dependencies only."""
-    return _new_venv(tmp_path_factory.mktemp("clean") / "venv", houses, venv_maker, envcheck=True)
+    """envcheck and its dependencies only; built once for the run (the tests only run it)."""
+    return Venv(built_once(tmp_path_factory, "real-env-clean",
+                           lambda folder: _new_venv(folder, houses, venv_maker, envcheck=True)))
 
 
 def _bare(tmp_path: Path, houses: Houses, venv_maker: VenvMaker) -> Venv:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _once import built_once
 from _venvs import VenvMaker
 from conftest import BIN, clean_env, own_torch_python
 from test_real_env import make_wheel
@@ -61,8 +62,13 @@ def _verdicts(report: dict[str, Any], rule_id: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory, venv_maker: VenvMaker) -> Path:
     """A venv with a real torchvision 0.21.0 (pinned to torch 2.6.0) next to a torch 2.13.0, real lightning and
-    pytorch-lightning, real transformers, and NVIDIA apex's layout planted in site-packages."""
-    root = tmp_path_factory.mktemp("mixed")
+    pytorch-lightning, real transformers, and NVIDIA apex's layout planted in site-packages; built once for the run
+    (the tests only check it)."""
+    root = built_once(tmp_path_factory, "real-rules-mixed", lambda folder: _mixed(folder, venv_maker))
+    return root / "venv" / BIN / "python"
+
+
+def _mixed(root: Path, venv_maker: VenvMaker) -> None:
     python = _venv(root / "venv", venv_maker)
     house = root / "wheels"
     house.mkdir()
@@ -76,7 +82,6 @@ def mixed(tmp_path_factory: pytest.TempPathFactory, venv_maker: VenvMaker) -> Pa
     (site / "apex" / "normalization" / "__init__.py").write_text("")
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     (site / f"fused_layer_norm_cuda{suffix}").write_bytes(b"")
-    return python
 
 
 def test_torchvision_built_for_another_torch(mixed: Path) -> None:
