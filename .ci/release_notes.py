@@ -4,7 +4,7 @@ step, and its GitHub release's notes.
 
     python .ci/release_notes.py v0.1.0 > notes.md
 
-The version has one source, `__version__` in envcheck/__init__.py (pyproject.toml reads it there); the tag must be
+The version has one source, `__version__` in envcheck/version.py (pyproject.toml reads it there); the tag must be
 `v` and exactly that version. CHANGELOG.md must have a `## [0.1.0]` section (Keep a Changelog: `## [0.1.0] -
 2026-01-31`) with something in it; its body, up to the next `## ` heading or the link definitions at the end, is
 printed. Exit status: 0 with the notes on standard output; 1 with one line saying what is wrong; 2 on bad usage.
@@ -27,7 +27,7 @@ _LINK_DEFINITION = re.compile(r"^\[[^\]]+\]: \S")
 def check_tag(tag: str, version: str) -> None:
     """Raise Failed unless `tag` is `v` + `version`."""
     if tag != f"v{version}":
-        raise Failed(f"the tag {tag} does not match envcheck/__init__.py's __version__ {version} (expected v{version})")
+        raise Failed(f"the tag {tag} does not match envcheck/version.py's __version__ {version} (expected v{version})")
 
 
 def changelog_section(text: str, version: str) -> str:

@@ -4,7 +4,7 @@ and the README's check after a build all run this one script.
 
     python .ci/verify_dist.py DIST_DIR [--torch | --torch-python PATH]
 
-1. DIST_DIR holds one wheel and one sdist of envcheck-ml at envcheck/__init__.py's version, and `twine check
+1. DIST_DIR holds one wheel and one sdist of envcheck-ml at envcheck/version.py's version, and `twine check
    --strict` passes both (twine must be installed for the interpreter that runs this script).
 2. The wheel holds exactly the package's files besides its .dist-info: every file under envcheck/ (the modules, the
    JSON schemas, py.typed, the child sources that the probes and the collector run in the checked interpreter) and
@@ -55,11 +55,11 @@ class Failed(Exception):
 
 
 def source_version(root: Path = ROOT) -> str:
-    """`__version__` in envcheck/__init__.py: the version's one source (pyproject.toml's [tool.hatch.version])."""
-    text = (root / "envcheck" / "__init__.py").read_text(encoding="utf-8")
+    """`__version__` in envcheck/version.py: the version's one source (pyproject.toml's [tool.hatch.version])."""
+    text = (root / "envcheck" / "version.py").read_text(encoding="utf-8")
     match = re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
     if match is None:
-        raise Failed("envcheck/__init__.py has no `__version__ = \"...\"` line")
+        raise Failed("envcheck/version.py has no `__version__ = \"...\"` line")
     return match.group(1)
 
 
@@ -71,7 +71,7 @@ def _tree(folder: Path) -> list[str]:
 
 def expected_wheel_files(root: Path = ROOT) -> frozenset[str]:
     """What the wheel must hold besides its .dist-info: envcheck/ as it is, rules/ as envcheck/_rules/ (the place
-    envcheck/_resources.py reads the shipped pack from)."""
+    envcheck/support/resources.py reads the shipped pack from)."""
     files = {f"envcheck/{name}" for name in _tree(root / "envcheck")}
     files |= {f"envcheck/_rules/{name}" for name in _tree(root / "rules")}
     # A walk from the wrong folder, or a tree that lost a kind of data, must not make an empty list that passes.
@@ -125,7 +125,7 @@ def find_dists(dist_dir: Path, version: str) -> tuple[Path, Path]:
     found = sorted(p.name for p in dist_dir.iterdir()) if dist_dir.is_dir() else []
     if found != sorted([wheel.name, sdist.name]):
         raise Failed(f"{dist_dir} should hold exactly {wheel.name} and {sdist.name} (the version in "
-                     f"envcheck/__init__.py); it holds {', '.join(found) or 'nothing'}")
+                     f"envcheck/version.py); it holds {', '.join(found) or 'nothing'}")
     return wheel, sdist
 
 
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         version = source_version()
         wheel, sdist = find_dists(args.dist_dir, version)
-        _say(f"{args.dist_dir}: {wheel.name}, {sdist.name} (envcheck/__init__.py says {version})")
+        _say(f"{args.dist_dir}: {wheel.name}, {sdist.name} (envcheck/version.py says {version})")
         if importlib.util.find_spec("twine") is None:
             raise Failed(f"twine is not installed for {sys.executable}: {sys.executable} -m pip install twine")
         _run([sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)], ROOT, dict(os.environ))

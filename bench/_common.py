@@ -264,18 +264,21 @@ t0 = clock()
 import click, packaging.requirements, packaging.specifiers, packaging.markers
 T["import: click + packaging (requirements, specifiers, markers)"] = clock() - t0
 t0 = clock()
-import envcheck._cli
-T["import: envcheck._cli and the rest it pulls in"] = clock() - t0
+import envcheck.cli.click_cli
+T["import: envcheck.cli.click_cli and the rest it pulls in"] = clock() - t0
 import tomllib
 import importlib
-from envcheck import rules as rules_mod
-try:  # collection_request / gather: envcheck.api in later versions, envcheck.check in earlier ones
-    check_mod = importlib.import_module("envcheck.api")
+from envcheck import rule_pack
+try:  # collection_request / gather: envcheck.pipeline.stages now, envcheck.api before, envcheck.check earlier
+    check_mod = importlib.import_module("envcheck.pipeline.stages")
 except ImportError:
-    check_mod = importlib.import_module("envcheck.check")
+    try:
+        check_mod = importlib.import_module("envcheck.api")
+    except ImportError:
+        check_mod = importlib.import_module("envcheck.check")
 try:  # data tables and the requirement cache: envcheck.derived / _packaging later, envcheck.facts.derive earlier
     tables_mod = importlib.import_module("envcheck.derived.tables")
-    requirement_cache = importlib.import_module("envcheck._packaging")
+    requirement_cache = importlib.import_module("envcheck.support.versions")
 except ImportError:
     tables_mod = None
     requirement_cache = importlib.import_module("envcheck.facts.derive")
@@ -285,16 +288,16 @@ from envcheck.conditions import Context
 from envcheck import engine
 from envcheck.report import render
 rule_dirs = [Path(p) for p in sys.argv[1:]]
-files = sorted(p for d in [rules_mod.builtin_rules_dir(), *rule_dirs] for p in d.glob("*.toml"))
+files = sorted(p for d in [rule_pack.builtin_rules_dir(), *rule_dirs] for p in d.glob("*.toml"))
 t0 = clock()
 for p in files:
     tomllib.loads(p.read_text(encoding="utf-8"))
 toml_s = clock() - t0
-rules = step("rules.load: total", rules_mod.load, rule_dirs)
+rules = step("rules.load: total", rule_pack.load, rule_dirs)
 T["rules.load: of which tomllib parsing alone"] = toml_s
 if tables_mod is not None:
     step("rules.load: of which the data tables (read, parsed, validated)", tables_mod.load,
-         [rules_mod.builtin_rules_dir(), *rule_dirs])
+         [rule_pack.builtin_rules_dir(), *rule_dirs])
 request = step("check.collection_request", check_mod.collection_request, rules)
 path = _collector.search_path()
 found = step("collect: importlib.metadata.distributions() listing",
@@ -350,15 +353,15 @@ def phases(python: str, rules_dir: Path | None, cwd: str) -> dict[str, object]:
 
 
 def importtime(python: str, cwd: str, repeat: int = 5) -> list[tuple[int, int, str]]:
-    """(self µs, cumulative µs, indented name) per module of `python -X importtime -c "import envcheck._cli"`.
+    """(self µs, cumulative µs, indented name) per module of `python -X importtime -c "import envcheck.cli.click_cli"`.
 
     Each figure is the median over `repeat` fresh processes: one importtime run is easily off by 2x on a busy machine.
     """
     runs: list[dict[str, tuple[int, int]]] = []
     order: list[str] = []
     for _ in range(repeat):
-        proc = subprocess.run([python, "-X", "importtime", "-c", "import envcheck._cli"], cwd=cwd, env=child_env(),
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run([python, "-X", "importtime", "-c", "import envcheck.cli.click_cli"], cwd=cwd,
+                              env=child_env(), capture_output=True, text=True, check=True)
         found: dict[str, tuple[int, int]] = {}
         for line in proc.stderr.splitlines():
             m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)

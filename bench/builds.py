@@ -41,21 +41,21 @@ SNAPSHOT = REPO_ROOT / "tests" / "fixtures" / "torch-builds" / "machines" / "rtx
 
 def _argv(source: Path, args: list[str]) -> list[str]:
     code = (f"import sys; sys.path.insert(0, {str(source)!r}); sys.argv = ['envcheck', *{args!r}]; "
-            "from envcheck._cli import console; console()")
+            "from envcheck.cli.click_cli import console; console()")
     return [sys.executable, "-c", code]
 
 
 _IN_PROCESS = """
 import json, sys, time
 sys.path.insert(0, SOURCE)
-from envcheck import rules
+from envcheck import rule_pack
 from envcheck.engine import evaluate
 from envcheck.facts import collect
 start = time.perf_counter()
 for _ in range(10):
-    rules.load()
+    rule_pack.load()
 load_ms = (time.perf_counter() - start) * 100
-pack = rules.load()
+pack = rule_pack.load()
 facts = collect.load(SNAPSHOT)
 start = time.perf_counter()
 for _ in range(ROUNDS):
@@ -65,7 +65,7 @@ print(json.dumps({"rules_load_ms": load_ms, "evaluate_snapshot_ms": (time.perf_c
 
 
 def _in_process(source: Path, rounds: int) -> dict[str, float]:
-    """In a child running `source`: ms per `rules.load()` (rule files and data tables parsed) and per evaluation
+    """In a child running `source`: ms per `rule_pack.load()` (rule files and data tables parsed) and per evaluation
     of the whole pack on the snapshot (which, after the change, decides EC0401 from the matrix with its command)."""
     code = (_IN_PROCESS.replace("SOURCE", repr(str(source))).replace("SNAPSHOT", repr(str(SNAPSHOT)))
             .replace("ROUNDS", str(rounds)))
@@ -105,7 +105,7 @@ def main() -> None:
     for label, samples in in_process.items():
         load = statistics.median(x["rules_load_ms"] for x in samples)
         evaluation = statistics.median(x["evaluate_snapshot_ms"] for x in samples)
-        print(f"in process, {label}: rules.load() {load:.1f} ms, whole pack on the snapshot {evaluation:.2f} ms "
+        print(f"in process, {label}: rule_pack.load() {load:.1f} ms, whole pack on the snapshot {evaluation:.2f} ms "
               f"(medians of {len(samples)} children)")
     if not opts.no_json:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)

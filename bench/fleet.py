@@ -40,9 +40,9 @@ from _common import REPO_ROOT, RESULTS_DIR, Series, check_runs, child_env, fmt, 
 TARGET_OVERHEAD_S = 1.0
 TARGET_MERGE_S = 2.0
 # Each rank doing what a fleet rank does, minus the fleet: import torch.distributed, then a single-node check.
-CHECK_WITH_TORCH = ("import sys, torch.distributed; from envcheck._cli import main; "
+CHECK_WITH_TORCH = ("import sys, torch.distributed; from envcheck.cli.click_cli import main; "
                     "sys.argv[0] = 'envcheck'; main(sys.argv[1:])")
-# `envcheck fleet` through its click group: works whether or not envcheck/_cli.py has registered it yet.
+# `envcheck fleet` through its click group: works whether or not envcheck/cli/click_cli.py has registered it yet.
 FLEET_ENTRY = "import sys; from envcheck.fleet.cli import fleet; fleet.main(sys.argv[1:], prog_name='envcheck fleet')"
 
 PHASES = r'''
@@ -50,10 +50,10 @@ import json, os, socket, sys, time
 t0 = time.perf_counter()
 import torch.distributed
 t_import = time.perf_counter() - t0
-from envcheck import rules as rules_mod
-from envcheck.api import ProbeOptions
+from envcheck import rule_pack
+from envcheck.pipeline.stages import ProbeOptions
 from envcheck.fleet import distributed, local, merge, report
-rules = rules_mod.load()
+rules = rule_pack.load()
 t0 = time.perf_counter(); local.collect(rules, ProbeOptions(run=False), 0); t_collect = time.perf_counter() - t0
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
@@ -70,10 +70,10 @@ print(json.dumps({"import torch.distributed": t_import, "collect (static, alone)
 
 MERGE_PHASES = r'''
 import glob, json, os, sys, time
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.fleet import merge, report
 files = sorted(glob.glob(sys.argv[1] + "/*.json"))
-rules = rules_mod.load()
+rules = rule_pack.load()
 def floor():  # reading and parsing the JSON, which any merge must do
     for f in files:
         with open(f, encoding="utf-8") as fh:

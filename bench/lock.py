@@ -76,10 +76,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,3000,6000")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    from envcheck._packaging import marker_env
     from envcheck.derived.project import lock_drift
     from envcheck.facts import collect as collect_mod
     from envcheck.project.discover import discover
+    from envcheck.support.versions import marker_env
 
     print(f"{'N':>6} {'lock KiB':>9} {'read ms':>8} {'pins ms':>8} {'drift ms':>9} {'check ms':>9} "
           f"{'--no-project ms':>16}")

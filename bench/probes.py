@@ -7,7 +7,7 @@ Alternating runs, in the venv bench/run.py builds (torch + ~100 distributions, e
 - `envcheck --no-cache`: static facts plus every probe in fresh children (one shares `import torch`; the apex probe
   has its own child and skips before importing torch when apex is absent);
 - `python -c "import torch"`: the floor any probe run pays;
-- `envcheck` (replayed): the same check run again, nothing changed: its last report (envcheck/_replay.py);
+- `envcheck` (replayed): the same check run again, nothing changed: its last report (envcheck/pipeline/replay.py);
 - `envcheck` (cached probes, re-checked): an environment variable differs from the last run's, so the check runs,
   its probe results from the cache;
 - `envcheck --static` (replayed): no probes at all, run again.

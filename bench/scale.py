@@ -20,7 +20,7 @@ all / any / not), with placeholders in the texts; about 2% of them fire, so the 
 Then, for the largest case, it writes to bench/results/ (gitignored):
   scale-<stamp>.json          every sample;
   profile-<stamp>.txt         `python -m cProfile -s cumtime -m envcheck --static --rules DIR`;
-  importtime-<stamp>.txt      `python -X importtime -c "import envcheck._cli"`, sorted by cumulative time;
+  importtime-<stamp>.txt      `python -X importtime -c "import envcheck.cli.click_cli"`, sorted by cumulative time;
   and prints a per-phase breakdown (imports, rule loading, collection, snapshot, derivations, evaluation, render)
   measured in one process through envcheck's internal functions.
 
@@ -431,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{ph['parse_requirement_cache']}")
             it = importtime(python, cwd)
             extra["importtime_top"] = sorted(it, key=lambda r: -r[1])[:40]
-            print("\n### -X importtime of envcheck._cli: largest self times (µs, median of 5 processes)\n")
+            print("\n### -X importtime of envcheck.cli.click_cli: largest self times (µs, median of 5 processes)\n")
             print(table(["module", "self µs", "cumulative µs"],
                         [[name.strip(), str(s), str(c)] for s, c, name in sorted(it, key=lambda r: -r[0])[:15]]))
             argv_prof = [python, "-m", "cProfile", "-s", "cumtime", "-m", "envcheck", "--static", "--rules",

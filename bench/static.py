@@ -7,7 +7,7 @@ Commands, each a fresh child in an empty working directory, output discarded, in
   envcheck --static (cold)       an empty cache directory before every run: the rule pack is loaded and validated,
                                  every distribution's metadata read (the cache is written, as a first run does)
   envcheck --static (replayed)   the cache from the previous run of the same command, nothing changed since: the
-                                 last report is written again (envcheck/_replay.py)
+                                 last report is written again (envcheck/pipeline/replay.py)
   envcheck --static (re-checked) the same warm cache, but an environment variable differs from the last run's, so
                                  the check runs (its pack, metadata and requirement walk come from the cache)
   envcheck --static --no-cache   no cache read or written

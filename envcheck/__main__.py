@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envcheck._entry import console
+from envcheck.cli.entry import console
 
 if __name__ == "__main__":
     console()

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envcheck import _files
-from envcheck._packaging import too_complex
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
+from envcheck.support import input_files
+from envcheck.support.versions import too_complex
 
 if TYPE_CHECKING:
     from envcheck.machines.declared import DeclaredMachine
@@ -145,20 +145,21 @@ def _rule_dirs(value: object, cfg: Config, key: str) -> tuple[Path, ...]:
     dirs = []
     for i, text in enumerate(_strings(value, cfg, key)):
         if "\0" in text:  # TOML lets a string hold one ("\u0000"); the OS refuses it in every path
-            raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} holds a NUL character, which no path can hold")
+            raise cfg.error(f"{key}[{i}]", f"{input_files.shown(text)!r} holds a NUL character, which no path can hold")
         try:
             path = (base / text).resolve()
             # A cloned project's configuration is data: it may point envcheck at rule files of its own tree, never
             # at folders elsewhere on the machine (`--rules DIR` on the command line is the user's own choice).
             if not path.is_relative_to(base):
-                raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} is outside the configuration's folder "
+                raise cfg.error(f"{key}[{i}]", f"{input_files.shown(text)!r} is outside the configuration's folder "
                                                f"({base}); rule directories of a project live inside it (use --rules "
                                                "for others)")
             if not path.is_dir():
-                raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} is not a directory (looked for "
-                                               f"{_files.shown(str(path))})")
+                raise cfg.error(f"{key}[{i}]", f"{input_files.shown(text)!r} is not a directory (looked for "
+                                               f"{input_files.shown(str(path))})")
         except OSError as exc:  # a name longer than the file system allows, a folder that cannot be searched
-            raise cfg.error(f"{key}[{i}]", f"{_files.shown(text)!r} cannot be used ({exc.strerror or exc})") from None
+            raise cfg.error(f"{key}[{i}]",
+                            f"{input_files.shown(text)!r} cannot be used ({exc.strerror or exc})") from None
         dirs.append(path)
     return tuple(dirs)
 
@@ -223,7 +224,7 @@ def from_table(table: dict[str, Any], *, file: str | None = None, prefix: str = 
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return _files.load_toml(path, error=ConfigError, limit=_MAX_CONFIG_BYTES)
+    return input_files.load_toml(path, error=ConfigError, limit=_MAX_CONFIG_BYTES)
 
 
 def load(path: Path) -> Config:
@@ -241,7 +242,7 @@ def load(path: Path) -> Config:
 
 def _declares_envcheck(pyproject: Path) -> bool:
     try:
-        raw = _files.read_bytes(pyproject, error=ConfigError, limit=_MAX_CONFIG_BYTES)
+        raw = input_files.read_bytes(pyproject, error=ConfigError, limit=_MAX_CONFIG_BYTES)
     except ConfigError:
         return False  # one that cannot be read is passed over like one without the table
     if b"envcheck" not in raw:  # most pyproject.toml files on the way up never mention it: skip the parse

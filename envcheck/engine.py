@@ -1,6 +1,6 @@
 """evaluate(pack, facts) -> Report. Pure: no I/O, no printing, deterministic order.
 
-The pack brings its data tables already parsed (envcheck/rules.py loads them with the rules), so nothing here
+The pack brings its data tables already parsed (envcheck/rule_pack.py loads them with the rules), so nothing here
 opens a file: a saved snapshot evaluates the same anywhere, and a bad table has already failed at load time.
 """
 
@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import dataclasses
 
-from envcheck import __version__
-from envcheck.commands import choose
 from envcheck.conditions import Context
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.walk_memo import Memo
 from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Severity, Status
-from envcheck.rules import RulePack
+from envcheck.remedy.commands import choose
+from envcheck.rule_pack import RulePack
 from envcheck.unseen import unseen
+from envcheck.version import __version__
 
 
 def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Report:
     """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict.
 
     `memo`: where derived results that are costly and keyed by exactly their inputs (the requirement walk) are
-    remembered between runs (envcheck.cache.SignedMemo); the verdicts are the same with or without it."""
+    remembered between runs (envcheck.cache.signed.SignedMemo); the verdicts are the same with or without it."""
     ctx = Context(facts, pack.tables, memo)
     findings: list[Finding] = []
     for rule in sorted(pack.rules, key=lambda r: r.id):
@@ -59,13 +59,13 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     # Only a rule that fires renders and plans commands: a clean check never imports the planner.
-    from envcheck.commands import for_environment
     from envcheck.derived.tables import TORCH_BUILDS
-    from envcheck.planner import plan_commands
-    from envcheck.templates import render, render_argvs
+    from envcheck.remedy.commands import for_environment
+    from envcheck.remedy.planner import plan_commands
+    from envcheck.remedy.templates import render, render_argvs
 
     facts = ctx.facts
-    # torch-family installs are planned (envcheck/planner.py) before they are written for the installer.
+    # torch-family installs are planned (envcheck/remedy/planner.py) before they are written for the installer.
     try:
         matrix = ctx.derived.tables[TORCH_BUILDS]  # a torch that is not installed is planned from it
     except LookupError:  # rules evaluated without the pack's tables (built by hand)
@@ -113,7 +113,7 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
 def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding]:
     """The verdicts of a rule whose failure the error output shows: that is a finding whatever the other facts
     say or leave unknown (the failure happened), with the matched lines as evidence, beside the facts' own."""
-    from envcheck.templates import stated
+    from envcheck.remedy.templates import stated
 
     shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
     said = f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"

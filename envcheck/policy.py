@@ -92,7 +92,8 @@ def _rule(rule_id: str, name: str, file: str, *, summary: str, why: str, fix: st
                 foreach=shape.pop("foreach", None), area=AREA, file=file, **shape)
 
 
-# What envcheck/project/rules.py builds its generated rules (EC98xx) with: the same rule shape and literal quoting.
+# What envcheck/project/generated_rules.py builds its generated rules (EC98xx) with: the same rule shape and
+# literal quoting.
 generated_rule = _rule
 literal = _lit
 

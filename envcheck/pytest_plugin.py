@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from envcheck.api import RuleSet
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Finding, Report, Rule
     from envcheck.pipeline import Check
-    from envcheck.rules import RulePack
+    from envcheck.pipeline.stages import RuleSet
+    from envcheck.rule_pack import RulePack
 
 MARKER = ("envcheck(*rules, probe=None, require=None, forbid=None): skip the test unless the environment meets it "
           "(envcheck): none of the rules (ids or names) fires, the probes pass, the requirements are installed "
@@ -122,7 +122,7 @@ def _skip(reason: str) -> None:
 
 
 def _summary(failing: Sequence[Finding], level: str) -> str:
-    from envcheck._text import shell
+    from envcheck.support.output_text import shell
 
     noun = "problem" if len(failing) == 1 else "problems"
     lines = [f"envcheck found {len(failing)} {noun} at --fail-on {level} in this environment; no test was run"]
@@ -153,7 +153,7 @@ class _Session:
         self._verdicts: dict[tuple[str, ...], list[Finding]] = {}
 
     def check(self) -> Check:
-        """The check of the interpreter pytest runs in (envcheck/pipeline.py), with the configuration found from
+        """The check of the interpreter pytest runs in (envcheck/pipeline/), with the configuration found from
         pytest's rootdir; static: the probes a session or a marker asks for are run on their own (`facts`). The
         project's files are not read (no EC98xx): the tests check what they import, not the project's pins."""
         if self._check is None:
@@ -187,8 +187,7 @@ class _Session:
         return report, check.rules.level(fail_on)
 
     def _marker_rules(self, marks: Sequence[pytest.Mark]) -> RulePack:
-        from envcheck import policy
-        from envcheck import rules as rules_mod
+        from envcheck import policy, rule_pack
         from envcheck.config import from_table
         from envcheck.probes.catalog import PROBE_NAMES
 
@@ -202,7 +201,7 @@ class _Session:
             if unknown:
                 raise MarkerError(f"unknown argument {unknown[0]!r} (use rule ids, probe=, require=, forbid=)")
             for wanted in _strings(list(mark.args), "rules"):
-                found = rules_mod.select(every, [wanted])  # an id, an id prefix or a name, as --select takes
+                found = rule_pack.select(every, [wanted])  # an id, an id prefix or a name, as --select takes
                 if not found:
                     raise MarkerError(f"no rule {wanted!r} (see `envcheck rule --all`)")
                 chosen += found

@@ -42,9 +42,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from envcheck import _files
 from envcheck.errors import EnvcheckError
 from envcheck.model import Target
+from envcheck.support import input_files
 
 _UV_CACHE_BUCKET = re.compile(r"archive-v\d+")
 _UV_WORKSPACE = re.compile(r"^\s*\[tool\.uv\.workspace\]", re.MULTILINE)
@@ -227,7 +227,7 @@ def _uv_workspace_root(chain: list[Path]) -> Path | None:
         return None
     for folder in projects:
         try:
-            text = _files.read_text(folder / "pyproject.toml", limit=4 * 1024 * 1024)
+            text = input_files.read_text(folder / "pyproject.toml", limit=4 * 1024 * 1024)
         except EnvcheckError:
             continue
         if _UV_WORKSPACE.search(text):
@@ -241,7 +241,7 @@ def _pdm_python(folder: Path, here: Surroundings) -> Target | None:
     if not record.is_file():
         return None
     where = shown(record, here.cwd)
-    line = _files.read_text(record, error=lambda _f, why: TargetError(f"{where}: {why}; {_NAME_IT}"),
+    line = input_files.read_text(record, error=lambda _f, why: TargetError(f"{where}: {why}; {_NAME_IT}"),
                             limit=64 * 1024).strip()
     executable = folder / line  # pdm writes an absolute path; a relative one is taken from the project
     if not line or not executable.is_file():

@@ -350,7 +350,7 @@ def uv() -> str:
 
 def envcheck_on_text(tmp_path: Path, text: str, command: str, *options: str) -> Result:
     """`envcheck COMMAND` on `text` written to a file: `explain FILE`, or `check`/`facts` with `--report FILE`."""
-    from envcheck._cli import cli
+    from envcheck.cli.click_cli import cli
 
     log = tmp_path / "pasted.txt"
     log.write_text(text, encoding="utf-8")

@@ -11,7 +11,7 @@ from typing import Any
 
 from conftest import FIXTURES
 
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.engine import evaluate
 from envcheck.facts import collect as collect_mod
 from envcheck.model import Finding, Report, Severity, Status
@@ -75,5 +75,5 @@ EVERY_STATUS = (APEX, *MISSING, *DUPLICATES, NOTE, BROKEN, *QUIET)
 def recorded(fixture: str) -> Report:
     """The shipped pack's report on a recorded snapshot, its origin and version independent of where it runs."""
     path: Path = FIXTURES / fixture
-    checked = evaluate(rules_mod.load(), collect_mod.load(str(path)))
+    checked = evaluate(rule_pack.load(), collect_mod.load(str(path)))
     return dataclasses.replace(checked, origin=f"file:{fixture}", envcheck_version=VERSION)

@@ -1,5 +1,5 @@
 """The AMD GPU table: rules/data/amd-gpus.toml gives the gfx target of an AMD GPU a report names
-(envcheck/amd_gpus.py)."""
+(envcheck/derived/amd_gpus.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from envcheck import amd_gpus
+from envcheck.derived import amd_gpus
 from envcheck.errors import RuleError
 from envcheck.facts.rocm import gfx_version
 

@@ -93,7 +93,7 @@ def test_check_stays_a_function_after_the_library_module_is_imported() -> None:
     assert inspect.isfunction(envcheck.check)
     report = envcheck.check(facts_file=CONFLICT, no_config=True, select=["EC0702"])
     assert [f.status for f in report.findings] == [Status.FAIL]
-    assert envcheck.api.gather is not None
+    assert envcheck.pipeline.stages.gather is not None
 
 
 def test_check_live_static_in_a_fresh_interpreter(tmp_path: Path) -> None:

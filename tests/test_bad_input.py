@@ -15,11 +15,12 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import FIXTURES, build_facts, collect_facts, dist_dict, write_dist, write_torch
 
-from envcheck import _files, config, rules
-from envcheck._cli import cli
-from envcheck._output import printable
+from envcheck import config, rule_pack
+from envcheck.cli.click_cli import cli
+from envcheck.cli.output import printable
 from envcheck.derived.derive import Derived
 from envcheck.errors import ConfigError, EnvcheckError, RuleError
+from envcheck.support import input_files
 
 CLEAN = FIXTURES / "clean-cuda-venv.json"
 RULE = ('[[rule]]\nid = "EC9990"\nname = "odd"\nseverity = "error"\nsummary = "s"\nwhy = "w"\nfix = "f"\n'
@@ -109,7 +110,7 @@ def test_oversized_input_is_refused_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 2048)
     with pytest.raises(EnvcheckError, match=r"big.json: is 2,048 bytes, more than the 1,024"):
-        _files.read_text(big, limit=1024)
+        input_files.read_text(big, limit=1024)
 
 
 # --- encodings ------------------------------------------------------------------------------------------------
@@ -164,7 +165,7 @@ def test_deep_but_parseable_json_names_the_key(tmp_path: Path) -> None:
     """A snapshot nested past the bound, but within the JSON parser's reach, names where it went too deep."""
     data = json.loads(CLEAN.read_text(encoding="utf-8"))
     value: object = "x"
-    for _ in range(_files.MAX_DEPTH + 5):
+    for _ in range(input_files.MAX_DEPTH + 5):
         value = {"k": value}
     data["env"] = value
     deep = tmp_path / "deep.json"
@@ -194,7 +195,7 @@ def test_depth_bound_is_exact_at_its_edge() -> None:
     for _ in range(400):
         value = build(rng.randint(0, 8))
         for limit in range(-1, 8):
-            assert (_files.too_deep(value, limit) is not None) == (_deepest(value) > limit), (value, limit)
+            assert (input_files.too_deep(value, limit) is not None) == (_deepest(value) > limit), (value, limit)
 
 
 def test_deep_toml_is_refused(tmp_path: Path) -> None:
@@ -408,7 +409,7 @@ def test_a_source_predicate_cannot_point_outside_the_packages(tmp_path: Path, fi
     )
     (rules_dir / "outside.toml").write_text(body, encoding="utf-8")
     with pytest.raises(RuleError, match=r"outside\.toml.*EC8001.*when\.source\.file.*relative to the import root"):
-        rules.load([rules_dir])
+        rule_pack.load([rules_dir])
 
 
 _NUL = "'rules\\x00x' holds a NUL character, which no path can hold"

@@ -11,21 +11,20 @@ import pytest
 from click.testing import CliRunner
 from packaging.version import Version
 
-from envcheck import gpus as gpus_mod
-from envcheck import rules as rules_mod
-from envcheck import torch_builds as tb
-from envcheck._cli import cli
-from envcheck.derived import companions
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
+from envcheck.derived import build_matrix as tb
+from envcheck.derived import companions, nvidia_gpus
 from envcheck.derived.tables import GPUS, TORCH_BUILDS
 from envcheck.engine import evaluate
 from envcheck.errors import RuleError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Status
-from envcheck.templates import render_argvs
+from envcheck.remedy.templates import render_argvs
 
 MACHINES = Path(__file__).parent / "fixtures" / "torch-builds" / "machines"
-PACK = rules_mod.load()
+PACK = rule_pack.load()
 MATRIX = PACK.tables[TORCH_BUILDS]
 GPU_RULES = PACK.only([r for r in PACK if r.id.startswith("EC040")])
 
@@ -82,7 +81,7 @@ def test_rtx5090_with_cu124_torch_gets_a_cu128_build_with_sm_120() -> None:
     variant, index = _chosen(command)
     assert index == "https://download.pytorch.org/whl/cu128"
     assert variant.archs is not None and "sm_120" in variant.archs
-    # The planner (envcheck/planner.py) orders torch first, its companions after it.
+    # The planner (envcheck/remedy/planner.py) orders torch first, its companions after it.
     assert sorted(a.split("==")[0] for a in command if "==" in a) == ["torch", "torchaudio", "torchvision"]
     assert all(a.endswith("+cu128") for a in command if "==" in a)
 
@@ -242,14 +241,14 @@ def test_unknown_gpu_name_is_one_line_saying_how_to_give_the_capability() -> Non
 ])
 def test_gpu_names(name: str, expected: tuple[int, int]) -> None:
     """GPU names as NVML or a person writes them map to NVIDIA's compute capability."""
-    found = gpus_mod.lookup(PACK.tables[GPUS], name)
+    found = nvidia_gpus.lookup(PACK.tables[GPUS], name)
     assert found is not None and found[1] == expected
 
 
 def test_gpu_table_rejects_a_bad_capability() -> None:
     """A malformed gpus.toml is a RuleError naming the key."""
     with pytest.raises(RuleError, match=r"key 'capability.twelve'"):
-        gpus_mod.parse({"schema": 1, "capability": {"twelve": ["RTX 5090"]}}, "gpus.toml")
+        nvidia_gpus.parse({"schema": 1, "capability": {"twelve": ["RTX 5090"]}}, "gpus.toml")
 
 
 def test_snapshots_load_like_saved_ones() -> None:

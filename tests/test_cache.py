@@ -15,8 +15,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, collect_facts, write_dist
 
-from envcheck import cache, rules
-from envcheck._cli import cli
+from envcheck import rule_pack
+from envcheck.cache import signed
+from envcheck.cli.click_cli import cli
 from envcheck.derived import requirements, walk_memo
 from envcheck.derived.derive import Derived
 from envcheck.facts import _collector
@@ -46,19 +47,19 @@ def _no_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object) -> None:
         raise AssertionError("the rule files were parsed although the cached pack was valid")
 
-    monkeypatch.setattr(rules, "load_files", refuse)
+    monkeypatch.setattr(rule_pack, "load_files", refuse)
 
 
 def _entry() -> Path:
-    return cache.cache_dir() / "rule-pack.signed"
+    return signed.cache_dir() / "rule-pack.signed"
 
 
 def test_second_load_is_served_from_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A pack loaded once is loaded again without parsing a rule file, with the same rules and tables."""
     extra = _rule_dir(tmp_path)
-    first = rules.load([extra])
+    first = rule_pack.load([extra])
     _no_parsing(monkeypatch)
-    second = rules.load([extra])
+    second = rule_pack.load([extra])
     assert second == first
     assert second.tables.parsed.keys() == first.tables.parsed.keys()
 
@@ -71,50 +72,50 @@ def test_packs_of_different_rule_directories_do_not_evict_each_other(monkeypatch
     (tmp_path / "b").mkdir()
     first = _rule_dir(tmp_path / "a")
     second = _rule_dir(tmp_path / "b", summary="second text")
-    packs = {key: rules.load(dirs) for key, dirs in (("shipped", []), ("a", [first]), ("b", [second]))}
+    packs = {key: rule_pack.load(dirs) for key, dirs in (("shipped", []), ("a", [first]), ("b", [second]))}
     _no_parsing(monkeypatch)
-    assert {key: rules.load(dirs) for key, dirs in (("b", [second]), ("shipped", []), ("a", [first]))} == packs
-    assert len(list(cache.cache_dir().glob("rule-pack*.signed"))) == 3
+    assert {key: rule_pack.load(dirs) for key, dirs in (("b", [second]), ("shipped", []), ("a", [first]))} == packs
+    assert len(list(signed.cache_dir().glob("rule-pack*.signed"))) == 3
 
 
 def test_cache_directory_and_key_are_private() -> None:
     """The cache directory is created 0700 and the signing key 0600, so nobody else can plant or read entries."""
-    rules.load()
-    assert (cache.cache_dir().stat().st_mode & 0o777) == 0o700
-    assert ((cache.cache_dir() / "key").stat().st_mode & 0o777) == 0o600
+    rule_pack.load()
+    assert (signed.cache_dir().stat().st_mode & 0o777) == 0o700
+    assert ((signed.cache_dir() / "key").stat().st_mode & 0o777) == 0o600
 
 
 @pytest.mark.parametrize("change", ["edit", "add", "remove"])
 def test_a_changed_rule_file_is_a_miss(tmp_path: Path, change: str) -> None:
     """Editing, adding or removing a rule file changes the pack that is loaded the next time."""
     extra = _rule_dir(tmp_path)
-    assert any(r.summary == "first text" for r in rules.load([extra]))
+    assert any(r.summary == "first text" for r in rule_pack.load([extra]))
     if change == "edit":
         (extra / "extra.toml").write_text(RULE.format(summary="second, longer text"), encoding="utf-8")
-        assert any(r.summary == "second, longer text" for r in rules.load([extra]))
+        assert any(r.summary == "second, longer text" for r in rule_pack.load([extra]))
     elif change == "add":
         (extra / "more.toml").write_text(RULE.format(summary="x").replace("EC8801", "EC8802").replace(
             "cache-probe", "cache-probe-two"), encoding="utf-8")
-        assert {"EC8801", "EC8802"} <= {r.id for r in rules.load([extra])}
+        assert {"EC8801", "EC8802"} <= {r.id for r in rule_pack.load([extra])}
     else:
         (extra / "extra.toml").unlink()
-        assert "EC8801" not in {r.id for r in rules.load([extra])}
+        assert "EC8801" not in {r.id for r in rule_pack.load([extra])}
 
 
 def test_a_changed_data_table_is_a_miss(tmp_path: Path) -> None:
     """A rule directory's data table that changes is parsed again, so a broken one is still refused."""
     extra = _rule_dir(tmp_path)
-    rules.load([extra])
+    rule_pack.load([extra])
     (extra / "data").mkdir()
     (extra / "data" / "xformers.toml").write_text("not = [valid", encoding="utf-8")
-    with pytest.raises(rules.RuleError, match=r"xformers\.toml"):
-        rules.load([extra])
+    with pytest.raises(rule_pack.RuleError, match=r"xformers\.toml"):
+        rule_pack.load([extra])
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "foreign-key", "garbage"])
 def test_a_corrupt_or_foreign_entry_is_never_unpickled(tmp_path: Path, damage: str) -> None:
     """An entry whose signature does not verify is ignored (the pack is loaded afresh), its pickle never run."""
-    expected = rules.load()
+    expected = rule_pack.load()
     marker = tmp_path / "unpickled"
     data = _entry().read_bytes()
     head, sep, rest = data.partition(b"\n")
@@ -130,7 +131,7 @@ def test_a_corrupt_or_foreign_entry_is_never_unpickled(tmp_path: Path, damage: s
     else:
         data = b"\x00garbage"
     _entry().write_bytes(data)
-    assert rules.load() == expected
+    assert rule_pack.load() == expected
     assert not marker.exists()
 
 
@@ -144,21 +145,21 @@ class _Touch:
 
 def test_an_entry_signed_with_another_users_key_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     """An entry copied from elsewhere (another key signed it) is not trusted even though it is well formed."""
-    rules.load()
-    (cache.cache_dir() / "key").write_bytes(os.urandom(32))  # this user's key is now a different one
+    rule_pack.load()
+    (signed.cache_dir() / "key").write_bytes(os.urandom(32))  # this user's key is now a different one
     _no_parsing(monkeypatch)
     with pytest.raises(AssertionError, match="were parsed"):
-        rules.load()
+        rule_pack.load()
 
 
 def test_no_cache_neither_reads_nor_writes(monkeypatch: pytest.MonkeyPatch) -> None:
     """use_cache=False (--no-cache) parses the rule files and leaves no entry behind."""
-    rules.load(use_cache=False)
+    rule_pack.load(use_cache=False)
     assert not _entry().exists()
-    rules.load()
+    rule_pack.load()
     _no_parsing(monkeypatch)
     with pytest.raises(AssertionError, match="were parsed"):
-        rules.load(use_cache=False)
+        rule_pack.load(use_cache=False)
 
 
 def test_cli_no_cache_leaves_no_cache(tmp_path: Path) -> None:
@@ -176,7 +177,7 @@ def test_a_cache_directory_inside_the_environment_is_not_used(monkeypatch: pytes
     """A cache directory under the checked interpreter's prefix is never created or written."""
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "env"))
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "env" / "cache"))
-    rules.load()
+    rule_pack.load()
     assert not (tmp_path / "env").exists()
 
 
@@ -186,8 +187,8 @@ def test_a_cache_directory_in_any_environment_is_not_used(monkeypatch: pytest.Mo
     venv.mkdir()
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(venv / "cache"))
-    assert cache.usable_dir() is None
-    rules.load()
+    assert signed.usable_dir() is None
+    rule_pack.load()
     assert not (venv / "cache").exists()
 
 
@@ -197,8 +198,8 @@ def test_a_directory_others_can_write_is_not_used(monkeypatch: pytest.MonkeyPatc
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(shared))
-    assert cache.usable_dir() is None
-    rules.load()
+    assert signed.usable_dir() is None
+    rule_pack.load()
     assert list(shared.iterdir()) == []
 
 
@@ -329,7 +330,7 @@ def _walk_facts(site: Path, *, torch_requires: str = "numpy>=2", numpy: str = "1
     return collect_facts(site)
 
 
-def _unsatisfied(facts: Facts, memo: cache.SignedMemo | None) -> object:
+def _unsatisfied(facts: Facts, memo: signed.SignedMemo | None) -> object:
     derived = Derived(facts, memo=memo)
     return derived.get("requirements.unsatisfied"), derived.get("distributions.corrupt")
 
@@ -342,7 +343,7 @@ def _no_walking(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _walk_entries() -> list[Path]:
-    return sorted(cache.cache_dir().glob("walk-*.signed"))
+    return sorted(signed.cache_dir().glob("walk-*.signed"))
 
 
 def test_the_walk_is_remembered(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -350,17 +351,17 @@ def test_the_walk_is_remembered(site: Path, monkeypatch: pytest.MonkeyPatch) -> 
     facts = _walk_facts(site)
     walked = _unsatisfied(facts, None)
     assert walked[0]  # numpy conflicts, filelock and nvidia-x are missing: the walk has something to remember
-    assert _unsatisfied(facts, cache.SignedMemo()) == walked
+    assert _unsatisfied(facts, signed.SignedMemo()) == walked
     assert len(_walk_entries()) == 1
     _no_walking(monkeypatch)
-    assert _unsatisfied(facts, cache.SignedMemo()) == walked
+    assert _unsatisfied(facts, signed.SignedMemo()) == walked
 
 
 @pytest.mark.parametrize("change", ["requirement", "version", "marker-environment", "complete"])
 def test_a_changed_input_walks_again(site: Path, tmp_path: Path, change: str) -> None:
     """Any change to what the walk reads is another key: the result is computed afresh, never the old one."""
     facts = _walk_facts(site)
-    _unsatisfied(facts, cache.SignedMemo())
+    _unsatisfied(facts, signed.SignedMemo())
     other = tmp_path / "other-site"
     other.mkdir()
     if change == "requirement":
@@ -373,7 +374,7 @@ def test_a_changed_input_walks_again(site: Path, tmp_path: Path, change: str) ->
     else:
         changed = dataclasses.replace(facts, distributions_complete=False)
     assert walk_memo.key(changed) != walk_memo.key(facts)
-    assert _unsatisfied(changed, cache.SignedMemo()) == _unsatisfied(changed, None)
+    assert _unsatisfied(changed, signed.SignedMemo()) == _unsatisfied(changed, None)
 
 
 @pytest.mark.parametrize("payload", [b"", b"not json", b"[]", b'{"problems": [], "invalid": {}}',
@@ -382,19 +383,19 @@ def test_a_changed_input_walks_again(site: Path, tmp_path: Path, change: str) ->
 def test_a_malformed_remembered_walk_is_ignored(site: Path, payload: bytes) -> None:
     """An entry that verifies but does not decode to exactly what the walk writes is walked again, not trusted."""
     facts = _walk_facts(site)
-    cache.store_signed(walk_memo.name(facts), walk_memo.key(facts), payload)
-    assert _unsatisfied(facts, cache.SignedMemo()) == _unsatisfied(facts, None)
+    signed.store_signed(walk_memo.name(facts), walk_memo.key(facts), payload)
+    assert _unsatisfied(facts, signed.SignedMemo()) == _unsatisfied(facts, None)
 
 
 def test_a_tampered_remembered_walk_is_ignored(site: Path) -> None:
     """An entry whose bytes were changed after signing fails its HMAC and is walked again."""
     facts = _walk_facts(site)
-    walked = _unsatisfied(facts, cache.SignedMemo())
+    walked = _unsatisfied(facts, signed.SignedMemo())
     entry = _walk_entries()[0]
     forged = walk_memo.dumps([], {}, False)
     data = entry.read_bytes()
     entry.write_bytes(data[:data.index(b"{")] + forged)
-    assert _unsatisfied(facts, cache.SignedMemo()) == walked
+    assert _unsatisfied(facts, signed.SignedMemo()) == walked
 
 
 def test_cli_static_check_remembers_the_walk_unless_no_cache(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from conftest import FIXTURES
 
 import envcheck
 from envcheck import engine
-from envcheck._cli import cli
-from envcheck._output import use_color
+from envcheck.cli.click_cli import cli
+from envcheck.cli.output import use_color
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
 CONFLICT = str(FIXTURES / "torchvision-pin-conflict.json")

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
 
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.derived import attention, companions
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.rules import builtin_rules_dir
+from envcheck.rule_pack import builtin_rules_dir
 
 TABLES = tables_mod.load([builtin_rules_dir()])
 
@@ -109,7 +109,7 @@ def test_malformed_table(tmp_path: Path, text: str, key: str) -> None:
     path.parent.mkdir()
     path.write_text(text, encoding="utf-8")
     with pytest.raises(RuleError) as info:
-        rules_mod.load([tmp_path])
+        rule_pack.load([tmp_path])
     assert info.value.key == key
     assert info.value.file == str(path)
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner, Result
 from conftest import FIXTURES
 
 from envcheck import config as config_mod
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.config import Config
 from envcheck.errors import ConfigError, EnvcheckError
 

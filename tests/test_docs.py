@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
 from envcheck.conditions import PREDICATES
 from envcheck.derived.derive import DERIVATIONS, markdown_table
 
@@ -26,7 +26,7 @@ def test_rules_md_is_current() -> None:
 def test_rules_md_documents_every_rule() -> None:
     """Every rule of the shipped pack has its own section in the generated documentation."""
     text = RULES_MD.read_text(encoding="utf-8")
-    missing = [r.id for r in rules_mod.load() if f"### {r.id}\n" not in text]
+    missing = [r.id for r in rule_pack.load() if f"### {r.id}\n" not in text]
     assert not missing, f"docs/rules.md lacks {missing}: regenerate it with `{REGENERATE}`"
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import build_facts, dist_dict
 
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.conditions import Condition, Context, Outcome
 from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
 from envcheck.model import Finding, Report, Rule, Severity, Status
-from envcheck.rules import RulePack
+from envcheck.rule_pack import RulePack
 
 EXE = "/opt/my envs/bin/python"
 
@@ -29,7 +29,7 @@ def make_rule(tmp_path: Path, body: str, *, rule_id: str = "EC9001", severity: s
         text += 'fix = "f"\n'
     path = tmp_path / f"{rule_id}.toml"
     path.write_text(text, encoding="utf-8")
-    [rule] = rules_mod.load_file(path).rules
+    [rule] = rule_pack.load_file(path).rules
     return rule
 
 
@@ -171,7 +171,7 @@ def test_foreach_over_an_unknown_fact_is_skipped_not_passed(monkeypatch: pytest.
 
     monkeypatch.setitem(derive.DERIVATIONS, "distributions.duplicates", derive.Derivation(
         "distributions.duplicates", "test", derive.DERIVATIONS["distributions.duplicates"].fields, lambda d: None))
-    shipped = rules_mod.load()
+    shipped = rule_pack.load()
     rule = next(r for r in shipped if r.foreach == "distributions.duplicates")
     report = evaluate(shipped.only([rule]), build_facts())
     assert [(f.status, f.missing) for f in report.findings] == [(Status.SKIPPED, ("fact distributions.duplicates",))]
@@ -214,7 +214,7 @@ def test_evaluation_opens_no_file(fixture: str, monkeypatch: pytest.MonkeyPatch)
 
     from envcheck.facts import collect as collect_mod
 
-    shipped = rules_mod.load()
+    shipped = rule_pack.load()
     facts = collect_mod.load(str(FIXTURES / fixture))
     expected = evaluate(shipped, facts)
 

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.conditions import Where
 from envcheck.errors import RuleError
 from envcheck.evidence.facts import YIELDS
 from envcheck.evidence.signatures import parse_signatures, scan
 from envcheck.intake import read_report
-from envcheck.rules import load
+from envcheck.rule_pack import load
 
 FLASH_ATTN = """Traceback (most recent call last):
   File "/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 15, in <module>

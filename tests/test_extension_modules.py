@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import build_facts, clean_env, dist_dict, torch_dict, write_dist, write_tree
 
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.derived import extensions
 from envcheck.engine import evaluate
 from envcheck.facts.probe_results import ProbeResult
@@ -155,7 +155,7 @@ def _probe(site: Path) -> ProbeResult:
 def _ec11(result: ProbeResult, *dists: str) -> dict[str, list[str]]:
     facts = build_facts(dists=[dist_dict(n, "1.0") for n in dists] + [dist_dict("torch", "2.11.0+cu130")],
                         torch=torch_dict("2.11.0+cu130", cuda="13.0"))
-    report = evaluate(rules_mod.load(), dataclasses.replace(facts, probes={"extension-imports": result}))
+    report = evaluate(rule_pack.load(), dataclasses.replace(facts, probes={"extension-imports": result}))
     out: dict[str, list[str]] = {}
     for finding in report.findings:
         if finding.status in (Status.FAIL, Status.WARN, Status.INFO) and finding.rule_id.startswith("EC11"):

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from conftest import dist_dict, facts_dict, torch_dict
 
-from envcheck import rules
+from envcheck import rule_pack
 from envcheck.derived import extension_releases, extensions
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import EXTENSION_RELEASES
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 
-PACK = rules.load()
+PACK = rule_pack.load()
 TABLE = PACK.tables[EXTENSION_RELEASES]
 
 
@@ -59,7 +59,7 @@ def test_a_bad_shipped_table_fails_the_pack_load(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "extension-releases.toml").write_text('[vllm.releases]\n"0.6.3" = { torch = "=2" }\n')
     with pytest.raises(RuleError, match=r"extension-releases\.toml.*vllm"):
-        rules.load([tmp_path], use_cache=False)
+        rule_pack.load([tmp_path], use_cache=False)
 
 
 @pytest.mark.parametrize(("torch", "expected"), [

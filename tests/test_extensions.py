@@ -126,7 +126,7 @@ def test_static_cxx11_abi(torch: str, installer: str, platform: str, abi: bool |
 def test_a_companion_the_companion_rules_report_is_not_reported_again() -> None:
     """A CUDA torchvision next to a CPU torch fails to import, but EC0703 already names the build to install: the
     import fact leaves torchvision to it and keeps every other failed extension."""
-    from envcheck import rules
+    from envcheck import rule_pack
     from envcheck.derived.derive import Derived
 
     failed = {"status": "error", "error_class": "RuntimeError", "module": "x",
@@ -137,7 +137,7 @@ def test_a_companion_the_companion_rules_report_is_not_reported_again() -> None:
                        "torchvision": {**failed, "version": "0.28.0"},
                        "torch-scatter": {**failed, "version": "2.1.2",
                                          "message": "operator torch_scatter::scatter_max does not exist"}}}})
-    derived = Derived(facts, rules.load().tables)
+    derived = Derived(facts, rule_pack.load().tables)
     assert [c["name"] for c in derived.get("companions.torchvision-build-mismatch")] == ["torchvision"]
     assert [i["name"] for i in derived.get("extensions.import-missing-operator")] == ["torch-scatter"]
     assert [i["name"] for i in extensions.import_failures(facts, "missing-operator")] == ["torch-scatter",

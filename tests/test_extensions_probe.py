@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import build_facts, clean_env, dist_dict, torch_dict, write_dist, write_tree
 
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.engine import evaluate
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.model import Status
@@ -85,7 +85,7 @@ def _verdicts(result: ProbeResult, *dists: str) -> dict[str, list[str]]:
     facts = build_facts(dists=[dist_dict(n, "1.0") for n in dists] + [dist_dict("torch", "2.13.0+cpu")],
                         torch=torch_dict("2.13.0+cpu", cuda=None))
     facts = dataclasses.replace(facts, probes={"extension-imports": result})
-    report = evaluate(rules_mod.load(), facts)
+    report = evaluate(rule_pack.load(), facts)
     out: dict[str, list[str]] = {}
     for finding in report.findings:
         if finding.status in (Status.FAIL, Status.WARN, Status.INFO) and finding.rule_id.startswith("EC11"):

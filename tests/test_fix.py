@@ -15,10 +15,10 @@ from click.testing import CliRunner, Result
 from conftest import clean_env, facts_dict
 from test_real_env import make_wheel
 
-from envcheck import fix as fix_mod
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Report, Severity, Status
+from envcheck.remedy import fix as fix_mod
 
 PY = "/opt/venv/bin/python"
 PIP = (PY, "-m", "pip")
@@ -382,12 +382,12 @@ def test_other_commands_need_allow_other(workdir: Path) -> None:
 def test_only_the_shipped_pack_is_shipped(tmp_path: Path) -> None:
     """rules.shipped: every rule of the pack is; a rule directory's and the policy's (EC99xx) are not."""
     from envcheck import config as config_mod
-    from envcheck import rules as rules_mod
-    from envcheck.api import rule_set
+    from envcheck import rule_pack
+    from envcheck.pipeline.stages import rule_set
 
     ruleset = rule_set(config_mod.Config(require=("a",)), rule_dirs=[_rules(tmp_path, **{"mine": ""})])
-    assert {r.id for r in ruleset.every if not rules_mod.shipped(r)} == {"EC9810", "EC9901"}
-    assert all(rules_mod.shipped(r) for r in rules_mod.load())
+    assert {r.id for r in ruleset.every if not rule_pack.shipped(r)} == {"EC9810", "EC9901"}
+    assert all(rule_pack.shipped(r) for r in rule_pack.load())
 
 
 @pytest.mark.posix  # a `#!` script named conda

@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES, POISON, write_tree
 
 import envcheck
-from envcheck import _cli
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
+from envcheck.cli import click_cli
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
@@ -52,12 +52,13 @@ def _report(*facts: Facts, hosts: list[str] | None = None, ignore: list[str] | N
         fp = fingerprint(view(f))
         by_fp.setdefault(fp, f)
         members.append(Member(host=(hosts or [f"n{j}" for j in range(len(facts))])[i], label=f"f{i}", fingerprint=fp))
-    return merge.build(members, by_fp, rules_mod.load(), ignore_checks=ignore or [])
+    return merge.build(members, by_fp, rule_pack.load(), ignore_checks=ignore or [])
 
 
 def _root() -> click.Group:
-    """The envcheck command line with `fleet` on it, as `cli.add_command(fleet)` in envcheck/_cli.py makes it."""
-    return _cli._Group(name="envcheck", commands={**_cli.cli.commands, "fleet": fleet})
+    """The envcheck command line with `fleet` on it, as `cli.add_command(fleet)` in envcheck/cli/click_cli.py makes
+    it."""
+    return click_cli._Group(name="envcheck", commands={**click_cli.cli.commands, "fleet": fleet})
 
 
 def _invoke(*args: str, env: dict[str, str] | None = None) -> Any:
@@ -168,7 +169,7 @@ def test_probe_timings_do_not_change_the_fingerprint() -> None:
 def test_fixture_snapshots_group_by_environment() -> None:
     """node-a and node-b share environment 1 (despite other paths and GPU UUIDs); node-c is environment 2."""
     members, by_fp = merge.load_members(NODES)
-    report = merge.build(members, by_fp, rules_mod.load(), expected=3)
+    report = merge.build(members, by_fp, rule_pack.load(), expected=3)
     assert [(g.id, g.nodes) for g in report.groups] == [(1, ("node-a", "node-b")), (2, ("node-c",))]
     assert [(n.name, n.group) for n in report.nodes] == [("node-a", 1), ("node-b", 1), ("node-c", 2)]
     assert report.complete
@@ -178,7 +179,7 @@ def test_fixture_snapshots_group_by_environment() -> None:
 def test_fixture_differences_table() -> None:
     """The differences are the torch, NCCL, driver and GPU facts that differ, with each environment's value."""
     members, by_fp = merge.load_members(NODES)
-    report = merge.build(members, by_fp, rules_mod.load())
+    report = merge.build(members, by_fp, rule_pack.load())
     assert {d.key: d.values for d in report.differences} == {
         "torch": {1: "2.6.0+cu124", 2: "2.5.1+cu121"},
         "torch.build": {1: "CUDA 12.4", 2: "CUDA 12.1"},
@@ -195,7 +196,7 @@ def test_fixture_differences_table() -> None:
 def test_fixture_cross_node_findings() -> None:
     """torch, its CUDA build and NCCL differ (errors); the driver and the GPU model differ (warnings)."""
     members, by_fp = merge.load_members(NODES)
-    report = merge.build(members, by_fp, rules_mod.load())
+    report = merge.build(members, by_fp, rule_pack.load())
     found = {f.check_id: (f.name, f.severity.value, f.values) for f in report.findings}
     ab, c = ("node-a", "node-b"), ("node-c",)
     assert found == {
@@ -297,7 +298,7 @@ def test_nccl_version_prefers_the_probe() -> None:
 
 def test_fleet_check_ids_do_not_collide_with_rules() -> None:
     """Fleet checks have ids and names of their own, outside the rule pack's."""
-    pack = rules_mod.load()
+    pack = rule_pack.load()
     assert not {c.id for c in checks.CHECKS} & {r.id for r in pack}
     assert not {c.name for c in checks.CHECKS} & {r.name for r in pack}
     assert all(c.id.startswith("EC10") for c in checks.CHECKS)
@@ -318,7 +319,7 @@ def test_ranks_merge_into_nodes_by_host_and_environment() -> None:
         Member(host="", label="rank 4", rank=4, error="no answer"), Member(host="", label="rank 5", rank=5,
                                                                           error="no answer"),
     ]
-    report = merge.build(members, {fa: a, fc: c}, rules_mod.load(), expected=6)
+    report = merge.build(members, {fa: a, fc: c}, rule_pack.load(), expected=6)
     assert [(n.display, n.group, n.error) for n in report.nodes] == [
         ("h1 (ranks 0-1)", 1, None), ("h1 (rank 2)", 2, None), ("h2 (rank 3)", None, "collection failed: boom"),
         ("(unknown host) (ranks 4-5)", None, "no answer"),
@@ -509,8 +510,8 @@ def test_merge_never_imports_torch(tmp_path: Path) -> None:
 
 
 def test_fleet_is_registered_on_the_command_line() -> None:
-    """`envcheck fleet` is a command of the envcheck CLI (envcheck/_cli.py: `cli.add_command(fleet)`)."""
-    assert _cli.cli.commands.get("fleet") is fleet
+    """`envcheck fleet` is a command of the envcheck CLI (envcheck/cli/click_cli.py: `cli.add_command(fleet)`)."""
+    assert click_cli.cli.commands.get("fleet") is fleet
 
 
 # --- fleet checks as rules: documentation, policy -------------------------------------------------------------------

@@ -21,14 +21,14 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
 
-from envcheck import rules as rules_mod
-from envcheck.api import ProbeOptions
+from envcheck import rule_pack
 from envcheck.errors import CollectError, EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import distributed
 from envcheck.fleet.cli import fleet
 from envcheck.fleet.fingerprint import fingerprint, view
+from envcheck.pipeline.stages import ProbeOptions
 
 NODE_A = collect_mod.load(str(FIXTURES / "fleet" / "node-a.json"))
 NODE_C = collect_mod.load(str(FIXTURES / "fleet" / "node-c.json"))
@@ -243,4 +243,4 @@ def test_rules_of_rank0_are_checked_before_gathering(store: FakeStore) -> None:
     result = CliRunner().invoke(fleet, ["--static", "--select", "EC7777"], env=_environ(0, 2))
     assert result.exit_code == 2
     assert store.calls == []
-    assert rules_mod.load()  # the pack itself loads
+    assert rule_pack.load()  # the pack itself loads

@@ -28,7 +28,7 @@ from report_samples import (
     report,
 )
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.model import Status
 from envcheck.report import github, junit, render
@@ -96,7 +96,7 @@ def test_a_static_check_imports_no_other_reporter() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from envcheck._cli import cli\n"
+        "from envcheck.cli.click_cli import cli\n"
         f"CliRunner().invoke(cli, ['check', '--facts', {CONFLICT!r}])\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('xml', 'envcheck.report')))))\n"
     )

@@ -25,9 +25,9 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, write_dist, write_torch
 
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
-from envcheck._output import MAX_MESSAGE
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
+from envcheck.cli.output import MAX_MESSAGE
 from envcheck.engine import evaluate
 from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
@@ -355,7 +355,7 @@ def test_fuzzed_command_lines(tmp_path: Path) -> None:
 def test_fuzzed_planted_environments(tmp_path: Path) -> None:
     """Generated dist-info folders and torch/version.py files are collected, checked and reported without an
     exception, and stay as they were."""
-    pack = rules_mod.load(())
+    pack = rule_pack.load(())
     collect: Callable[[Path], dict[str, Any]] = lambda site: _collector.collect(  # noqa: E731
         {"modules": ["torch", "apex"], "sources": [{"file": "torch/version.py", "patterns": ["cuda"]}]},
         path=[str(site)])

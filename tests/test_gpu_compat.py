@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from conftest import build_facts, gpu_dict, nvml_dict, torch_dict
 
-from envcheck import rules as rules_mod
-from envcheck import torch_builds
+from envcheck import rule_pack
+from envcheck.derived import build_matrix
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.rules import builtin_rules_dir
+from envcheck.rule_pack import builtin_rules_dir
 
 FLOORS = '[minor-compatibility.linux]\n"12" = "525.60.13"\n'
 NO_DRIVER = nvml_dict(status="no-driver", driver=None, cuda=None)
@@ -151,8 +151,8 @@ CU124_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
 )
 def test_coverage_rule(capability: tuple[int, int], archs: list[str], expected: str) -> None:
     """The CUDA binary compatibility rule: cubins within a major upwards, sm_XYa exactly, PTX for any newer GPU (one
-    implementation, envcheck/torch_builds.py, serves the probe's arch list and the build matrix's)."""
-    assert torch_builds.coverage(archs, capability) == expected
+    implementation, envcheck/derived/build_matrix.py, serves the probe's arch list and the build matrix's)."""
+    assert build_matrix.coverage(archs, capability) == expected
 
 
 TWO_GPUS = nvml_dict(gpu_dict(0, "9.0"), gpu_dict(1, "12.0", "NVIDIA GeForce RTX 5090"))
@@ -279,14 +279,14 @@ def test_malformed_cuda_driver_table(tmp_path: Path, text: str, key: str) -> Non
     path.parent.mkdir()
     path.write_text(text, encoding="utf-8")
     with pytest.raises(RuleError) as info:
-        rules_mod.load([tmp_path])
+        rule_pack.load([tmp_path])
     assert info.value.key == key
     assert info.value.file == str(path)
 
 
 def test_rule_loader_skips_data_tables() -> None:
     """rules/data/*.toml are tables for derivations: the loader reads only the rule files beside them."""
-    files = rules_mod.load_files([builtin_rules_dir()])
+    files = rule_pack.load_files([builtin_rules_dir()])
     assert files and all(f.path.parent == builtin_rules_dir() for f in files)
     assert (builtin_rules_dir() / "data" / "cuda-driver.toml").is_file()
 

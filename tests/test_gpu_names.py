@@ -1,11 +1,11 @@
 """One GPU table: rules/data/gpus.toml names GPUs for `envcheck recommend --gpu` and for reports alike
-(envcheck/gpus.py, envcheck/intake/gpu_names.py)."""
+(envcheck/derived/nvidia_gpus.py, envcheck/intake/gpu_names.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from envcheck import gpus
+from envcheck.derived import nvidia_gpus
 from envcheck.intake import read_report
 from envcheck.intake.gpu_names import capability_of
 
@@ -88,7 +88,7 @@ def test_names_the_table_does_not_answer_for(name: str, capability: str | None) 
 
 def test_the_table_a_rule_directory_ships_names_the_gpus_of_a_report() -> None:
     """A report's GPUs get their capability from the table the rule pack loaded (a newer gpus.toml), not a copy."""
-    newer = gpus.parse({"schema": 1, "capability": {"13.0": ["RTX 6090"]}}, "gpus.toml")
+    newer = nvidia_gpus.parse({"schema": 1, "capability": {"13.0": ["RTX 6090"]}}, "gpus.toml")
     text = b"| NVIDIA-SMI 600.10   Driver Version: 600.10   CUDA Version: 13.1 |\n" \
            b"|   0  NVIDIA GeForce RTX 6090     Off |   00000000:01:00.0  On |   N/A |\n"
     assert read_report(text, "r").nvml.devices[0].compute_capability is None  # type: ignore[union-attr]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
 from envcheck.derived import builds, companions
 from envcheck.derived.tables import TORCH_BUILDS
 from envcheck.facts import collect as collect_mod
@@ -66,7 +66,7 @@ def test_the_extension_imports_that_worked_give_no_note() -> None:
 
 def test_torchcodec_release_named_is_the_matrix_entry() -> None:
     """EC0706 names the torchcodec release the build matrix lists for torch 2.11.0, in its text and its command."""
-    matrix = rules_mod.load().tables[TORCH_BUILDS]
+    matrix = rule_pack.load().tables[TORCH_BUILDS]
     entry = next(r for r in matrix.releases if str(r.version) == "2.11.0").companions["torchcodec"]
     assert entry == "0.11.1"
     finding = next(f for f in _report()["findings"] if f["id"] == "EC0706")
@@ -99,7 +99,7 @@ def _machine(**versions: str) -> builds.Machine:
 
 def test_a_stale_companion_beside_the_right_torch_moves_alone() -> None:
     """With the right torch but torchvision 0.25.0, only torchvision is installed, and the reason says so."""
-    rec = builds.recommend(rules_mod.load().tables[TORCH_BUILDS], _machine(torchvision="0.25.0"))
+    rec = builds.recommend(rule_pack.load().tables[TORCH_BUILDS], _machine(torchvision="0.25.0"))
     assert rec.requirements == ("torchvision==0.26.0+cu130",)
     assert rec.because[0] == ("torch 2.11.0+cu130 is already the right build for this machine; torchvision moves "
                               "to the release made for it.")
@@ -114,5 +114,5 @@ def test_a_stale_companion_beside_the_right_torch_moves_alone() -> None:
 ])
 def test_a_change_is_still_planned_where_one_is_needed(versions: dict[str, str], expected: str) -> None:
     """Another variant of torch, or a companion of another build, still gets its install."""
-    rec = builds.recommend(rules_mod.load().tables[TORCH_BUILDS], _machine(**versions))
+    rec = builds.recommend(rule_pack.load().tables[TORCH_BUILDS], _machine(**versions))
     assert rec.requirements and rec.because[0] == expected

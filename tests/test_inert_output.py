@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 from report_samples import finding, report
 
-from envcheck._cli import cli
-from envcheck._output import error_line
+from envcheck.cli.click_cli import cli
+from envcheck.cli.output import error_line
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.model import Status
 from envcheck.report import github, render

@@ -1,4 +1,5 @@
-"""Commands for the environment's installer (envcheck/commands.py): pip, uv pip, conda remove, ensurepip, by hand."""
+"""Commands for the environment's installer (envcheck/remedy/commands.py): pip, uv pip, conda remove, ensurepip, by
+hand."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from typing import Any
 import pytest
 from conftest import build_facts, dist_dict, facts_dict
 
-from envcheck import fix as fix_mod
-from envcheck import rules as rules_mod
-from envcheck.commands import choose, for_environment
+from envcheck import rule_pack
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Severity, Status
+from envcheck.remedy import fix as fix_mod
+from envcheck.remedy.commands import choose, for_environment
 
 PY = "/opt/venv/bin/python"
 PREFIX = "/opt/venv"
@@ -134,7 +135,7 @@ def test_installer_is_described(installer: dict[str, Any] | None, conda_prefix: 
 def test_findings_carry_uv_commands_and_the_report_names_the_installer() -> None:
     """Evaluating the real rule pack in a uv venv gives uv commands, and the report says uv pip is used."""
     facts = _facts(UV_VENV, dists=[dist_dict("torchvision", "0.28.0+cpu", "pillow>=5.3.0")])
-    report = evaluate(rules_mod.load(), facts)
+    report = evaluate(rule_pack.load(), facts)
     (missing,) = [f for f in report.findings if f.rule_id == "EC0102" and f.status is Status.FAIL]
     assert missing.commands == ((UV, "pip", "install", "--python", PY, "pillow>=5.3.0"),)
     assert report.installer.startswith("uv pip")
@@ -143,7 +144,7 @@ def test_findings_carry_uv_commands_and_the_report_names_the_installer() -> None
 def test_by_hand_text_joins_the_fix_when_nothing_can_run() -> None:
     """Where no installer can run, the finding has no command and its fix says what to do by hand."""
     facts = _facts(NOTHING, dists=[dist_dict("torchvision", "0.28.0+cpu", "pillow>=5.3.0")])
-    (missing,) = [f for f in evaluate(rules_mod.load(), facts).findings if f.rule_id == "EC0102"]
+    (missing,) = [f for f in evaluate(rule_pack.load(), facts).findings if f.rule_id == "EC0102"]
     assert missing.commands == ()
     assert missing.fix.startswith("Install the missing requirement into the checked interpreter. No command")
 

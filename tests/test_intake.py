@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.conditions import parse
 from envcheck.conditions.core import Context, Where
 from envcheck.derived.derive import Derived

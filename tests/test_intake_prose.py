@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.facts.snapshot import Facts
 from envcheck.intake import read, read_report
 

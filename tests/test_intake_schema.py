@@ -12,10 +12,10 @@ from conftest import dist_dict, facts_dict
 from packaging.markers import Marker
 
 import envcheck
-from envcheck._packaging import marker_holds
 from envcheck.derived.derive import Derived
 from envcheck.facts.snapshot import Facts
 from envcheck.intake import read_report
+from envcheck.support.versions import marker_holds
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "facts.schema.json").read_text(encoding="utf-8"))

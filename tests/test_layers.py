@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, build_facts, dist_dict, torch_dict
 
-from envcheck import fix, rules
+from envcheck import rule_pack
 from envcheck.derived import layers
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import load as load_tables
@@ -16,13 +16,14 @@ from envcheck.engine import evaluate
 from envcheck.facts import collect
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Status
-from envcheck.rules import builtin_rules_dir
+from envcheck.remedy import fix
+from envcheck.rule_pack import builtin_rules_dir
 
 OWN = "/opt/venv/lib/python3.11/site-packages"  # conftest's venv: prefix /opt/venv
 BASE = "/opt/base/lib/python3.11/site-packages"
 USER = "/home/me/.local/lib/python3.11/site-packages"
 TABLES = load_tables([builtin_rules_dir()])
-PACK = rules.load()
+PACK = rule_pack.load()
 
 
 def _duplicates(*dists: dict[str, Any], torch: dict[str, Any] | None = None, **python: Any) -> list[dict[str, str]]:

@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 import envcheck
 from envcheck import config as config_mod
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
 from envcheck.derived.tables import CUDA_DRIVER, TORCH_BUILDS
 from envcheck.errors import ConfigError
 from envcheck.facts.snapshot import Facts
@@ -335,7 +335,7 @@ def _facts(root: Path, name: str) -> Facts:
     machine = next(m for m in cfg.machines if m.name == name)
     project = discover(root)
     assert project is not None
-    tables = rules_mod.load(()).tables
+    tables = rule_pack.load(()).tables
     return facts_for(machine, pins_for(project, machine), tables[TORCH_BUILDS], tables[CUDA_DRIVER])
 
 

@@ -13,7 +13,7 @@ from _index import LocalIndex, StandIn, ok, run, serve, write_index
 from click.testing import CliRunner, Result
 from test_machines import MACHINES, sections
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 
 # The cu124 index's builds as their files name them; `py3-none-any`, so that uv locks them for every platform, as a
 # universal lock does (which wheels PyTorch published where is the build matrix's business, not the stand-ins').

@@ -33,7 +33,7 @@ from envcheck.derived.derive import DERIVATIONS
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Rule, Status
-from envcheck.rules import PLANS
+from envcheck.rule_pack import PLANS
 
 Snapshot = dict[str, Any]
 PY = ("python.version", "python.platform")  # what PEP 508 markers read

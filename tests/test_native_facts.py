@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
 
+from envcheck.cache.file_values import FileCache
 from envcheck.derived.native_libs import loaded_outside_wheels
 from envcheck.facts import _collector, native_scan
-from envcheck.facts.file_cache import FileCache
 from envcheck.facts.native_scan import collect_native, manylinux_floor
 from envcheck.facts.snapshot import Facts
 from envcheck.probes._child import shared_objects_in_maps

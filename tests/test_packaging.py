@@ -115,10 +115,10 @@ def test_wheel_and_sdist_pass_the_release_check(dists: Dists) -> None:
 
 
 def test_wheel_declares_the_console_script(dists: Dists) -> None:
-    """The wheel's entry points make `envcheck` run envcheck._entry:console (--version at once, else the CLI)."""
+    """The wheel's entry points make `envcheck` run envcheck.cli.entry:console (--version at once, else the CLI)."""
     parser = configparser.ConfigParser()
     parser.read_string(_dist_info_file(dists, "entry_points.txt"))
-    assert dict(parser["console_scripts"]) == {"envcheck": "envcheck._entry:console"}
+    assert dict(parser["console_scripts"]) == {"envcheck": "envcheck.cli.entry:console"}
 
 
 def test_wheel_metadata_names_the_distribution(dists: Dists) -> None:
@@ -160,7 +160,8 @@ def test_wheel_never_requires_torch(dists: Dists) -> None:
 def test_sdist_is_a_buildable_source_tree(dists: Dists) -> None:
     """The sdist holds the package, the rule pack, the tests and the docs, and no virtual environment or VCS."""
     names = dists.sdist_names
-    for required in ("pyproject.toml", "README.md", "CHANGELOG.md", "envcheck/__init__.py", "envcheck/_cli.py"):
+    for required in ("pyproject.toml", "README.md", "CHANGELOG.md", "envcheck/__init__.py",
+                     "envcheck/cli/click_cli.py"):
         assert required in names, f"{required} is not in the sdist"
     rules = sorted(p.name for p in (ROOT / "rules").glob("*.toml"))
     assert sorted(PurePosixPath(n).name for n in names if re.fullmatch(r"rules/[^/]+\.toml", n)) == rules

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES, build_facts, dist_dict, gpu_dict, nvml_dict, torch_dict
 from test_rules_loader import rule_text, write_rules
 
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
 from envcheck.derived import gpu_compat
 from envcheck.derived.tables import CUDA_DRIVER
 from envcheck.engine import evaluate
@@ -21,9 +21,9 @@ from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 from envcheck.intake import read_report
 from envcheck.model import Finding, Status
-from envcheck.templates import render_argvs
+from envcheck.remedy.templates import render_argvs
 
-PACK = rules_mod.load()
+PACK = rule_pack.load()
 BY_ID = {r.id: r for r in PACK}
 REPORTS = FIXTURES / "reports"
 # A collect_env report of torch 2.6 on an RTX 5090 D (tests/fixtures/reports/SOURCES.md), without torch's warning
@@ -227,7 +227,7 @@ def test_invalid_plans_are_load_errors(tmp_path: Path, changes: dict[str, str | 
     RuleError naming the rule and the key."""
     path = write_rules(tmp_path, "pack.toml", rule_text(**changes))
     with pytest.raises(RuleError) as info:
-        rules_mod.load_file(path)
+        rule_pack.load_file(path)
     assert (info.value.rule_id, info.value.key) == ("EC9001", key)
     assert message in str(info.value)
 
@@ -236,7 +236,7 @@ def test_a_plan_rule_loads_and_its_commands_wait_for_the_plan(tmp_path: Path) ->
     """A rule with a plan loads; a command that names the plan is written only where there is one."""
     path = write_rules(tmp_path, "pack.toml", rule_text(
         **PLAN, commands='[["{python}", "-m", "pip", "install", "{*plan.install}"], ["{python}", "-V"]]'))
-    [rule] = rules_mod.load_file(path).rules
+    [rule] = rule_pack.load_file(path).rules
     assert (rule.plan, rule.fix_without_plan) == ("torch.recommended-build", "Install a CUDA build.")
     facts = build_facts()
     assert render_argvs(rule.commands, facts) == (("/opt/venv/bin/python", "-V"),)

@@ -1,4 +1,4 @@
-"""The plain forms of the check without click (envcheck/_plain_cli.py) answer byte for byte as the click CLI does."""
+"""The plain forms of the check without click (envcheck/cli/plain_cli.py) answer byte for byte as the click CLI does."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from envcheck._plain_cli import applies
+from envcheck.cli.plain_cli import applies
 
-# The command as users run it (through envcheck/_entry.py), and the click CLI given the same arguments.
-ENTRY = "import sys; from envcheck._entry import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
-CLICK = "import sys; from envcheck._cli import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
-PROBE = ("import sys\nfrom envcheck._entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
+# The command as users run it (through envcheck/cli/entry.py), and the click CLI given the same arguments.
+ENTRY = "import sys; from envcheck.cli.entry import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
+CLICK = "import sys; from envcheck.cli.click_cli import console; sys.argv = ['envcheck', *sys.argv[1:]]; console()"
+PROBE = ("import sys\nfrom envcheck.cli.entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
          "try:\n    console()\nfinally:\n    sys.stderr.write('click imported: %s' % ('click' in sys.modules))\n")
 
 
@@ -53,8 +53,9 @@ def test_the_same_check_options_as_the_click_cli(monkeypatch: pytest.MonkeyPatch
     """The plain form runs the check pipeline with the very options click builds for the same argument list."""
     from click.testing import CliRunner
 
-    from envcheck import _plain_cli, pipeline
-    from envcheck._cli import cli
+    from envcheck import pipeline
+    from envcheck.cli import plain_cli
+    from envcheck.cli.click_cli import cli
 
     seen = []
 
@@ -66,7 +67,7 @@ def test_the_same_check_options_as_the_click_cli(monkeypatch: pytest.MonkeyPatch
     args = ["--static"] if static else ["check"]
     CliRunner().invoke(cli, args)
     with pytest.raises(KeyboardInterrupt):
-        _plain_cli._check(None, static=static)
+        plain_cli._check(None, static=static)
     assert len(seen) == 2
     assert seen[0] == seen[1]
     assert seen[0].static is static and seen[0].discover and seen[0].python_named_by == "--python"

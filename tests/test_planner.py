@@ -1,4 +1,5 @@
-"""The torch-family planner (envcheck/planner.py) with the shipped companion tables, and the findings it shapes."""
+"""The torch-family planner (envcheck/remedy/planner.py) with the shipped companion tables, and the findings it
+shapes."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from typing import Any
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
 
-from envcheck import planner
 from envcheck.derived import companions
 from envcheck.derived import tables as tables_mod
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.rules import builtin_rules_dir
-from envcheck.rules import load as load_pack
+from envcheck.remedy import planner
+from envcheck.rule_pack import builtin_rules_dir
+from envcheck.rule_pack import load as load_pack
 
 TABLES = tables_mod.load([builtin_rules_dir()])
 COMPANIONS = companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]),

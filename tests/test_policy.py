@@ -12,17 +12,16 @@ from click.testing import CliRunner
 from conftest import FIXTURES, build_facts, dist_dict, gpu_dict, nvml_dict
 
 import envcheck
-from envcheck import policy
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
-from envcheck.api import rule_set
+from envcheck import policy, rule_pack
+from envcheck.cli.click_cli import cli
 from envcheck.config import Config, from_table
 from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import Finding, Rule, Severity, Status
+from envcheck.pipeline.stages import rule_set
 from envcheck.report import json as json_report
-from envcheck.rules import RulePack
+from envcheck.rule_pack import RulePack
 
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
@@ -55,7 +54,7 @@ def test_ids_names_and_area() -> None:
     ]
     assert all(r.area == "project" and r.severity is Severity.ERROR and r.references == (policy.DOCS,)
                for r in rules)
-    assert all(rules_mod.RULE_ID.fullmatch(r.id) and rules_mod.RULE_NAME.fullmatch(r.name) for r in rules)
+    assert all(rule_pack.RULE_ID.fullmatch(r.id) and rule_pack.RULE_NAME.fullmatch(r.name) for r in rules)
     assert {r.file for r in rules} == {"/proj/pyproject.toml", "<command line>"}
 
 
@@ -76,7 +75,7 @@ def test_require(dists: list[dict[str, Any]], status: Status, summary: str) -> N
     (found,) = verdicts(cfg(require=["torch>=2.6"]), dists=dists).values()
     assert (found.status, found.summary) == (status, summary)
     if status is Status.FAIL:
-        # an installed torch keeps its build: the install goes to its variant's index (envcheck/planner.py)
+        # an installed torch keeps its build: the install goes to its variant's index (envcheck/remedy/planner.py)
         index = ("--index-url", "https://download.pytorch.org/whl/cu124") if dists else ()
         assert found.commands == ((EXE, "-m", "pip", "install", "torch>=2.6", *index),)
         assert "tool.envcheck.require[0] in /proj/pyproject.toml" in found.why

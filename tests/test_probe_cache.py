@@ -12,10 +12,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import build_facts, dist_dict, write_dist
 
-from envcheck._cli import cli
-from envcheck.cache import cache_dir
+from envcheck.cache import probe_results
+from envcheck.cache.signed import cache_dir
+from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
-from envcheck.probes import cache, run_probes
+from envcheck.probes import run_probes
 
 
 def _facts(**changes: object):  # type: ignore[no-untyped-def]
@@ -28,9 +29,9 @@ OK = {"torch-import": ProbeResult(status="ok", details={"version": "2.13.0"})}
 
 def test_hit_returns_what_was_stored() -> None:
     """Results stored under a fingerprint come back equal."""
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, OK)
-    assert cache.load(key) == OK
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, OK)
+    assert probe_results.load(key) == OK
 
 
 BASE = {"dists": [dist_dict("numpy", "2.1.0")], "env": {"CUDA_VISIBLE_DEVICES": "0"}}
@@ -47,13 +48,13 @@ BASE = {"dists": [dist_dict("numpy", "2.1.0")], "env": {"CUDA_VISIBLE_DEVICES": 
 )
 def test_any_change_is_a_new_fingerprint(changed: dict[str, object]) -> None:
     """Changing an installed version, a distribution, a relevant variable or the interpreter changes the key."""
-    assert cache.fingerprint(build_facts(**BASE), ["torch-import"], "code") != \
-        cache.fingerprint(build_facts(**changed), ["torch-import"], "code")
+    assert probe_results.fingerprint(build_facts(**BASE), ["torch-import"], "code") != \
+        probe_results.fingerprint(build_facts(**changed), ["torch-import"], "code")
 
 
 def test_probe_code_is_part_of_the_fingerprint() -> None:
     """A new envcheck with different probe code never reuses old results."""
-    assert cache.fingerprint(_facts(), ["sdpa"], "a") != cache.fingerprint(_facts(), ["sdpa"], "b")
+    assert probe_results.fingerprint(_facts(), ["sdpa"], "a") != probe_results.fingerprint(_facts(), ["sdpa"], "b")
 
 
 def _entry(key: str) -> Path:
@@ -64,14 +65,14 @@ def _entry(key: str) -> Path:
                          ids=["garbage", "undecodable", "truncated"])
 def test_corrupt_cache_is_a_miss_and_is_rewritten(content: bytes) -> None:
     """A cache file that cannot be read is ignored, said to be, and the next store replaces it."""
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, OK)
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, OK)
     _entry(key).write_bytes(content)
     problems: list[str] = []
-    assert cache.load(key, problems=problems) is None
+    assert probe_results.load(key, problems=problems) is None
     assert problems and "not a signed entry" in problems[0]
-    cache.store(key, OK)
-    assert cache.load(key) == OK
+    probe_results.store(key, OK)
+    assert probe_results.load(key) == OK
 
 
 def _segfault() -> dict[str, ProbeResult]:
@@ -80,33 +81,33 @@ def _segfault() -> dict[str, ProbeResult]:
 
 def test_an_edited_entry_is_not_believed() -> None:
     """Turning a cached segfault into an ok result by editing the entry's JSON breaks its signature: ignored."""
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, _segfault())
-    assert cache.load(key) == _segfault()
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, _segfault())
+    assert probe_results.load(key) == _segfault()
     data = _entry(key).read_bytes()
     forged = data.replace(b'"status": "crashed"', b'"status": "ok"     ')
     assert forged != data
     _entry(key).write_bytes(forged)
     problems: list[str] = []
-    assert cache.load(key, problems=problems) is None
+    assert probe_results.load(key, problems=problems) is None
     assert len(problems) == 1 and "failed its signature check" in problems[0]
 
 
 def test_an_entry_signed_with_another_key_is_not_believed() -> None:
     """An entry copied from another account or machine (signed with its key) is ignored."""
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, OK)
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, OK)
     (cache_dir() / "key").write_bytes(os.urandom(32))
-    assert cache.load(key) is None
+    assert probe_results.load(key) is None
 
 
 def test_the_old_unsigned_file_is_never_read() -> None:
     """A plain JSON file where format 1 kept its results is not a cache entry any more."""
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
     plain = cache_dir() / f"probes-{key}.json"
     plain.parent.mkdir(parents=True, exist_ok=True)
     plain.write_text('{"format": 1, "results": {"torch-import": {"status": "ok"}}}', encoding="utf-8")
-    assert cache.load(key) is None
+    assert probe_results.load(key) is None
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
@@ -115,35 +116,35 @@ def test_a_cache_folder_others_can_write_is_refused(tmp_path: Path, monkeypatch:
     shared = tmp_path / "shared"
     shared.mkdir()
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(shared))
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, OK)
-    assert cache.load(key) == OK  # a private folder: used
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, OK)
+    assert probe_results.load(key) == OK  # a private folder: used
     shared.chmod(0o777)
     problems: list[str] = []
-    assert cache.load(key, problems=problems) is None
+    assert probe_results.load(key, problems=problems) is None
     assert problems and "writable by others" in problems[0]
-    cache.store(key, _segfault())
+    probe_results.store(key, _segfault())
     shared.chmod(0o700)
-    assert cache.load(key) == OK  # the store into the shared folder wrote nothing
+    assert probe_results.load(key) == OK  # the store into the shared folder wrote nothing
 
 
 def test_no_cache_inside_the_checked_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache folder inside the checked environment's prefix is neither read nor written."""
     prefix = tmp_path / "venv"
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(prefix / "cache"))
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, OK, avoid=[str(prefix)])
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, OK, avoid=[str(prefix)])
     assert not (prefix / "cache").exists() or not any((prefix / "cache").iterdir())
     problems: list[str] = []
-    assert cache.load(key, avoid=[str(prefix)], problems=problems) is None
+    assert probe_results.load(key, avoid=[str(prefix)], problems=problems) is None
     assert problems and "inside a Python environment" in problems[0]
 
 
 def test_timeouts_are_not_cached() -> None:
     """A result set with a timeout is not stored: a slow first CUDA start may not repeat."""
-    key = cache.fingerprint(_facts(), ["torch-import"], "code")
-    cache.store(key, {"torch-import": ProbeResult(status="timeout", error_class="Timeout")})
-    assert cache.load(key) is None
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, {"torch-import": ProbeResult(status="timeout", error_class="Timeout")})
+    assert probe_results.load(key) is None
 
 
 def test_second_run_comes_from_the_cache_and_no_cache_forces_a_run(tmp_path: Path) -> None:
@@ -212,12 +213,12 @@ def test_reinstalling_the_same_version_is_a_new_fingerprint(tmp_path: Path) -> N
     site.mkdir()
     folder = write_dist(site, "flash-attn", "2.5.8")
     facts = build_facts(dists=[dist_dict("flash-attn", "2.5.8", location=str(site), metadata_dir=str(folder))])
-    before = cache.fingerprint(facts, ["extension-imports"], "code")
-    assert cache.fingerprint(facts, ["extension-imports"], "code") == before
+    before = probe_results.fingerprint(facts, ["extension-imports"], "code")
+    assert probe_results.fingerprint(facts, ["extension-imports"], "code") == before
     shutil.rmtree(folder)
     write_dist(site, "flash-attn", "2.5.8")
     os.utime(folder, ns=(1, 1))  # a filesystem with coarse timestamps could otherwise give the same mtime
-    assert cache.fingerprint(facts, ["extension-imports"], "code") != before
+    assert probe_results.fingerprint(facts, ["extension-imports"], "code") != before
 
 
 def test_an_amd_gpu_is_part_of_the_fingerprint() -> None:
@@ -227,7 +228,7 @@ def test_an_amd_gpu_is_part_of_the_fingerprint() -> None:
     gpu = AmdGpu(index=0, node=1, gfx_target="gfx1100", gfx_target_version=110000, device_id=0x744C, simd_count=96,
                  pci_bus_id="0000:03:00.0", render_access="ok")
     rocm = RocmFacts(status="ok", reason=None, devices=(gpu,), kfd_access="ok")
-    keys = {cache.fingerprint(_facts(rocm=r), ["torch-import"], "code") for r in (
+    keys = {probe_results.fingerprint(_facts(rocm=r), ["torch-import"], "code") for r in (
         None, rocm, dataclasses.replace(rocm, kfd_access="no-permission"),
         dataclasses.replace(rocm, devices=(dataclasses.replace(gpu, gfx_target="gfx1030",
                                                                gfx_target_version=100300),)))}

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from conftest import BIN, FIXTURES, clean_env, write_dist
 
 import envcheck
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.facts.project import ProjectFacts
 from envcheck.project import locks
 from envcheck.project.discover import discover, find_root

@@ -200,7 +200,7 @@ def test_probe_marker_runs_the_probe(pytester: pytest.Pytester) -> None:
 def test_unmet_reasons_are_computed_once_per_marker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Within a session the facts are collected once and each distinct marker is evaluated once (a unit check of
     the session object, on recorded facts)."""
-    import envcheck.api as check_module
+    import envcheck.pipeline.stages as check_module
 
     session = pytest_plugin._Session(pytest_plugin.Path("/nonexistent-root"))
     calls: list[object] = []

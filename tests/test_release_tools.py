@@ -120,7 +120,7 @@ def test_the_sdist_must_hold_the_sources_and_pyproject() -> None:
                  id="a-stray-file"),
 ])
 def test_dist_holds_one_wheel_and_one_sdist_of_the_version(tmp_path: Path, files: list[str], ok: bool) -> None:
-    """The dist folder (uploaded whole) holds exactly the wheel and the sdist of envcheck/__init__.py's version."""
+    """The dist folder (uploaded whole) holds exactly the wheel and the sdist of envcheck/version.py's version."""
     _tree(tmp_path, files)
     if ok:
         assert [p.name for p in verify_dist.find_dists(tmp_path, VERSION)] == files
@@ -238,7 +238,7 @@ def test_a_missing_or_empty_section_is_refused(text: str, version: str, says: st
     pytest.param("v1.2.3rc1", False, id="a-pre-release-of-it"),
 ])
 def test_the_tag_must_be_v_and_the_version(tag: str, ok: bool) -> None:
-    """The tag is `v` + envcheck/__init__.py's __version__, exactly."""
+    """The tag is `v` + envcheck/version.py's __version__, exactly."""
     if ok:
         release_notes.check_tag(tag, "1.2.3")
     else:
@@ -251,7 +251,7 @@ def test_the_release_notes_script_checks_the_tag_first(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(ROOT / ".ci" / "release_notes.py"), "v999.0.0"],
                           capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert proc.returncode == 1
-    assert proc.stderr == f"FAILED: the tag v999.0.0 does not match envcheck/__init__.py's __version__ {VERSION} " \
+    assert proc.stderr == f"FAILED: the tag v999.0.0 does not match envcheck/version.py's __version__ {VERSION} " \
                           f"(expected v{VERSION})\n"
     assert proc.stdout == ""
 
@@ -261,7 +261,7 @@ def test_the_release_notes_script_checks_the_tag_first(tmp_path: Path) -> None:
 
 def test_readme_hooks_and_action_reference_the_release_tag() -> None:
     """The README's pre-commit `rev` and Action `uses:`, and the examples in .pre-commit-hooks.yaml and action.yml,
-    name the tag of the version in envcheck/__init__.py; a git-URL install names that tag or none (the main
+    name the tag of the version in envcheck/version.py; a git-URL install names that tag or none (the main
     branch)."""
     tag = f"v{VERSION}"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

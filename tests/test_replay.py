@@ -1,5 +1,6 @@
 """A repeated `envcheck --static` is answered from its last run only while nothing it read has changed
-(envcheck/_replay.py): each change below makes the next run check afresh, and that run's report is the fresh one."""
+(envcheck/pipeline/replay.py): each change below makes the next run check afresh, and that run's report is the fresh
+one."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from pathlib import Path
 import pytest
 from conftest import BIN, write_dist
 
-from envcheck import _replay, cache
+# The command as users run it (through envcheck/cli/entry.py); at exit it says on stderr whether the run replayed: a
+from envcheck.cache import signed
+from envcheck.pipeline import replay as _replay
 
-# The command as users run it (through envcheck/_entry.py); at exit it says on stderr whether the run replayed: a
 # replay never imports the rule engine.
-ENTRY = ("import sys\nfrom envcheck._entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
+ENTRY = ("import sys\nfrom envcheck.cli.entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
          "try:\n    console()\nfinally:\n"
          "    sys.stderr.write('\\nreplayed: %s' % ('envcheck.engine' not in sys.modules))\n")
-# Runs are recorded only where every stat is seen (envcheck/_replay.py): elsewhere each run checks afresh.
+# Runs are recorded only where every stat is seen (envcheck/pipeline/replay.py): elsewhere each run checks afresh.
 RECORDING = (3, 11) <= sys.version_info[:2] <= (3, 13) and os.name == "posix"
 RECORDED = pytest.mark.skipif(not RECORDING, reason="runs are recorded on CPython 3.11-3.13 on POSIX only")
 PYPROJECT = '[project]\nname = "demo"\nversion = "1"\ndependencies = ["needed-dist>=1", "present-dist>=1"]\n'
@@ -293,7 +295,7 @@ def test_a_stored_entry_reads_back(project: Project) -> None:
     previous = os.environ.get("ENVCHECK_CACHE_DIR")
     os.environ["ENVCHECK_CACHE_DIR"] = str(project.cache_dir)
     try:
-        payload = cache.load_signed(name, stamp)
+        payload = signed.load_signed(name, stamp)
     finally:
         if previous is None:
             del os.environ["ENVCHECK_CACHE_DIR"]
@@ -375,10 +377,10 @@ def test_a_symbolic_links_target_is_part_of_its_answer(tmp_path: Path) -> None:
     assert _replay._observe("l", str(link))[-1] == "b"
 
 
-STORE_FAILS = ("import sys, shutil\nfrom envcheck import _replay\n"
+STORE_FAILS = ("import sys, shutil\nfrom envcheck.pipeline import replay as _replay\n"
                "def fail(*a, **k):\n    raise FileNotFoundError('the working directory is gone')\n"
                "_replay.Recording.store = fail\n"
-               "from envcheck._entry import console\nsys.argv = ['envcheck', '--static']\n"
+               "from envcheck.cli.entry import console\nsys.argv = ['envcheck', '--static']\n"
                "try:\n    console()\nfinally:\n"
                "    sys.stderr.write('\\nfd functions: %s' % shutil._use_fd_functions)\n")
 

@@ -30,8 +30,8 @@ from report_samples import (
 )
 
 import envcheck
-from envcheck import fix
 from envcheck.model import Status
+from envcheck.remedy import fix
 from envcheck.report import json as json_report
 from envcheck.report import markdown, render, text
 from envcheck.report.common import command_lines

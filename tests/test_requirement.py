@@ -1,4 +1,4 @@
-"""The fast reading of simple Requires-Dist lines (envcheck/_requirement.py) against packaging's own parser."""
+"""The fast reading of simple Requires-Dist lines (envcheck/support/requirement.py) against packaging's own parser."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import pytest
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envcheck._packaging import parse_requirement
-from envcheck._requirement import simple_requirement
+from envcheck.support.requirement import simple_requirement
+from envcheck.support.versions import parse_requirement
 
 # Lines of every shape: the simple ones the fast reading takes, and the ones it must leave to packaging (URLs,
 # `===`, epochs, local versions, misplaced `.*`, odd whitespace, names packaging tokenizes differently, bad

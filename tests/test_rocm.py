@@ -13,21 +13,21 @@ import pytest
 from conftest import facts_dict, python_dict
 
 import envcheck
-from envcheck import _toml
-from envcheck import rules as rules_mod
-from envcheck import torch_builds as tb
+from envcheck import rule_pack
+from envcheck.derived import build_matrix as tb
 from envcheck.derived import rocm as rocm_derived
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import FactsError, RuleError
 from envcheck.facts import rocm
 from envcheck.facts.collect import collect, request_for
 from envcheck.facts.snapshot import Facts
+from envcheck.support import toml
 
 FIXTURES = Path(__file__).parent / "fixtures" / "rocm"
 TABLE_FILE = Path(envcheck.__file__).parent.parent / "rules" / "data" / "rocm-archs.toml"
 SCHEMA = jsonschema.Draft202012Validator(json.loads(
     (Path(envcheck.__file__).parent / "schemas" / "facts.schema.json").read_text(encoding="utf-8")))
-TABLE = rocm_derived.parse(_toml.loads(TABLE_FILE.read_text(encoding="utf-8")), str(TABLE_FILE))
+TABLE = rocm_derived.parse(toml.loads(TABLE_FILE.read_text(encoding="utf-8")), str(TABLE_FILE))
 MATRIX = tb.load()
 
 
@@ -345,7 +345,7 @@ NONEMPTY = {
 @pytest.mark.parametrize("name", sorted(NONEMPTY))
 def test_rocm_derivations_declare_their_item_fields(name: str) -> None:
     """Every item of a ROCm derivation has exactly the fields it declares, all strings (rules validate against them)."""
-    items = Derived(NONEMPTY[name], rules_mod.load().tables).get(name)
+    items = Derived(NONEMPTY[name], rule_pack.load().tables).get(name)
     assert items, f"{name} is empty here"
     for item in items:
         assert tuple(item) == DERIVATIONS[name].fields

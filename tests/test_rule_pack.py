@@ -8,19 +8,19 @@ from typing import Any
 import pytest
 from conftest import SITE, dist_dict, facts_dict
 
-from envcheck import _toml
-from envcheck import rules as rules_mod
-from envcheck.api import collection_request
+from envcheck import rule_pack
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Status
+from envcheck.pipeline.stages import collection_request
+from envcheck.support import toml
 
 CASES: dict[str, dict[str, dict[str, Any]]] = {}
 for _file in sorted((Path(__file__).parent / "fixtures" / "rule_cases").glob("*.toml")):
-    _loaded = _toml.loads(_file.read_text(encoding="utf-8"))
+    _loaded = toml.loads(_file.read_text(encoding="utf-8"))
     assert not set(_loaded) & set(CASES), f"{_file.name} repeats cases of {sorted(set(_loaded) & set(CASES))}"
     CASES.update(_loaded)
-PACK = rules_mod.load()
+PACK = rule_pack.load()
 BY_ID = {r.id: r for r in PACK}
 REQUEST = collection_request(PACK)
 
@@ -144,7 +144,7 @@ def test_evidence_names_the_probe_or_the_version_range_that_decided() -> None:
 def test_a_torch_requirement_no_wheel_satisfies_is_reported_once_without_an_install_command() -> None:
     """On an Intel Mac a project's `torch>=2.3` is EC1601 (no wheel exists), not also EC9801 with a
     `pip install 'torch>=2.3'` that cannot succeed; a requirement that can be installed stays EC9801's."""
-    from envcheck.project import rules as project_rules
+    from envcheck.project import generated_rules as project_rules
 
     def fired(case: dict[str, Any]) -> set[str]:
         facts = _snapshot(case)

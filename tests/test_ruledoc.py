@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envcheck import rules as rules_mod
-from envcheck._cli import cli
+from envcheck import rule_pack
+from envcheck.cli.click_cli import cli
 from envcheck.model import Rule
-from envcheck.ruledoc import command_line
+from envcheck.report.ruledoc import command_line
 
 RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
-RULES = rules_mod.load()
+RULES = rule_pack.load()
 # The quoting is POSIX shell quoting, read back by a POSIX sh (Git for Windows puts one on PATH as well).
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="no POSIX sh on PATH")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import rules as rules_mod
+from envcheck import rule_pack
 from envcheck.derived import gpu_compat
 from envcheck.derived import tables as tables_mod
 from envcheck.errors import RuleError
@@ -35,7 +35,7 @@ def write_rules(directory: Path, name: str, text: str) -> Path:
 def test_valid_rule_loads(tmp_path: Path) -> None:
     """The base rule of these tests loads, with its area taken from the file name."""
     path = write_rules(tmp_path, "libraries.toml", 'title = "Libraries"\n' + rule_text(commands='[["{python}", "-V"]]'))
-    loaded = rules_mod.load_file(path)
+    loaded = rule_pack.load_file(path)
     assert loaded.title == "Libraries"
     [rule] = loaded.rules
     assert (rule.id, rule.name, rule.severity, rule.area, rule.file) == ("EC9001", "test-rule", Severity.ERROR,
@@ -104,7 +104,7 @@ def test_invalid_rule_names_file_rule_and_key(tmp_path: Path, changes: dict[str,
     """Each mistake in a rule is one RuleError whose message names the file, the rule id and the key."""
     path = write_rules(tmp_path, "pack.toml", rule_text(**changes))
     with pytest.raises(RuleError) as info:
-        rules_mod.load_file(path)
+        rule_pack.load_file(path)
     err = info.value
     assert (err.file, err.rule_id, err.key) == (str(path), "EC9001", key)
     assert str(err).startswith(f"{path}: rule EC9001: key '{key}': ")
@@ -118,7 +118,7 @@ def test_bad_id_names_file_and_position(tmp_path: Path, bad_id: str | None) -> N
     """A rule without a valid id is named by its position in the file."""
     path = write_rules(tmp_path, "pack.toml", rule_text() + rule_text(id=bad_id, name='"other"'))
     with pytest.raises(RuleError) as info:
-        rules_mod.load_file(path)
+        rule_pack.load_file(path)
     assert (info.value.rule_id, info.value.key) == (None, "rule[1].id")
     assert str(info.value).startswith(f"{path}: key 'rule[1].id': expected an id like 'EC0101'")
 
@@ -136,7 +136,7 @@ def test_invalid_file(tmp_path: Path, text: str, key: str | None, message: str) 
     """A file that is not a valid rule file at all is one RuleError naming it (and the key, where there is one)."""
     path = write_rules(tmp_path, "pack.toml", text)
     with pytest.raises(RuleError) as info:
-        rules_mod.load_file(path)
+        rule_pack.load_file(path)
     assert (info.value.file, info.value.key) == (str(path), key)
     assert message in str(info.value) and "\n" not in str(info.value)
 
@@ -153,7 +153,7 @@ def test_duplicates_across_files(tmp_path: Path, second: str, key: str, message:
     first = write_rules(tmp_path / "a", "one.toml", rule_text())
     other = write_rules(tmp_path / "b", "two.toml", second)
     with pytest.raises(RuleError) as info:
-        rules_mod.load_files([tmp_path / "a", tmp_path / "b"])
+        rule_pack.load_files([tmp_path / "a", tmp_path / "b"])
     assert (info.value.file, info.value.key) == (str(other), key)
     assert str(info.value).startswith(f"{other}: rule {info.value.rule_id}: key '{key}': {message}")
     assert str(first) in str(info.value)
@@ -162,12 +162,12 @@ def test_duplicates_across_files(tmp_path: Path, second: str, key: str, message:
 def test_missing_rule_directory(tmp_path: Path) -> None:
     """A rule directory that does not exist is an error naming it."""
     with pytest.raises(RuleError, match="rule directory does not exist"):
-        rules_mod.load_files([tmp_path / "absent"])
+        rule_pack.load_files([tmp_path / "absent"])
 
 
 def test_shipped_pack_is_valid() -> None:
     """The shipped pack loads; every rule has https references, and ids and names are unique across files."""
-    files = rules_mod.load_files([rules_mod.builtin_rules_dir()])
+    files = rule_pack.load_files([rule_pack.builtin_rules_dir()])
     every = [r for f in files for r in f.rules]
     assert every, "the shipped pack is empty"
     assert len({r.id for r in every}) == len(every)
@@ -175,13 +175,13 @@ def test_shipped_pack_is_valid() -> None:
     for rule in every:
         assert rule.references and all(ref.startswith("https://") for ref in rule.references), rule.id
         assert rule.area == Path(rule.file).stem
-    assert [r.id for r in rules_mod.load()] == [r.id for r in every]
+    assert [r.id for r in rule_pack.load()] == [r.id for r in every]
 
 
 def _pack(tmp_path: Path) -> list[Rule]:
     text = (rule_text() + rule_text(id='"EC9002"', name='"second-rule"')
             + rule_text(id='"EC9101"', name='"other-area"'))
-    return list(rules_mod.load_file(write_rules(tmp_path, "pack.toml", text)).rules)
+    return list(rule_pack.load_file(write_rules(tmp_path, "pack.toml", text)).rules)
 
 
 @pytest.mark.parametrize(
@@ -197,12 +197,12 @@ def _pack(tmp_path: Path) -> list[Rule]:
 )
 def test_select(tmp_path: Path, select: tuple[str, ...], ignore: tuple[str, ...], expected: list[str]) -> None:
     """select() keeps rules matching any selector (id prefix or name) and none of the ignores."""
-    assert [r.id for r in rules_mod.select(_pack(tmp_path), select, ignore)] == expected
+    assert [r.id for r in rule_pack.select(_pack(tmp_path), select, ignore)] == expected
 
 
 def test_unknown_selectors(tmp_path: Path) -> None:
     """unknown_selectors() returns exactly the entries that match no rule, in the order given."""
-    assert rules_mod.unknown_selectors(_pack(tmp_path), ["EC90", "typo", "ec91", "second-rule", "EC0"]) == [
+    assert rule_pack.unknown_selectors(_pack(tmp_path), ["EC90", "typo", "ec91", "second-rule", "EC0"]) == [
         "typo", "EC0"]
 
 
@@ -216,8 +216,8 @@ def _data_file(rule_dir: Path, stem: str, text: str) -> Path:
 
 def test_pack_carries_every_registered_table() -> None:
     """load() returns the rules and every registered data table of the shipped pack, parsed, as one RulePack."""
-    pack = rules_mod.load()
-    assert isinstance(pack, rules_mod.RulePack) and list(pack) == list(pack.rules) and len(pack) > 50
+    pack = rule_pack.load()
+    assert isinstance(pack, rule_pack.RulePack) and list(pack) == list(pack.rules) and len(pack) > 50
     assert set(pack.tables.parsed) == set(tables_mod.REGISTRY)
     assert isinstance(pack.tables[tables_mod.CUDA_DRIVER], gpu_compat.CudaDriverTable)
     assert pack.only(pack.rules[:1]).tables is pack.tables
@@ -241,15 +241,15 @@ def test_bad_table_fails_the_pack_load(tmp_path: Path, stem: str, text: str, key
     write_rules(tmp_path, "mine.toml", rule_text())
     path = _data_file(tmp_path, stem, text)
     with pytest.raises(RuleError, match=message) as info:
-        rules_mod.load([tmp_path])
+        rule_pack.load([tmp_path])
     assert (info.value.file, info.value.key) == (str(path), key)
 
 
 def test_later_directory_table_replaces_the_shipped_one(tmp_path: Path) -> None:
     """A rule directory's table replaces the shipped table of the same name (newer data without a new envcheck)."""
-    shipped = (rules_mod.builtin_rules_dir() / "data" / "cuda-driver.toml").read_text(encoding="utf-8")
+    shipped = (rule_pack.builtin_rules_dir() / "data" / "cuda-driver.toml").read_text(encoding="utf-8")
     path = _data_file(tmp_path, "cuda-driver", shipped.replace('"12" = "525.60.13"', '"12" = "530.30.02"'))
-    pack = rules_mod.load([tmp_path])
+    pack = rule_pack.load([tmp_path])
     assert str(pack.tables[tables_mod.CUDA_DRIVER].minor_compat_floor["linux"][12]) == "530.30.2"
     assert pack.tables.files["cuda-driver"] == str(path)
 
@@ -276,14 +276,14 @@ def test_selectors_mean_the_same_everywhere(selector: str, tmp_path: Path, monke
     configuration's `select`, `envcheck rule` and the pytest marker."""
     from click.testing import CliRunner
 
-    from envcheck._cli import cli
-    from envcheck.api import rule_set
+    from envcheck.cli.click_cli import cli
     from envcheck.config import Config
+    from envcheck.pipeline.stages import rule_set
     from envcheck.pytest_plugin import _Session
 
-    pack = rules_mod.load()
-    expected = [r.id for r in rules_mod.select(pack, [selector])]
-    assert expected and all(rules_mod.matches(selector, i, next(r.name for r in pack if r.id == i)) for i in expected)
+    pack = rule_pack.load()
+    expected = [r.id for r in rule_pack.select(pack, [selector])]
+    assert expected and all(rule_pack.matches(selector, i, next(r.name for r in pack if r.id == i)) for i in expected)
     assert [r.id for r in rule_set(Config(), select=[selector]).chosen] == expected
     assert [r.id for r in rule_set(Config(select=(selector,))).chosen] == expected
     result = CliRunner().invoke(cli, ["rule", selector, "--format", "json"], catch_exceptions=False)

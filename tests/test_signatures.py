@@ -12,13 +12,13 @@ import pytest
 from click.testing import CliRunner
 from conftest import build_facts
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.conditions import Where
 from envcheck.engine import evaluate
 from envcheck.errors import RuleError
 from envcheck.evidence.signatures import Signature, parse_signatures, scan
 from envcheck.model import Status
-from envcheck.rules import load
+from envcheck.rule_pack import load
 
 PACK = load(())
 SIGNATURES = [s for rule in PACK for s in rule.signatures]

@@ -1,4 +1,4 @@
-"""Several requirements of one distribution read as one (envcheck/_specifiers.py): intersected, tightened, and
+"""Several requirements of one distribution read as one (envcheck/support/specifiers.py): intersected, tightened, and
 refused where no version can meet them all."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from envcheck._specifiers import merge, satisfiable
+from envcheck.support.specifiers import merge, satisfiable
 
 
 @pytest.mark.parametrize(

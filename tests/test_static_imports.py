@@ -8,14 +8,15 @@ import sys
 from conftest import FIXTURES
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
-UNUSED = ("envcheck.probes", "envcheck.planner", "envcheck.fix", "envcheck.fleet", "difflib", "logging.handlers")
+UNUSED = ("envcheck.probes", "envcheck.remedy.planner", "envcheck.remedy.fix", "envcheck.fleet", "difflib",
+          "logging.handlers")
 
 
 def _modules_after_check(args: list[str]) -> list[str]:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from envcheck._cli import cli\n"
+        "from envcheck.cli.click_cli import cli\n"
         f"result = CliRunner().invoke(cli, {args!r})\n"
         "assert result.exit_code == 0, result.output\n"
         "print(' '.join(sorted(sys.modules)))\n"

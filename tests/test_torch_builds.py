@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envcheck import torch_builds as tb
+from envcheck.derived import build_matrix as tb
 from envcheck.errors import RuleError
 
 if sys.version_info >= (3, 11):

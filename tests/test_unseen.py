@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import build_facts, clean_env, dist_dict, torch_dict
 
-from envcheck._cli import cli
+from envcheck.cli.click_cli import cli
 from envcheck.engine import evaluate
 from envcheck.report import render
 from envcheck.report.common import tally
-from envcheck.rules import RulePack, load
+from envcheck.rule_pack import RulePack, load
 
 NOT_INSTALLED = "torch is not installed here, so "
 NOT_SAID = "the report does not say whether torch is installed, so "

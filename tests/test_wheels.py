@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from conftest import dist_dict, facts_dict, torch_dict
 
-from envcheck import torch_builds as tb
+from envcheck.derived import build_matrix as tb
 from envcheck.derived import wheels
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import TORCH_BUILDS
 from envcheck.facts.snapshot import Facts
-from envcheck.project import rules as project_rules
+from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import discover
-from envcheck.rules import load
+from envcheck.rule_pack import load
 
 MATRIX = tb.load()
 PACK = load()

@@ -10,8 +10,8 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envcheck._packaging import too_complex
 from envcheck.conditions.core import Where
+from envcheck.support.versions import too_complex
 
 
 def string_of(value: object, where: Where) -> str:

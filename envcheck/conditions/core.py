@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from envcheck._packaging import marker_env
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import NO_TABLES, Tables
 from envcheck.derived.walk_memo import Memo
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
+from envcheck.support.versions import marker_env
 
 
 @dataclass(frozen=True)

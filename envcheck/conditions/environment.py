@@ -13,7 +13,6 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from envcheck._packaging import marker_holds, parse_version
 from envcheck.conditions._parsing import (
     check_bounded,
     first_line,
@@ -26,6 +25,7 @@ from envcheck.conditions._parsing import (
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
+from envcheck.support.versions import marker_holds, parse_version
 
 
 class Leaf:

@@ -10,12 +10,12 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envcheck._packaging import parse_version
 from envcheck.conditions._parsing import regex_of, specifier_of, string_of, table_of
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.conditions.environment import Leaf
 from envcheck.facts.gpus import STATUSES, GpuDevice
 from envcheck.facts.probe_results import PROBE_STATUSES
+from envcheck.support.versions import parse_version
 
 
 def _nvml_unknown(ctx: Context) -> Outcome | None:

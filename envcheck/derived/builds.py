@@ -22,12 +22,12 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck import torch_builds as tb
-from envcheck._packaging import major_minor, parse_version
+from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions, gpu_compat
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, without_cuda_torch
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
+from envcheck.support.versions import major_minor, parse_version
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
 # to torch's own Requires-Dist pin, which pip and uv resolve from the same index.

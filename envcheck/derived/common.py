@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from envcheck import torch_builds
+from envcheck.derived import build_matrix
 from envcheck.derived.walk_memo import Memo
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
@@ -51,9 +51,9 @@ class Tables:
 
 
 NO_TABLES = Tables()
-# The build matrix: torch releases, their builds and wheels (envcheck/torch_builds.py). Declared here, as several
-# modules read it (builds, companions, rocm, wheels).
-TORCH_BUILDS = Table("torch-builds", torch_builds.parse)
+# The build matrix: torch releases, their builds and wheels (envcheck/derived/build_matrix.py). Declared here, as
+# several modules read it (builds, companions, rocm, wheels).
+TORCH_BUILDS = Table("torch-builds", build_matrix.parse)
 
 
 class Values(Protocol):

@@ -36,11 +36,11 @@ from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvir
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envcheck import torch_builds
-from envcheck._packaging import marker_env, parse_requirement, parse_version
+from envcheck.derived import build_matrix
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, release_table
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.support.versions import marker_env, parse_requirement, parse_version
 
 PYPI_INDEX = "https://pypi.org/simple"
 PYTORCH_INDEX = "https://download.pytorch.org/whl/"
@@ -139,7 +139,7 @@ def parse_companions(data: dict[str, Any], file: str) -> CompanionTable:
     return CompanionTable({name: _companion(file, name, table) for name, table in data.items()})
 
 
-def merged(tables: Iterable[CompanionTable], matrix: torch_builds.BuildMatrix | None = None) -> dict[str, Companion]:
+def merged(tables: Iterable[CompanionTable], matrix: build_matrix.BuildMatrix | None = None) -> dict[str, Companion]:
     """Every companion of `tables`, by name, with the releases the build `matrix` lists for each torch release
     (`Companion.made_for`, which `companion_release` answers from first)."""
     out = {name: companion for table in tables for name, companion in table.companions.items()}

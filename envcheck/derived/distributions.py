@@ -11,9 +11,9 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envcheck._packaging import parse_version
 from envcheck.derived import requirements
 from envcheck.derived.common import Derivation, Item, Values, metadata_unknown
+from envcheck.support.versions import parse_version
 
 __all__ = ["DERIVATIONS"]
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from envcheck._packaging import parse_version
 from envcheck.derived import layers
 from envcheck.derived.common import Derivation, Item, Values, of_facts
 from envcheck.derived.companions import installed_torch
 from envcheck.derived.extension_releases import EXTENSION_RELEASES, ExtensionTable, Library
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.versions import parse_version
 
 PROBE = "extension-imports"
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck import torch_builds
-from envcheck._packaging import major_minor, parse_version
+from envcheck.derived import build_matrix
 from envcheck.derived.common import Derivation, Item, Table, Values, of_facts, without_cuda_torch
 from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.snapshot import Facts
+from envcheck.support.versions import major_minor, parse_version
 
 NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
 
@@ -179,7 +179,7 @@ def arch_coverage(facts: Facts, table: CudaDriverTable | None = None) -> list[It
         if not device.accessible:
             continue  # a GPU this user may not open runs none of its kernels, and judging it would be a guess
         capability = major_minor(device.compute_capability)
-        covered = "unknown" if capability is None else torch_builds.coverage(archs, capability)
+        covered = "unknown" if capability is None else build_matrix.coverage(archs, capability)
         if covered == "ptx-jit" and not jit_ok:
             covered = "none"
         out.append({

@@ -18,10 +18,10 @@ from collections.abc import Collection, Sequence
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived import companions, requirements
 from envcheck.derived.common import Derivation, Item, Values, metadata_unknown
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
+from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
 # Never uninstalled by a fix: the commands that follow run with them.
 INSTALLERS = frozenset({"pip", "uv"})

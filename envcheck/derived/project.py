@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
 from envcheck.derived.common import Derivation, Item, Values, of_facts
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
 UNMET_FIELDS = ("name", "requirement", "source", "installed", "install", "kind")
 DRIFT_FIELDS = ("name", "installed", "locked", "lock", "sync", "install")

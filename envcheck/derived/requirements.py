@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
 
-from envcheck._packaging import marker_env, parse_requirement, parse_version
 from envcheck.derived import companions, walk_memo
 from envcheck.derived.common import Derivation, Item, Values
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
+from envcheck.support.versions import marker_env, parse_requirement, parse_version
 
 __all__ = ["DERIVATIONS", "UNSAT_FIELDS", "Walk", "only_extra", "walk", "walked"]
 

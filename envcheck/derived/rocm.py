@@ -20,14 +20,14 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck import torch_builds as tb
-from envcheck._packaging import major_minor_text
+from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions
 from envcheck.derived.builds import MOVES_WITH_TORCH
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, of_facts
 from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.rocm import AmdGpu, override_target
 from envcheck.facts.snapshot import Facts
+from envcheck.support.versions import major_minor_text
 
 OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 PLATFORM = "linux-x86_64"  # the only platform PyTorch publishes ROCm wheels for

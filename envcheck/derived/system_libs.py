@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from envcheck._packaging import major_minor
 from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.facts.snapshot import Facts
+from envcheck.support.versions import major_minor
 
 UNKNOWN = "unknown"
 

@@ -2,7 +2,7 @@
 
 A table is read and validated when the pack is loaded (`load`), so that a malformed table is one RuleError naming
 the file and the key before anything is collected, never an `error` verdict in the middle of an evaluation. The
-parsed tables travel with the rules (`envcheck.rules.RulePack`) into the evaluation, which opens no file.
+parsed tables travel with the rules (`envcheck.rule_pack.RulePack`) into the evaluation, which opens no file.
 
 Adding a table is one `Table` (envcheck/derived/common.py), declared beside its parser, and listed in `REGISTRY`:
 its file stem and a parser `(data, file) -> T` that returns a frozen typed object and raises RuleError for anything
@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from envcheck import _files, _resources, amd_gpus, gpus
+from envcheck.derived import amd_gpus, nvidia_gpus
 from envcheck.derived.common import NO_TABLES, TORCH_BUILDS, Table, Tables
 from envcheck.derived.companions import TORCH_COMPANIONS, XFORMERS
 from envcheck.derived.extension_releases import EXTENSION_RELEASES
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.derived.rocm import ROCM_ARCHS
 from envcheck.errors import RuleError
+from envcheck.support import input_files, resources
 
 __all__ = ["AMD_GPUS", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS",
            "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
@@ -29,7 +30,7 @@ __all__ = ["AMD_GPUS", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES",
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
 # Declared beside their parsers (the derivations that read a table import its key from there); these two are read
 # only outside the derivations (recommend, the report readers).
-GPUS = Table("gpus", gpus.parse)
+GPUS = Table("gpus", nvidia_gpus.parse)
 AMD_GPUS = Table("amd-gpus", amd_gpus.parse)
 
 REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
@@ -37,7 +38,7 @@ REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COM
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return _files.load_toml(path, error=RuleError, limit=_MAX_TABLE_BYTES)
+    return input_files.load_toml(path, error=RuleError, limit=_MAX_TABLE_BYTES)
 
 
 def load(rule_dirs: Sequence[Path]) -> Tables:
@@ -46,14 +47,14 @@ def load(rule_dirs: Sequence[Path]) -> Tables:
     must be found, and every file in a data/ folder must be a registered table (a misspelt name is not ignored)."""
     paths: dict[str, Path] = {}
     for rule_dir in rule_dirs:
-        folder = _resources.data_dir(rule_dir)
+        folder = resources.data_dir(rule_dir)
         for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
             if path.stem not in REGISTRY:
                 raise RuleError(str(path), f"unknown data table (known: {', '.join(sorted(REGISTRY))})")
             paths[path.stem] = path
     missing = sorted(set(REGISTRY) - set(paths))
     if missing:
-        where = _resources.data_dir(rule_dirs[0]) if rule_dirs else _resources.data_dir()
+        where = resources.data_dir(rule_dirs[0]) if rule_dirs else resources.data_dir()
         raise RuleError(str(where / f"{missing[0]}.toml"), "data table missing")
     parsed = {stem: REGISTRY[stem].parse(_read(path), str(path)) for stem, path in paths.items()}
     return Tables(parsed, {stem: str(path) for stem, path in paths.items()})

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from envcheck._packaging import major_minor, marker_env, marker_holds, parse_requirement
 from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.derived.system_libs import toolkit_version as toolkit_version_in_path
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.facts.toolchain import CudaToolkit
+from envcheck.support.versions import major_minor, marker_env, marker_holds, parse_requirement
 
 # sm_XY -> (first CUDA release whose nvcc compiles for it, first release that no longer does). CUDA 11.0 removed
 # sm_30/32, 12.0 removed Kepler (sm_35/37), 13.0 removed Maxwell, Pascal and Volta (sm_50 to sm_72) and renamed

@@ -8,8 +8,8 @@ Requires-Dist lines), whether the distribution list is complete, the checked int
 the code that walks (envcheck's version, packaging's, and the files that hold the walk). Nothing else is read, so a
 remembered result under the same key is the result the walk would compute; any change to an input is another key.
 
-Where results are kept is the caller's choice (a `Memo`: envcheck.cache.SignedMemo keeps them signed in the user's
-cache directory, never in the checked environment); the evaluation itself does no I/O. An entry that does not
+Where results are kept is the caller's choice (a `Memo`: envcheck.cache.signed.SignedMemo keeps them signed in the
+user's cache directory, never in the checked environment); the evaluation itself does no I/O. An entry that does not
 decode to exactly what `dumps` writes is ignored, never trusted.
 """
 
@@ -40,14 +40,15 @@ def _code_lines() -> list[str]:
     changes without a new version."""
     import packaging
 
-    from envcheck import __version__, _packaging, _requirement
     from envcheck.facts import snapshot  # canonical_name: how names and extras compare
+    from envcheck.support import requirement, versions
+    from envcheck.version import __version__
 
     lines = [str(_FORMAT), __version__, packaging.__version__, sys.version]
     # The walk itself (named, not imported: it imports this module).
     walk_file = os.path.join(os.path.dirname(__file__), "requirements.py")  # noqa: PTH118, PTH120 - as __file__
     for path in (walk_file, *(getattr(module, "__file__", None) or "" for module in (
-            _packaging, _requirement, snapshot, sys.modules[__name__]))):
+            versions, requirement, snapshot, sys.modules[__name__]))):
         try:
             st = os.stat(path)  # noqa: PTH116 - a module's __file__ is a str
             lines.append(f"{path}\0{st.st_mtime_ns}\0{st.st_size}")

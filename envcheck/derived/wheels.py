@@ -24,11 +24,11 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envcheck import torch_builds as tb
-from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
+from envcheck.derived import build_matrix as tb
 from envcheck.derived.builds import platform_key
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
 REQUIREMENT_FIELDS = ("requirement", "source", "platform", "python", "reason", "newest", "pythons", "variants")
 INDEX_FIELDS = ("url", "variant", "platform", "variants", "source")

@@ -2,7 +2,7 @@
 
 Importing the package imports none of its modules: the fact collector (`_collector`, standard library only) and the
 light readers must be importable without the snapshot model, whose dataclasses cost a large share of a static check
-(envcheck/_replay.py answers a repeated check from them alone). The model's names resolve on first use.
+(envcheck/pipeline/replay.py answers a repeated check from them alone). The model's names resolve on first use.
 """
 
 from __future__ import annotations

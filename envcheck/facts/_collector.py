@@ -346,8 +346,8 @@ def _claimed_by_others(location: str, meta_dir: str) -> set[str]:
 
 # --- the metadata cache: each distribution's parsed facts, reused while its metadata files are unchanged -------
 #
-# The cache directory is chosen by envcheck (envcheck.cache) and passed in the request; this side trusts it only if
-# it is the current user's, not writable by others, and outside the checked environment (a check never writes
+# The cache directory is chosen by envcheck (envcheck.cache.signed) and passed in the request; this side trusts it only
+# if it is the current user's, not writable by others, and outside the checked environment (a check never writes
 # there). It is JSON: every entry is validated before use, and a file that is not exactly what this code writes
 # is ignored and replaced.
 

@@ -5,22 +5,29 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
-from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Protocol
 
-from envcheck import _files
 from envcheck.errors import FactsError
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.native_scan import collect_native
-from envcheck.facts.network import collect_network
+from envcheck.facts.network import NetworkFacts, collect_network
 from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.raw import collect_raw
 from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
 from envcheck.facts.toolchain_scan import collect_toolchain
+from envcheck.support import input_files
 
-if TYPE_CHECKING:
-    from envcheck._replay import Recording
+
+class Recorder(Protocol):
+    """What a collection tells the recording of a check that may be replayed (envcheck/pipeline/replay.py's `Recording`,
+    which sits above the facts: this layer names only what it calls)."""
+
+    def paused(self) -> AbstractContextManager[object]: ...
+
+    def collected(self, python: str | None, request: dict[str, Any], raw: dict[str, Any], nvml: NvmlFacts,
+                  network: NetworkFacts | None) -> None: ...
 
 
 def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, Any]:
@@ -32,21 +39,22 @@ def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, An
 
 
 def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bool = True,
-            recording: Recording | None = None) -> Facts:
+            recording: Recorder | None = None) -> Facts:
     """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck).
 
     NVML facts are machine-wide and always come from envcheck's own process: the checked interpreter need not
     have the bindings. They are read in a thread while the distributions are scanned, because NVML's
     initialisation can take a noticeable time on a GPU machine (the GPUs wake up without a persistence daemon).
 
-    `recording` (a static check that may be replayed, envcheck/_replay.py) is told the collector's answer and the
-    NVML and network facts: a replay collects those again and compares. What the other readers read (the KFD
+    `recording` (a static check that may be replayed, envcheck/pipeline/replay.py) is told the collector's answer and
+    the NVML and network facts: a replay collects those again and compares. What the other readers read (the KFD
     topology, the toolchain's and native libraries' files) it witnesses file by file.
     """
     with nullcontext() if recording is None else recording.paused():
         nvml = _Background(collect_nvml)
-        if use_cache:  # each distribution's parsed metadata, reused while its files are unchanged (envcheck.cache)
-            from envcheck.cache import usable_dir
+        # each distribution's parsed metadata, reused while its files are unchanged (envcheck.cache.signed)
+        if use_cache:
+            from envcheck.cache.signed import usable_dir
 
             directory = usable_dir()
             if directory is not None:
@@ -90,9 +98,9 @@ class _Background:
 
 def load(file: str) -> Facts:
     """A snapshot saved by `envcheck facts -o FILE` ("-" reads standard input via the caller)."""
-    return loads(_files.read_text(file, error=FactsError), file)
+    return loads(input_files.read_text(file, error=FactsError), file)
 
 
 def loads(text: str, file: str) -> Facts:
-    data = _files.loads_json(text, file, error=FactsError)
+    data = input_files.loads_json(text, file, error=FactsError)
     return Facts.from_dict(data, file=file, origin=f"file:{file}")

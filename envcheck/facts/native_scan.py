@@ -1,7 +1,7 @@
 """Collecting NativeFacts from files, in envcheck's own process (the checked interpreter's files are on this machine).
 
 The ELF scan reads each installed distribution's RECORD for its shared objects and parses their version-needs
-sections (envcheck/facts/elf.py). Both are cached (envcheck/facts/file_cache.py), keyed by each file's path, mtime
+sections (envcheck/facts/elf.py). Both are cached (envcheck/cache/file_values.py), keyed by each file's path, mtime
 and size, so an unchanged environment costs one stat per shared object; nothing from the cache is trusted beyond
 its shape, which is checked entry by entry.
 """
@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from envcheck.cache.file_values import FileCache, stamp
 from envcheck.facts import elf
-from envcheck.facts.file_cache import FileCache, stamp
 from envcheck.facts.native import NativeFacts, Provider, SharedLibrary, VersionNeed, WheelFloor
 from envcheck.facts.snapshot import Distribution, Facts
 
@@ -277,7 +277,7 @@ def collect_native(facts: Facts, env: Mapping[str, str] | None = None, *, use_ca
         return NativeFacts(loader_path=(), needs=(), libstdcxx=None, wheel_floors=(), windows_dlls={})
     directory = None
     if use_cache:
-        from envcheck.cache import usable_dir
+        from envcheck.cache.signed import usable_dir
 
         directory = usable_dir([facts.python.prefix])
     cache = FileCache(directory, facts.python.prefix)

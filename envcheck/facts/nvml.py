@@ -18,8 +18,9 @@ import sys
 import threading
 import warnings
 
-# The model's classes are imported where facts are built, not here: a replayed static check (envcheck/_replay.py)
-# asks `without_library` alone on a machine without NVIDIA's driver, and must not pay for the dataclasses.
+# The model's classes are imported where facts are built, not here: a replayed static check
+# (envcheck/pipeline/replay.py) asks `without_library` alone on a machine without NVIDIA's driver, and must not pay
+# for the dataclasses.
 TYPE_CHECKING = False  # not typing's, for the same reason
 if TYPE_CHECKING:
     from collections.abc import Callable

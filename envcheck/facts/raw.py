@@ -2,7 +2,7 @@
 JSON-ready dict it writes) and the machine's network interfaces.
 
 Kept apart from envcheck/facts/collect.py (which builds the model from them, and adds the machine's other facts) so
-that this imports nothing but the standard library and the collector: envcheck/_replay.py reads these again to
+that this imports nothing but the standard library and the collector: envcheck/pipeline/replay.py reads these again to
 tell whether a remembered check still holds, without the cost of the model's dataclasses.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import socket
 import sysconfig
 
-from envcheck import __version__
 from envcheck.errors import CollectError
 from envcheck.facts import _collector
+from envcheck.version import __version__
 
 TYPE_CHECKING = False  # not typing's: see the module's docstring
 if TYPE_CHECKING:
@@ -85,13 +85,13 @@ def _collect_foreign(python: str, request: dict[str, Any]) -> dict[str, Any]:
                 raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
                                    f"(Python 3.8 or later is needed): {tail}")
             raise CollectError(f"--python {python}: the fact collector failed (exit {proc.returncode}): {tail}")
-        from envcheck import _files
+        from envcheck.support import input_files
 
         def unusable(_file: str, why: str) -> CollectError:
             return CollectError(f"--python {python}: the fact collector's output cannot be used: {why}")
 
         # The interpreter may be anything that answers to `python -`: its output is read like any input file.
-        data = _files.load_json(out, error=unusable)
+        data = input_files.load_json(out, error=unusable)
         info = data.get("python") if isinstance(data, dict) else None
         if not isinstance(data, dict) or not isinstance(info, dict):
             raise unusable(str(out), "not a facts object with a 'python' table")

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from envcheck._packaging import major_minor_text
 from envcheck.facts.toolchain import CudaToolkit, HostCompiler, ToolchainFacts
+from envcheck.support.versions import major_minor_text
 
 _MAX_READ = 256 * 1024  # version.json is 2 KB, host_config.h 12 KB, cuda.h 1 MB: its CUDA_VERSION is near the top
 _CUDA_H_VERSION = re.compile(rb"#define\s+CUDA_VERSION\s+(\d{4,6})\b")

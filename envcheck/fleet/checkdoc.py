@@ -1,6 +1,6 @@
 """Fleet check documentation, as `envcheck rule EC1001` prints it and docs/fleet.md's check section is generated.
 
-The same sections as a rule's (envcheck/ruledoc.py): summary, why, fix, trigger, references; the area is "fleet".
+The same sections as a rule's (envcheck/report/ruledoc.py): summary, why, fix, trigger, references; the area is "fleet".
 """
 
 from __future__ import annotations

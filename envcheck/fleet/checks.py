@@ -231,7 +231,7 @@ CHECKS: tuple[FleetCheck, ...] = (
 
 def matches(check: FleetCheck, selectors: Sequence[str]) -> bool:
     """Whether a selector (an id prefix such as "EC10", or a name) names this check, as rule selectors do."""
-    from envcheck.rules import matches as rule_matches
+    from envcheck.rule_pack import matches as rule_matches
 
     return any(rule_matches(s, check.id, check.name) for s in selectors)
 

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from envcheck._output import Seconds, use_color, write
+from envcheck.cli.output import Seconds, use_color, write
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
 
 if TYPE_CHECKING:
-    from envcheck.api import RuleSet
     from envcheck.pipeline import CheckOptions
+    from envcheck.pipeline.stages import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,10 +75,10 @@ def _rules(options: CheckOptions) -> tuple[RuleSet, list[str]]:
     An ignore entry may name fleet checks, rules, or both (a prefix such as "EC"); each part gets the entries
     that name something of it, and an entry that names nothing is an error, as for `check`.
     """
-    from envcheck import rules as rules_mod
-    from envcheck.api import rule_set
+    from envcheck import rule_pack
     from envcheck.fleet import checks
     from envcheck.pipeline import config_for
+    from envcheck.pipeline.stages import rule_set
 
     config = config_for(options)
     rule_dirs = [Path(d) for d in options.rule_dirs]
@@ -86,7 +86,7 @@ def _rules(options: CheckOptions) -> tuple[RuleSet, list[str]]:
                      require=options.require, forbid=options.forbid).every
 
     def for_rules(selector: str) -> bool:
-        return not rules_mod.unknown_selectors(every, [selector])
+        return not rule_pack.unknown_selectors(every, [selector])
 
     def for_fleet(selector: str) -> bool:
         return any(checks.matches(c, [selector]) for c in checks.CHECKS)

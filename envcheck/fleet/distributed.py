@@ -38,13 +38,13 @@ from datetime import timedelta
 from types import FrameType
 from typing import Any
 
-from envcheck.api import ProbeOptions
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import local
 from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.fleet.model import Member
 from envcheck.model import Rule
+from envcheck.pipeline.stages import ProbeOptions
 
 _OWN_SHARE = 0.9  # of --gather-timeout a rank may spend collecting before it reports itself as timed out
 _POLL_S = (0.01, 0.1)  # rank 0 polls the result counter, backing off from the first to the second

@@ -14,9 +14,9 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
-from envcheck.api import ProbeOptions, gather
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Rule
+from envcheck.pipeline.stages import ProbeOptions, gather
 from envcheck.probes import run_probes
 from envcheck.probes.catalog import PROBE_NAMES
 

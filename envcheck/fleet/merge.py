@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from envcheck import __version__
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
@@ -18,7 +17,8 @@ from envcheck.facts.snapshot import Facts
 from envcheck.fleet import checks
 from envcheck.fleet.fingerprint import absent_value, fingerprint, sort_key, view
 from envcheck.fleet.model import Difference, FleetReport, Group, Member, Node
-from envcheck.rules import RulePack
+from envcheck.rule_pack import RulePack
+from envcheck.version import __version__
 
 
 def build(

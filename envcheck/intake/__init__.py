@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from envcheck.derived.nvidia_gpus import GpuNames
 from envcheck.evidence.signatures import Signature, scan
 from envcheck.facts.snapshot import Facts
-from envcheck.gpus import GpuNames
 from envcheck.intake.build import NOTHING_READ, facts_of
 from envcheck.intake.detect import recognise_all
 from envcheck.intake.errors import found_of

@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeVar
 
-from envcheck import __version__, gpus
+from envcheck.derived import nvidia_gpus
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
 from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild, canonical_name
 from envcheck.intake.found import Found, Gpu, cuda_of_local_version
 from envcheck.intake.gpu_names import capability_of
+from envcheck.version import __version__
 
 __all__ = ["MAX_GPUS", "NOTHING_READ", "facts_of"]
 
@@ -43,7 +44,7 @@ def _first(founds: Iterable[Found], attr: str, provenance: dict[str, str], key: 
 NOTHING_READ = "no output envcheck reads was recognised in the report"
 
 
-def facts_of(founds: list[Found], file: str, gpu_names: gpus.GpuNames | None = None) -> Facts:
+def facts_of(founds: list[Found], file: str, gpu_names: nvidia_gpus.GpuNames | None = None) -> Facts:
     """The snapshot that `founds` (in input order) state; `file` names the report in `origin`; GPU names are read
     through `gpu_names` (the shipped rules/data/gpus.toml by default)."""
     founds = [*(f for f in founds if f.fmt != "prose"), *(f for f in founds if f.fmt == "prose")]
@@ -53,7 +54,7 @@ def facts_of(founds: list[Found], file: str, gpu_names: gpus.GpuNames | None = N
     complete = any(f.packages_complete for f in founds)
     python = _python(founds, prov)
     torch, distributions = _torch(founds, distributions, complete, prov)
-    nvml = _nvml(founds, prov, problems, gpus.shipped() if gpu_names is None else gpu_names)
+    nvml = _nvml(founds, prov, problems, nvidia_gpus.shipped() if gpu_names is None else gpu_names)
     probes: dict[str, ProbeResult] = {}
     archs: tuple[str, ...] | None = _first(founds, "arch_list", prov, "probes.torch-build.arch_list")
     if archs is not None:
@@ -154,7 +155,7 @@ def _torch(founds: list[Found], distributions: tuple[Distribution, ...], complet
 
 
 def _nvml(founds: list[Found], prov: dict[str, str], problems: list[str],
-          table: gpus.GpuNames) -> NvmlFacts | None:
+          table: nvidia_gpus.GpuNames) -> NvmlFacts | None:
     driver: str | None = _first(founds, "driver_version", prov, "nvml.driver_version")
     cuda: str | None = _first(founds, "cuda_driver_version", prov, "nvml.cuda_driver_version")
     # nvidia-smi lists every GPU in bus order; collect_env lists those torch sees. The first listing wins.
@@ -175,7 +176,7 @@ def _nvml(founds: list[Found], prov: dict[str, str], problems: list[str],
     return NvmlFacts(status="ok", reason=None, driver_version=driver, cuda_driver_version=cuda, devices=devices)
 
 
-def _device(index: int, gpu: Gpu, where: str, prov: dict[str, str], table: gpus.GpuNames) -> GpuDevice:
+def _device(index: int, gpu: Gpu, where: str, prov: dict[str, str], table: nvidia_gpus.GpuNames) -> GpuDevice:
     capability = gpu.compute_capability
     if capability is None and gpu.name:
         capability = capability_of(gpu.name, table)

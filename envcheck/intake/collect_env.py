@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from envcheck._packaging import major_minor_text
 from envcheck.intake.conda_list import package_of_row
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.text import Block
+from envcheck.support.versions import major_minor_text
 
 __all__ = ["LIBC", "PLATFORM_MACHINE", "parse", "sys_platform_of"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from envcheck._packaging import major_minor_text
 from envcheck.intake.found import Found, Package
 from envcheck.intake.text import Block
+from envcheck.support.versions import major_minor_text
 
 __all__ = ["parse", "recognise"]
 

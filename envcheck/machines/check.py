@@ -26,9 +26,9 @@ from envcheck.machines.fixes import Change, pin_change, read_command
 from envcheck.machines.pins import Pin, Pins, pins_for
 from envcheck.machines.recommend import per_machine
 from envcheck.model import Finding, Report
-from envcheck.project import rules as project_rules
+from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
-from envcheck.rules import RulePack
+from envcheck.rule_pack import RulePack
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
 _TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})

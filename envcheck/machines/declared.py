@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck import gpus as gpus_mod
+from envcheck.derived import nvidia_gpus
+from envcheck.derived.build_matrix import PLATFORMS, Capability
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.facts.rocm import gfx_version
-from envcheck.torch_builds import PLATFORMS, Capability
 
 KEYS = ("name", "gpu", "driver", "rocm", "python", "platform")
 MAX_MACHINES = 64  # a project deploys to a handful of machine kinds; hundreds are nodes, which `envcheck fleet` checks
@@ -74,11 +74,12 @@ def _text(table: dict[str, object], field: str, key: str, error: Error, *, requi
     return value.strip()
 
 
-def _nvidia(items: list[str], key: str, error: Error, table: gpus_mod.GpuNames) -> tuple[tuple[str, Capability], ...]:
+def _nvidia(items: list[str], key: str, error: Error,
+            table: nvidia_gpus.GpuNames) -> tuple[tuple[str, Capability], ...]:
     out = []
     for i, item in enumerate(items):
-        direct = gpus_mod.capability_of(item)
-        found = gpus_mod.lookup(table, item) if direct is None else (f"sm_{direct[0]}{direct[1]}", direct)
+        direct = nvidia_gpus.capability_of(item)
+        found = nvidia_gpus.lookup(table, item) if direct is None else (f"sm_{direct[0]}{direct[1]}", direct)
         if found is None:
             raise error(f"{key}.gpu[{i}]", f"{item!r} is not a GPU envcheck knows (rules/data/gpus.toml): write its "
                                            "compute capability instead, such as \"sm_86\" or \"8.6\"")
@@ -129,7 +130,7 @@ def _machine(raw: object, key: str, error: Error, file: str, shown: str) -> Decl
         return DeclaredMachine(name, (), tuple(i.lower() for i in items), None, rocm, python, platform, shown, file)
     if items and platform.startswith("macos"):
         raise error(f"{key}.gpu", "macOS has no CUDA: a Mac's GPU is used through MPS; leave `gpu` out")
-    nvidia = _nvidia(items, key, error, gpus_mod.shipped()) if items else ()
+    nvidia = _nvidia(items, key, error, nvidia_gpus.shipped()) if items else ()
     return DeclaredMachine(name, nvidia, (), driver, None, python, platform, shown, file)
 
 

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck import __version__
-from envcheck import torch_builds as tb
-from envcheck._packaging import parse_version
+from envcheck.derived import build_matrix as tb
 from envcheck.derived.gpu_compat import CudaDriverTable
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.project import Declared, ProjectFacts
@@ -27,6 +25,8 @@ from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
 from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.pins import PLATFORM_MARKERS, Pin, Pins, index_variant, marker_environment
+from envcheck.support.versions import parse_version
+from envcheck.version import __version__
 
 __all__ = ["UNKNOWN", "facts_for", "torch_variant"]
 

@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck import _toml
-from envcheck._packaging import marker_holds, parse_requirement
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
+from envcheck.support import toml
+from envcheck.support.versions import marker_holds, parse_requirement
 
 _BLOCK = re.compile(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)
 _NAME = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
@@ -63,8 +63,8 @@ def _graph(text: str) -> tuple[dict[str, list[dict[str, Any]]], tuple[str, ...]]
     """uv.lock's packages by name and the names of its project's own entries (editable or virtual sources); None
     when it cannot be parsed or has no such entry."""
     try:
-        data: dict[str, Any] = _toml.loads(text)
-    except _toml.TOMLDecodeError:
+        data: dict[str, Any] = toml.loads(text)
+    except toml.TOMLDecodeError:
         return None
     by_name: dict[str, list[dict[str, Any]]] = {}
     roots = []

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from envcheck import _toml
-from envcheck._packaging import marker_holds, parse_requirement
 from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.lockpins import lock_pins
 from envcheck.project import locks as locks_mod
 from envcheck.project.discover import Project
 from envcheck.project.errors import ProjectError
+from envcheck.support import toml
+from envcheck.support.versions import marker_holds, parse_requirement
 
 # platform key -> (sys_platform, platform_machine, platform_system, os_name)
 PLATFORM_MARKERS = {
@@ -179,8 +179,8 @@ def _own(project: Project) -> Pin | None:
     pyproject.toml states no requires-python or no version (a dynamic one is not in the files)."""
     text = _read(project.root, "pyproject.toml") if "pyproject.toml" in project.files else ""
     try:
-        table = _toml.loads(text).get("project") if text else None
-    except _toml.TOMLDecodeError:
+        table = toml.loads(text).get("project") if text else None
+    except toml.TOMLDecodeError:
         return None
     if not isinstance(table, dict) or not project.name:
         return None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck import torch_builds as tb
+from envcheck.derived import build_matrix as tb
 from envcheck.derived import builds
 from envcheck.derived.companions import pytorch_index
 from envcheck.machines.declared import DeclaredMachine

@@ -15,7 +15,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from envcheck._text import inert_json
 from envcheck.machines.check import MachineReport, MachinesReport
 from envcheck.machines.pins import Pin
 from envcheck.report import json as json_report
@@ -25,6 +24,7 @@ from envcheck.report.github import LEVEL, annotation, plain_line, problem_messag
 from envcheck.report.groups import grouped
 from envcheck.report.interface import ReportFormat, unreachable
 from envcheck.report.quote import md_text, scrubbed
+from envcheck.support.output_text import inert_json
 
 SCHEMA_VERSION = 1
 

@@ -1,6 +1,6 @@
 """`envcheck check --machine NAME`, without the CLI framework: configuration, project, rules, the machines' reports.
 
-The CLI (envcheck/_cli.py) parses the options and writes what `checked` returns; nothing here prints or exits.
+The CLI (envcheck/cli/click_cli.py) parses the options and writes what `checked` returns; nothing here prints or exits.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ class Outcome:
 
 def checked(names: Sequence[str], options: CheckOptions, fail_on: str | None) -> Outcome:
     """Every machine `names` picks (`all`: every declared one), judged on the project's pins, with the rules
-    `options` make (envcheck/pipeline.py); `fail_on` as --fail-on."""
-    from envcheck.api import read_project
+    `options` make (envcheck/pipeline/); `fail_on` as --fail-on."""
     from envcheck.pipeline import rule_set_for
+    from envcheck.pipeline.stages import read_project
 
     if options.facts_file is not None or options.report_file is not None:
         raise EnvcheckError("--machine judges the project's pins for declared machines: it excludes --facts and "

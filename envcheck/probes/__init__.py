@@ -1,19 +1,21 @@
 """Live probes: tiny programs that find out what actually works on this machine, run in isolated children.
 
 `run_probes(facts, ...)` runs the probes (or takes them from the cache) for the interpreter the facts describe;
-`envcheck.api.gather` puts the results into the snapshot.
+`envcheck.pipeline.stages.gather` puts the results into the snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from envcheck.probes.catalog import PROBE_NAMES
 
 if TYPE_CHECKING:
-    from envcheck._replay import Recording
+    from contextlib import AbstractContextManager
+    from os import PathLike
+
     from envcheck.facts.probe_results import ProbeResult
     from envcheck.facts.snapshot import Facts
     from envcheck.probes.runner import Progress, Started
@@ -21,13 +23,22 @@ if TYPE_CHECKING:
 __all__ = ["PROBE_NAMES", "ProbeRun", "begin_probes", "run_probes"]
 
 
+class Recorder(Protocol):
+    """What starting the probes tells the recording of a check that may be replayed (envcheck/pipeline/replay.py's
+    `Recording`, which sits above the probes: this layer names only what it calls)."""
+
+    def paused(self) -> AbstractContextManager[object]: ...
+
+    def ignore(self, folder: str | PathLike[str]) -> None: ...
+
+
 def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
-                 recording: Recording | None = None) -> Started | None:
+                 recording: Recorder | None = None) -> Started | None:
     """Start the probes' children for the interpreter at `python` (None: this one) before the facts are collected,
     so that the shared child's `import torch` (seconds) runs while envcheck reads the project, loads its rules and
     collects (a fraction of a second); give them to `run_probes`, which ends them when the results come from the
     cache instead. None when none can be started. Their temporary files are their own business, not something the
-    check read (`recording`: envcheck/_replay.py)."""
+    check read (`recording`: envcheck/pipeline/replay.py)."""
     import sys
     from contextlib import nullcontext
 
@@ -45,7 +56,7 @@ def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
 @dataclass(frozen=True)
 class ProbeRun:
     """What `run_probes` found: a result for every probe asked, whether they came from the cache, and the cache's
-    problems in words (an entry that was there but not believed: envcheck.probes.cache)."""
+    problems in words (an entry that was there but not believed: envcheck.cache.probe_results)."""
 
     results: dict[str, ProbeResult]
     cached: bool
@@ -67,14 +78,14 @@ def run_probes(
     ended); `env`: the children's environment (default: envcheck's own). With `use_cache` off nothing is read from
     the cache or written to it. The cache is never read or written inside the checked environment."""
     # Imported here: reading the catalogue (rule validation does) must not load the runner and hashlib.
-    from envcheck.probes import cache, runner
-
+    from envcheck.cache import probe_results
+    from envcheck.probes import runner
     source = runner.child_source()
-    key = cache.fingerprint(facts, names, source)
+    key = probe_results.fingerprint(facts, names, source)
     avoid = (facts.python.prefix,)
     problems: list[str] = []
     if use_cache:
-        cached = cache.load(key, avoid, problems)
+        cached = probe_results.load(key, avoid, problems)
         if cached is not None and all(n in cached for n in names):
             if started is not None:
                 started.close()
@@ -82,5 +93,5 @@ def run_probes(
     results = runner.run(names, runner.RunOptions(python=facts.python.executable, timeout_s=timeout_s,
                                                   progress=progress, env=env), started)
     if use_cache:
-        cache.store(key, results, avoid)
+        probe_results.store(key, results, avoid)
     return ProbeRun(results, False, tuple(problems))

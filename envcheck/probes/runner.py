@@ -193,7 +193,7 @@ class Child:
     def close(self) -> None:
         _kill_group(self.proc)  # whatever the probes started (a leftover worker) goes with them
         self.proc.wait()
-        with self.quiet():  # removing its own folder is no read of the check's (envcheck/_replay.py)
+        with self.quiet():  # removing its own folder is no read of the check's (envcheck/pipeline/replay.py)
             self._tmp.cleanup()
         guard.release(self)
 

@@ -29,12 +29,12 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envcheck import _toml
 from envcheck.facts.project import Declared, Lock, Pin, ProjectFacts
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 from envcheck.project import requirements as req_mod
 from envcheck.project.errors import ProjectError
+from envcheck.support import toml
 
 PYPROJECT, SETUP_CFG, REQUIREMENTS = "pyproject.toml", "setup.cfg", "requirements.txt"
 CONDA = ("environment.yml", "environment.yaml")
@@ -137,10 +137,10 @@ def _pyproject(reading: _Reading, path: Path, extras: Sequence[str], groups: Seq
     shown = reading.display(path)
     try:
         text = path.read_text(encoding="utf-8")
-        data = _toml.loads(text)
+        data = toml.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(shown, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-    except _toml.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         line = re.search(r"line (\d+)", str(exc))
         raise ProjectError(shown, f"invalid TOML: {exc}", line=int(line.group(1)) if line else None) from None
     reading.add_file(path)

@@ -20,9 +20,9 @@ from typing import Any
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 
-from envcheck import _toml
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
+from envcheck.support import toml
 
 # file name -> (tool, the command that syncs the environment to the lock in that tool)
 LOCKS = {
@@ -152,7 +152,7 @@ def _parse(text: str) -> dict[str, Any]:
     try:
         return _scan(text)
     except _Unusual:
-        whole: dict[str, Any] = _toml.loads(text)
+        whole: dict[str, Any] = toml.loads(text)
         return whole
 
 
@@ -164,7 +164,7 @@ def read(path: Path, display: str) -> LockFile:
         data = _parse(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise ProjectError(display, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
-    except _toml.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         line = re.search(r"line (\d+)", str(exc))
         raise ProjectError(display, f"invalid TOML: {exc}", line=int(line.group(1)) if line else None) from None
     key, majors = _VERSION_KEY[tool]

@@ -17,11 +17,11 @@ escapes. The one plain line is not a command, and the runner looks for a `##[com
 
 from __future__ import annotations
 
-from envcheck._text import shell
 from envcheck.model import Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
 from envcheck.report.quote import scrubbed
+from envcheck.support.output_text import shell
 
 LEVEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "notice", Status.ERROR: "warning"}
 

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from envcheck._text import shell
 from envcheck.model import Finding, Report, Severity, Status
 from envcheck.report.common import command_lines, problems
+from envcheck.support.output_text import shell
 
 
 def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
@@ -32,7 +32,7 @@ class Problem:
 
     @classmethod
     def of(cls, findings: Sequence[Finding], python: str) -> Problem:
-        from envcheck import fix  # only a report with problems needs the fix planner's merge
+        from envcheck.remedy import fix  # only a report with problems needs the fix planner's merge
 
         merged = fix.plan(findings, python)
         return cls(tuple(findings), tuple(step.argv for step in merged.steps), merged.conflicts)

@@ -83,7 +83,7 @@ class ProbeFormat(_Format):
 
 
 class DocFormat(_Format):
-    """The formats of `envcheck rule --format` (envcheck/ruledoc.py renders them)."""
+    """The formats of `envcheck rule --format` (envcheck/report/ruledoc.py renders them)."""
 
     TEXT = "text"  # a terminal
     JSON = "json"  # the rules' documentation fields, for tools

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envcheck._text import inert_json, shell
 from envcheck.model import Finding, Report
+from envcheck.support.output_text import inert_json, shell
 
 SCHEMA_ID = "https://envcheck-ml.github.io/schemas/report-1.json"
 SCHEMA_VERSION = 1

@@ -14,11 +14,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from itertools import groupby
 
-from envcheck._text import shell
 from envcheck.model import Finding, Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem
 from envcheck.report.quote import scrubbed
+from envcheck.support.output_text import shell
 
 # Characters XML 1.0 cannot hold at all, escaped or not (a probe's stderr may carry ANSI escapes or NULs). The report
 # is scrubbed of control characters first (envcheck/report/quote.py); this catches what remains, such as a lone

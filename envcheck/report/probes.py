@@ -1,7 +1,7 @@
 """`envcheck probe`: each probe's outcome, its cases as a table, and matrices (SDPA backends) as grids.
 
 A probe's message and stderr are a child's output (or a snapshot's text): both formats write them inert
-(envcheck/_text.py), so an escape sequence in them is shown, not obeyed.
+(envcheck/support/output_text.py), so an escape sequence in them is shown, not obeyed.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from envcheck._text import inert, inert_json
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.report.interface import ProbeFormat, unreachable
+from envcheck.support.output_text import inert, inert_json
 
 # "cuda:0/backend=flash,dtype=float16": a cell of a device's backend x dtype grid.
 _GRID_CASE = re.compile(r"(?P<device>[^/]+)/backend=(?P<row>[^,]+),dtype=(?P<col>.+)")

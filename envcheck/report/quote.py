@@ -6,7 +6,7 @@ child's stderr. Whoever wrote that text must not be able to write the report: a 
 that the triage bot posts, an escape sequence in a terminal, a workflow command in a CI log.
 
 - `scrubbed` is every format's first step: each text of the report with its control and bidi characters replaced
-  (envcheck/_text.py `inert`), so no reporter can forget a field.
+  (envcheck/support/output_text.py `inert`), so no reporter can forget a field.
 - `md_text`, `md_code` and `md_fence` write a text into markdown as GitHub renders it: as plain words, a code span,
   a fenced block. Backslash escapes stop links, emphasis, HTML and tables, but not GitHub's @mentions and
   #references (found in the rendered text) nor every autolink (`a\\@b.c` is still an e-mail link), so a word that
@@ -21,8 +21,8 @@ from dataclasses import fields, is_dataclass, replace
 from enum import Enum
 from typing import Any, cast
 
-from envcheck._text import inert
 from envcheck.model import Report
+from envcheck.support.output_text import inert
 
 
 def _scrub(value: Any) -> Any:

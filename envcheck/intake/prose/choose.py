@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from envcheck import amd_gpus, gpus
+from envcheck.derived import amd_gpus, nvidia_gpus
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.prose.said import GpuSaid, Said
 from envcheck.intake.prose.words import Platform, torch_version_of
@@ -67,10 +67,10 @@ def _platforms_agree(a: Platform, b: Platform) -> bool:
 
 def _gpus_agree(a: tuple[GpuSaid, ...], b: tuple[GpuSaid, ...]) -> bool:
     """The same GPUs, or names of one product ("Orin" and "Jetson Orin Nano"): the capabilities and counts agree."""
-    table = gpus.shipped()
+    table = nvidia_gpus.shipped()
     return {g.name for g in a} == {g.name for g in b} or [
-        (gpus.capability_of_name(table, g.name), g.many) for g in a] == [
-        (gpus.capability_of_name(table, g.name), g.many) for g in b]
+        (nvidia_gpus.capability_of_name(table, g.name), g.many) for g in a] == [
+        (nvidia_gpus.capability_of_name(table, g.name), g.many) for g in b]
 
 
 def _amd_gpus_agree(a: tuple[GpuSaid, ...], b: tuple[GpuSaid, ...]) -> bool:

@@ -1,6 +1,6 @@
 """GPUs a text names by product name ("RTX 4090", "A100 80GB", "2x H100", "Tesla T4"), through the one GPU table,
-rules/data/gpus.toml (envcheck/gpus.py); AMD GPUs ("Radeon RX 7900 XTX", "MI300X") through rules/data/amd-gpus.toml
-(envcheck/amd_gpus.py), which gives their gfx targets."""
+rules/data/gpus.toml (envcheck/derived/nvidia_gpus.py); AMD GPUs ("Radeon RX 7900 XTX", "MI300X") through
+rules/data/amd-gpus.toml (envcheck/derived/amd_gpus.py), which gives their gfx targets."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import functools
 import re
 from collections.abc import Iterator
 
-from envcheck import amd_gpus
-from envcheck import gpus as gpu_table
+from envcheck.derived import amd_gpus
+from envcheck.derived import nvidia_gpus as gpu_table
 from envcheck.intake.prose.said import GpuSaid, Said
 
 __all__ = ["gpus_in"]

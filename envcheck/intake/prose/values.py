@@ -7,7 +7,6 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from envcheck._packaging import major_minor_text
 from envcheck.intake.prose.gpus import gpus_in
 from envcheck.intake.prose.said import Said
 from envcheck.intake.prose.words import (
@@ -20,6 +19,7 @@ from envcheck.intake.prose.words import (
     platform_of,
     version_of,
 )
+from envcheck.support.versions import major_minor_text
 
 __all__ = ["key_value", "package"]
 

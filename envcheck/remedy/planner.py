@@ -1,7 +1,7 @@
 """The torch-family planner: a finding's install command for torch or a companion, rewritten to keep what works.
 
 Pure: facts, the companion tables and the finding's item in; argv tuples out. The engine passes every command of
-every finding through `plan_commands` before writing it for the environment's installer (envcheck/commands.py),
+every finding through `plan_commands` before writing it for the environment's installer (envcheck/remedy/commands.py),
 so the reports and `envcheck fix` print and run the same planned commands.
 
 What it guarantees, for `PYTHON -m pip install ...` commands that name torch, torchvision, torchaudio, torchcodec
@@ -42,10 +42,10 @@ from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvir
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from envcheck import torch_builds as tb
-from envcheck._packaging import marker_env, marker_holds, parse_requirement, parse_version
+from envcheck.derived import build_matrix as tb
 from envcheck.derived.companions import Companion, companion_release, installed_torch, pytorch_index
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
 TORCH = "torch"
 # The PyTorch indexes tag these wheels with the variant (`torchvision-0.28.0+cpu`); xformers' and torchcodec's

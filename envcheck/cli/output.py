@@ -1,7 +1,7 @@
 """What every command shares for its output: comma-separated option values, the colour decision, writing a report.
 
-Used by the root command line (envcheck/_cli.py) and `envcheck fleet` (envcheck/fleet/cli.py), so that both read
-`--ignore a,b`, NO_COLOR and `-o FILE` the same way.
+Used by the root command line (envcheck/cli/click_cli.py) and `envcheck fleet` (envcheck/fleet/cli.py), so that both
+read `--ignore a,b`, NO_COLOR and `-o FILE` the same way.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from envcheck._text import MAX_MESSAGE, clip, inert, printable, split, use_color
 from envcheck.errors import EnvcheckError
+from envcheck.support.output_text import MAX_MESSAGE, clip, inert, printable, split, use_color
 
 if TYPE_CHECKING:
     _FloatParam = click.ParamType[float]

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck import gpus as gpus_mod
-from envcheck import torch_builds as tb
-from envcheck._text import shell
-from envcheck.commands import choose, for_environment
-from envcheck.derived import builds
+from envcheck.derived import build_matrix as tb
+from envcheck.derived import builds, nvidia_gpus
 from envcheck.derived.tables import GPUS, TORCH_BUILDS, Tables
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
+from envcheck.remedy.commands import choose, for_environment
+from envcheck.support.output_text import shell
 
 
 class DescribeError(EnvcheckError):
@@ -54,18 +53,18 @@ class Plan:
     installer: str  # how the command was written: "pip (...)", "uv pip (...)", "pip (a described machine)"
 
 
-def _gpus(described: Described, table: gpus_mod.GpuNames) -> list[tuple[str, tb.Capability]]:
+def _gpus(described: Described, table: nvidia_gpus.GpuNames) -> list[tuple[str, tb.Capability]]:
     out: list[tuple[str, tb.Capability]] = []
     for text in described.gpus:
-        direct = gpus_mod.capability_of(text)
-        found = gpus_mod.lookup(table, text) if direct is None else ("a GPU", direct)
+        direct = nvidia_gpus.capability_of(text)
+        found = nvidia_gpus.lookup(table, text) if direct is None else ("a GPU", direct)
         if found is None:
             raise DescribeError(f"--gpu {text!r}: not a GPU name envcheck knows (rules/data/gpus.toml); give its "
                                 "compute capability instead, e.g. --capability 8.6 or --gpu sm_86 (NVIDIA lists "
                                 "them at https://developer.nvidia.com/cuda-gpus)")
         out.append(found)
     for text in described.capabilities:
-        direct = gpus_mod.capability_of(text)
+        direct = nvidia_gpus.capability_of(text)
         if direct is None:
             raise DescribeError(f"--capability {text!r}: expected a compute capability such as 8.6 or 12.0")
         out.append(("a GPU", direct))

@@ -24,9 +24,9 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck import _files, _resources
-from envcheck._packaging import major_minor
 from envcheck.errors import RuleError
+from envcheck.support import input_files, resources
+from envcheck.support.versions import major_minor
 
 DATA_FILE = "torch-builds.toml"
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64")
@@ -317,7 +317,7 @@ def parse(data: dict[str, Any], file: str) -> BuildMatrix:
 
 def data_file() -> Path:
     """rules/data/torch-builds.toml in a source checkout, envcheck/_rules/data/ in an installed wheel."""
-    return _resources.data_dir() / DATA_FILE
+    return resources.data_dir() / DATA_FILE
 
 
 @functools.cache
@@ -326,7 +326,7 @@ def load(path: Path | None = None) -> BuildMatrix:
     milliseconds, most of it TOML parsing), so the static tier pays for it at most once."""
     path = path or data_file()
     # The rule pack's reader: a regular file of bounded size, UTF-8, nested within limits; else one RuleError.
-    return parse(_files.load_toml(path, error=RuleError), str(path))
+    return parse(input_files.load_toml(path, error=RuleError), str(path))
 
 
 # ---------------------------------------------------------------------------------------------------- queries

@@ -13,25 +13,25 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envcheck import __version__
-from envcheck._output import Seconds as _Seconds
-from envcheck._output import clip as _clip
-from envcheck._output import error_line as _error_line
-from envcheck._output import use_color as _use_color
-from envcheck._output import write as _write
-from envcheck._text import ProgressLine
+from envcheck.cli.output import Seconds as _Seconds
+from envcheck.cli.output import clip as _clip
+from envcheck.cli.output import error_line as _error_line
+from envcheck.cli.output import use_color as _use_color
+from envcheck.cli.output import write as _write
 from envcheck.errors import EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
+from envcheck.support.output_text import ProgressLine
+from envcheck.version import __version__
 
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.api import RuleSet
     from envcheck.facts.observed import Observation
-    from envcheck.fix import Step
     from envcheck.model import Report
     from envcheck.pipeline import CheckOptions
+    from envcheck.pipeline.stages import RuleSet
+    from envcheck.remedy.fix import Step
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
@@ -44,7 +44,7 @@ def _fleet() -> click.Command:
 
 
 def _recommend() -> click.Command:
-    from envcheck._recommend_cli import recommend
+    from envcheck.cli.recommend_cli import recommend
 
     return recommend
 
@@ -119,7 +119,7 @@ _no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes
 
 
 class _ProgressLine(ProgressLine):
-    """The probes' status line (envcheck._text.ProgressLine), written through click."""
+    """The probes' status line (envcheck.support.output_text.ProgressLine), written through click."""
 
     def _echo(self, text: str) -> None:
         click.echo(text, err=True, nl=False)
@@ -196,7 +196,7 @@ _project_options = _options(
 
 
 def _check_options() -> CheckOptions:
-    """The check's options from the running command's (envcheck/pipeline.py)."""
+    """The check's options from the running command's (envcheck/pipeline/)."""
     from envcheck.pipeline import CheckOptions
 
     ctx = click.get_current_context()
@@ -383,23 +383,23 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
     """
     import json
 
-    from envcheck import rules as rules_mod
+    from envcheck import rule_pack
     from envcheck.fleet import checkdoc
     from envcheck.fleet.checks import CHECKS
     from envcheck.fleet.checks import matches as fleet_matches
-    from envcheck.ruledoc import render as render_rules
+    from envcheck.report.ruledoc import render as render_rules
 
-    files = rules_mod.load_files([rules_mod.builtin_rules_dir(), *rule_dirs])
+    files = rule_pack.load_files([rule_pack.builtin_rules_dir(), *rule_dirs])
     every = [r for f in files for r in f.rules]
     # One line, as every other error of the command line: click's usage block would repeat the synopsis for a typo.
     if not ids and not show_all and not show_fleet:
         raise EnvcheckError("rule: name a rule (e.g. `envcheck rule EC0201`) or pass --all")
     if ids:
-        unknown = [u for u in rules_mod.unknown_selectors(every, ids)
+        unknown = [u for u in rule_pack.unknown_selectors(every, ids)
                    if not any(fleet_matches(c, [u]) for c in CHECKS)]
         if unknown:
             raise EnvcheckError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
-    chosen = every if show_all else (rules_mod.select(every, ids) if ids else [])
+    chosen = every if show_all else (rule_pack.select(every, ids) if ids else [])
     chosen_ids = {r.id for r in chosen}
     files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
     fleet = [c for c in CHECKS if show_fleet or (ids and fleet_matches(c, ids))]
@@ -422,8 +422,8 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 @_python_option
 def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
-    from envcheck import rules as rules_mod
-    from envcheck.api import gather
+    from envcheck import rule_pack
+    from envcheck.pipeline.stages import gather
     from envcheck.probes import run_probes
     from envcheck.probes.catalog import PROBE_NAMES
     from envcheck.report.probes import render as render_probes
@@ -433,7 +433,7 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
     if unknown:
         raise EnvcheckError(f"no probe {', '.join(map(repr, unknown))} (probes: {', '.join(PROBE_NAMES)})")
     target = discover(python)
-    snapshot = gather(rules_mod.load(()), python=target)
+    snapshot = gather(rule_pack.load(()), python=target)
     progress = _ProgressLine()
     try:
         probed = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout, use_cache=not no_cache,
@@ -451,7 +451,7 @@ def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
     """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
     import subprocess
 
-    from envcheck._text import shell
+    from envcheck.support.output_text import shell
 
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
@@ -480,11 +480,11 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
         rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool, require: tuple[str, ...],
         forbid: tuple[str, ...]) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
-    from envcheck import fix as fix_mod
-    from envcheck._text import shell
     from envcheck.pipeline import Check
+    from envcheck.remedy import fix as fix_mod
     from envcheck.report.common import tally
-    from envcheck.rules import shipped
+    from envcheck.rule_pack import shipped
+    from envcheck.support.output_text import shell
 
     check = Check(_check_options())
     rules, target = check.rules, check.target

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envcheck import _files, _resources
+from envcheck.derived.nvidia_gpus import longest_at, name_words, parse_names
 from envcheck.errors import RuleError
-from envcheck.gpus import longest_at, name_words, parse_names
+from envcheck.support import input_files, resources
 
 __all__ = ["AmdGpuNames", "at", "lookup", "parse", "shipped", "words_of"]
 
@@ -58,5 +58,5 @@ def lookup(table: AmdGpuNames, name: str) -> tuple[str, str] | None:
 def shipped() -> AmdGpuNames:
     """The table the rule pack ships (rules/data/amd-gpus.toml), read once: for the free-text report reader, which
     runs without a loaded pack."""
-    path = _resources.data_dir() / "amd-gpus.toml"
-    return parse(_files.load_toml(path, error=RuleError), str(path))
+    path = resources.data_dir() / "amd-gpus.toml"
+    return parse(input_files.load_toml(path, error=RuleError), str(path))

@@ -1,7 +1,7 @@
 """envcheck's cache on disk: where it lives, and entries that are verified before anything in them is trusted.
 
-Four things are cached there, each keyed so that any change misses: probe results (envcheck.probes.cache), the
-validated rule pack (envcheck.rules.load), each distribution's parsed metadata (the collector) and the requirement
+Four things are cached there, each keyed so that any change misses: probe results (envcheck.cache.probe_results), the
+validated rule pack (envcheck.rule_pack.load), each distribution's parsed metadata (the collector) and the requirement
 walk's result (envcheck.derived.walk_memo, through `SignedMemo`: signed JSON, keyed by a digest of its inputs).
 
 The rule pack is cached as a pickle, because it is a tree of compiled objects (conditions, regexes, specifier sets,
@@ -40,7 +40,7 @@ _KEY_BYTES = 32
 
 def _cache_folder() -> str:
     """cache_dir() as a string: the signed entries are read without pathlib (a replayed check imports nothing it can
-    avoid; envcheck/_replay.py)."""
+    avoid; envcheck/pipeline/replay.py)."""
     override = os.environ.get("ENVCHECK_CACHE_DIR")
     if override:
         return os.path.normpath(override)

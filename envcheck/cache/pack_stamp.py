@@ -1,7 +1,8 @@
 """The stamp of a rule pack: a digest of envcheck's code and of every rule and table file the pack is made of.
 
-The cached pack (envcheck/rules.py) is stored under it, and a replayed static check (envcheck/_replay.py) compares it
-again, so both agree on what "the same rules" means. Standard library only: the replay must not import the rules.
+The cached pack (envcheck/rule_pack.py) is stored under it, and a replayed static check (envcheck/pipeline/replay.py)
+compares it again, so both agree on what "the same rules" means. Standard library only: the replay must not import
+the rules.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ import hashlib
 import os
 import sys
 
-from envcheck import __version__
+from envcheck.version import __version__
 
 TYPE_CHECKING = False  # not typing's: the replay imports this module, and typing costs more than it does
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 PACK_FORMAT = 1  # bumped when a cached pack's meaning changes without a change to envcheck's code
-_CODE = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120 - a str is what os.scandir takes
+# envcheck/ itself, two levels above envcheck/cache/pack_stamp.py: the whole package's code.
+_CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120 - os.scandir takes a str
 
 
 def _tree_lines(top: str, suffix: str, lines: list[str]) -> None:

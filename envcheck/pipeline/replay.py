@@ -2,7 +2,7 @@
 
 pre-commit runs the static check on every commit and install scripts on every install, nearly always on an
 environment that has not changed since the last run; most of a run's cost is importing the rules, the model and
-packaging (bench/README.md). So a run of a plain form (`envcheck`, `envcheck --static`: envcheck/_plain_cli.py)
+packaging (bench/README.md). So a run of a plain form (`envcheck`, `envcheck --static`: envcheck/cli/plain_cli.py)
 records what it read, and the next run of that form with the same interpreter in the same folder writes the recorded
 report and exit code again when all of these still hold, and otherwise checks afresh (and records again):
 
@@ -17,7 +17,7 @@ report and exit code again when all of these still hold, and otherwise checks af
   hooks (`open`, `os.listdir`, `os.scandir`: imports included) and through `os.stat`, `os.lstat` and `os.access`,
   wrapped for the length of the run; envcheck's own entries in its cache folder are not witnessed (each is
   verified where it is read), anything else there is;
-- the rule pack's stamp (envcheck/_stamps.py: envcheck's code and every rule and table file);
+- the rule pack's stamp (envcheck/cache/pack_stamp.py: envcheck's code and every rule and table file);
 - the collector's answer for the checked interpreter (in this process or another), NVML's (on a machine without
   NVIDIA's driver: that its library still does not load) and the network interfaces': read again and compared by
   digest. These go through another process, a driver library and system calls that no hook sees, so their own
@@ -32,9 +32,9 @@ evidence of that run; with results from the probe cache, whose file is witnessed
 unusual: a file written outside envcheck's cache folder (a first run that writes bytecode), a read under /proc
 (answers that differ per process), an input that answered differently twice or changed before the run ended, a
 read that cannot be named (a descriptor), output on standard error (the probes' status line on a terminal among
-it), an exit other than 0 or 1. Entries are kept through envcheck.cache: signed with the user's key, in the user's
-cache folder, never in the checked environment, one per interpreter, working directory and form; one that fails its
-signature or is not exactly what `Recording.store` writes is ignored. A replay writes nothing. `envcheck
+it), an exit other than 0 or 1. Entries are kept through envcheck.cache.signed: signed with the user's key, in the
+user's cache folder, never in the checked environment, one per interpreter, working directory and form; one that fails
+its signature or is not exactly what `Recording.store` writes is ignored. A replay writes nothing. `envcheck
 --no-cache` always checks afresh.
 """
 
@@ -48,7 +48,7 @@ import stat as stat_module
 import sys
 import threading
 
-from envcheck import __version__
+from envcheck.version import __version__
 
 TYPE_CHECKING = False  # not typing's: a replay imports as little as it can (typing alone costs milliseconds)
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ _VOLATILE = frozenset({
 _VOLATILE_PREFIXES = ("GIT_", "PRE_COMMIT_")  # a hook's git index, refs and message file: never read by a rule
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PER_PROCESS = ("/proc/",)
-# The entries envcheck keeps in its cache folder, which it verifies where it reads them (envcheck.cache's signed
+# The entries envcheck keeps in its cache folder, which it verifies where it reads them (envcheck.cache.signed's signed
 # entries and key, the collector's and the native scan's per-file caches, temporary files). Anything else there is
 # witnessed like any other read: the probe results, signed too (only running the probes tells whether they still
 # hold, so their entry's disappearance must end the replay), and a project that happens to live in that folder.
@@ -274,7 +274,7 @@ class Recording:
     def start(cls, form: Sequence[str]) -> Recording | None:
         """Begin recording this process's reads; None where nothing could be kept (no usable cache directory)."""
         global _active, _hook_installed  # the hooks are process-wide by nature
-        from envcheck.cache import usable_dir
+        from envcheck.cache.signed import usable_dir
 
         # Where every stat goes through the os module's functions (pathlib included): CPython 3.11 to 3.13 on POSIX.
         # Python 3.10's pathlib holds its own reference to os.stat, taken when it is imported.
@@ -373,8 +373,8 @@ class Recording:
         self.stop()
         if self.spoiled is not None or self._collected is None or code not in (0, 1):
             return
-        from envcheck import cache
-        from envcheck._stamps import pack_stamp
+        from envcheck.cache import signed
+        from envcheck.cache.pack_stamp import pack_stamp
 
         dirs = [os.fspath(d) for d in rule_dirs]
         pack = pack_stamp(dirs)
@@ -386,7 +386,7 @@ class Recording:
         entry = {"format": _FORMAT, "text": text, "code": code, "pack": [dirs, pack], "collected": self._collected,
                  "witnesses": witnesses}
         name, stamp = _key(self.form)
-        cache.store_signed(name, stamp, json.dumps(entry).encode("ascii"))
+        signed.store_signed(name, stamp, json.dumps(entry).encode("ascii"))
 
 
 # --- replaying ----------------------------------------------------------------------------------------------------
@@ -429,11 +429,11 @@ def replayed(form: Sequence[str]) -> tuple[str, int] | None:
     """The report and exit code recorded for this check, if everything it read still answers the same; else None.
     Never raises: whatever goes wrong here, the check runs afresh."""
     try:
-        from envcheck import cache
-        from envcheck._stamps import pack_stamp
+        from envcheck.cache import signed
+        from envcheck.cache.pack_stamp import pack_stamp
 
         name, stamp = _key(form)
-        payload = cache.load_signed(name, stamp)
+        payload = signed.load_signed(name, stamp)
         entry = None if payload is None else _entry(payload)
         if entry is None:
             return None

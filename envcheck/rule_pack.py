@@ -18,9 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envcheck import _files
-from envcheck._resources import builtin_rules_dir
-from envcheck._stamps import pack_stamp
+from envcheck.cache.pack_stamp import pack_stamp
 from envcheck.conditions import ALWAYS, Where, parse
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS
@@ -28,7 +26,9 @@ from envcheck.derived.tables import Tables
 from envcheck.errors import RuleError
 from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
-from envcheck.templates import invalid_placeholder, placeholders
+from envcheck.remedy.templates import invalid_placeholder, placeholders
+from envcheck.support import input_files
+from envcheck.support.resources import builtin_rules_dir
 
 __all__ = ["PLANS", "RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file",
            "load_files", "matches", "select", "shipped", "unknown_selectors"]
@@ -201,7 +201,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
 
 def load_file(path: Path) -> RuleFile:
     file = str(path)
-    data = _files.load_toml(path, error=RuleError, limit=_MAX_RULE_FILE_BYTES)
+    data = input_files.load_toml(path, error=RuleError, limit=_MAX_RULE_FILE_BYTES)
     extra = sorted(set(data) - _FILE_KEYS)
     if extra:
         raise RuleError(file, f"unknown top-level key (allowed: {', '.join(sorted(_FILE_KEYS))})", key=extra[0])
@@ -241,7 +241,7 @@ def load_files(dirs: Sequence[Path]) -> list[RuleFile]:
 def load(extra_dirs: Iterable[Path] = (), *, use_cache: bool = True, avoid: Sequence[str] = ()) -> RulePack:
     """The shipped pack plus any extra rule directories, with the data tables of their data/ folders.
 
-    The validated pack is cached (envcheck.cache: signed, in the user's cache directory, never under a prefix in
+    The validated pack is cached (envcheck.cache.signed: signed, in the user's cache directory, never under a prefix in
     `avoid`, the checked environment) under a stamp of every rule and table file and of envcheck's own code, so an
     edited, added or removed file is a miss; `use_cache=False` (--no-cache) neither reads nor writes it."""
     dirs = [builtin_rules_dir(), *extra_dirs]
@@ -270,9 +270,9 @@ def _pack_entry(dirs: Sequence[Path]) -> str:
 
 
 def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | None:
-    from envcheck import cache
+    from envcheck.cache import signed
 
-    payload = cache.load_signed(entry, stamp, avoid)
+    payload = signed.load_signed(entry, stamp, avoid)
     if payload is None:
         return None
     import gc
@@ -282,7 +282,7 @@ def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | Non
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        pack = pickle.loads(payload)  # noqa: S301 - signed with this user's key: see envcheck.cache
+        pack = pickle.loads(payload)  # noqa: S301 - signed with this user's key: see envcheck.cache.signed
     except Exception:  # noqa: BLE001 - an entry our own older code cannot read is a miss
         return None
     finally:
@@ -294,13 +294,13 @@ def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | Non
 def _store_pack(pack: RulePack, entry: str, stamp: str, avoid: Sequence[str]) -> None:
     import pickle
 
-    from envcheck import cache
+    from envcheck.cache import signed
 
     try:
         payload = pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - a table or condition that cannot be pickled: the pack is just not cached
         return
-    cache.store_signed(entry, stamp, payload, avoid)
+    signed.store_signed(entry, stamp, payload, avoid)
 
 
 def matches(selector: str, rule_id: str, name: str) -> bool:
@@ -326,5 +326,5 @@ def unknown_selectors(rules: Iterable[Rule], selectors: Sequence[str]) -> list[s
 def shipped(rule: Rule) -> bool:
     """Whether `rule` is one of the pack shipped with envcheck: not from a project's `rule-dirs` or `--rules`, and
     not generated from a project's files (EC98xx) or policy (EC99xx). `envcheck fix` trusts only these to choose
-    where an installer downloads from (envcheck/consent.py)."""
+    where an installer downloads from (envcheck/remedy/consent.py)."""
     return Path(rule.file).resolve().parent == builtin_rules_dir().resolve()

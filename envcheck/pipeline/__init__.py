@@ -3,10 +3,10 @@
 a saved snapshot or a pasted report) -> evaluation -> report.
 
 Every entry point builds a `CheckOptions` and calls in here: `envcheck.check()` (api.py), `envcheck check`,
-`explain`, `facts` and `fix` (_cli.py), the click-free `envcheck --static` (_plain_cli.py), `recommend`,
+`explain`, `facts` and `fix` (cli/click_cli.py), the click-free `envcheck --static` (cli/plain_cli.py), `recommend`,
 `check --machine` (machines/run.py), `envcheck fleet` and the pytest plugin. Those that need part of a check take
 the stage they need: `rule_set_for` (the rules), `Check` (the rules, the interpreter and the facts before the
-evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) are in envcheck/api.py.
+evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) are in envcheck/pipeline/stages.py.
 
 Everything heavy is imported inside the functions, so that importing this module costs next to nothing: the
 click-free `envcheck --static` imports it on every run.
@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 if TYPE_CHECKING:
-    from envcheck._replay import Recording
-    from envcheck.api import ProbeOptions, ProjectOptions, RuleSet
     from envcheck.config import Config
     from envcheck.facts.observed import Observation
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Report, Target
+    from envcheck.pipeline.replay import Recording
+    from envcheck.pipeline.stages import ProbeOptions, ProjectOptions, RuleSet
     from envcheck.probes.runner import Started
     from envcheck.project.discover import Project
-    from envcheck.rules import RulePack
+    from envcheck.rule_pack import RulePack
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
 
@@ -76,7 +76,7 @@ class CheckOptions:
         """The options of a command line's check: `params` as click names them (--config is `config_file`,
         --no-cache `no_cache`; --select and --ignore repeated or comma-separated), `project` the four project
         options. The interpreter is discovered as the README says, unless --python names one."""
-        from envcheck._text import split
+        from envcheck.support.output_text import split
 
         return cls(require=params.get("require", ()), forbid=params.get("forbid", ()),
                    config=params.get("config_file"), no_config=params.get("no_config", False),
@@ -89,13 +89,13 @@ class CheckOptions:
                    extras=project.get("extras", ()), groups=project.get("groups", ()), python_named_by="--python")
 
     def project_options(self) -> ProjectOptions:
-        from envcheck.api import ProjectOptions
+        from envcheck.pipeline.stages import ProjectOptions
 
         return ProjectOptions(use=not self.no_project, requirements=self.requirements, extras=self.extras,
                               groups=self.groups)
 
     def probe_options(self, progress: ProgressLine | None = None) -> ProbeOptions:
-        from envcheck.api import ProbeOptions
+        from envcheck.pipeline.stages import ProbeOptions
 
         return ProbeOptions(run=not self.static, timeout_s=self.probe_timeout, use_cache=self.use_cache,
                             progress=progress)
@@ -123,7 +123,7 @@ def rule_set_for(options: CheckOptions, project: Any = None) -> RuleSet:
     generated from what `project` declares (a `Project` or the `ProjectFacts` of a snapshot)."""
     from pathlib import Path
 
-    from envcheck.api import rule_set
+    from envcheck.pipeline.stages import rule_set
 
     return rule_set(config_for(options), rule_dirs=[Path(d) for d in options.rule_dirs], select=options.select,
                     ignore=options.ignore, require=options.require, forbid=options.forbid, project=project,
@@ -163,12 +163,12 @@ def pasted(source: str) -> tuple[bytes, str]:
     only, not /dev/zero, /dev/null or a FIFO); both bounded by the report readers' limit."""
     import sys
 
-    from envcheck import _files
     from envcheck.intake import ReportError
     from envcheck.intake.text import MAX_BYTES
+    from envcheck.support import input_files
 
     if source != "-":
-        return _files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source
+        return input_files.read_bytes(source, error=ReportError, limit=MAX_BYTES), source
     try:
         return sys.stdin.buffer.read(MAX_BYTES + 1), "<stdin>"
     except OSError as exc:
@@ -178,8 +178,8 @@ def pasted(source: str) -> tuple[bytes, str]:
 def from_report(options: CheckOptions, rules: RulePack) -> tuple[Facts, Target]:
     """The facts the pasted report `options.report_file` states, with the failures the `rules`' error signatures
     recognise in it, and the target line that names what was read."""
+    from envcheck.derived.nvidia_gpus import GpuNames
     from envcheck.errors import EnvcheckError
-    from envcheck.gpus import GpuNames
     from envcheck.intake import ReportError, read
     from envcheck.model import Target
 
@@ -217,10 +217,10 @@ class Check:
     """
 
     def __init__(self, options: CheckOptions, *, recording: Recording | None = None) -> None:
-        from envcheck.api import gather, read_project
+        from envcheck.pipeline.stages import gather, read_project
 
         self.options = options
-        self.recording = recording  # told what was collected: a static check that may be replayed (_replay.py)
+        self.recording = recording  # told what was collected: a static check that may be replayed (replay.py)
         self.project: Project | None = None
         self.snapshot: Facts | None = None
         self.target: Target | None = None
@@ -249,7 +249,7 @@ class Check:
     def facts(self, progress: ProgressLine | None = None) -> Facts:
         """The facts as given, or collected now for every rule (a saved snapshot then serves any selection), with
         the probes' results unless static, and what the project declares."""
-        from envcheck.api import gather, with_project
+        from envcheck.pipeline.stages import gather, with_project
 
         started, self._started = self._started, None  # a second gathering (`fix` checks again) begins its own
         try:
@@ -265,8 +265,8 @@ class Check:
     def report(self, facts: Facts, explain: Explain | None = None) -> Report:
         """The chosen rules' verdicts on `facts`, about the check's interpreter; `explain`: what error output shows,
         recognised with the rules' signatures (`envcheck explain`), joined with the facts as evidence."""
-        from envcheck.api import checked, memo_for
         from envcheck.engine import evaluate
+        from envcheck.pipeline.stages import checked, memo_for
 
         if explain is not None:
             from envcheck.evidence.join import joined

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from envcheck import _files, _resources
 from envcheck.errors import RuleError, check_table_head
+from envcheck.support import input_files, resources
 
 Capability = tuple[int, int]
 V = TypeVar("V")
@@ -140,5 +140,5 @@ def capability_text(capability: Capability | None) -> str | None:
 def shipped() -> GpuNames:
     """The table the rule pack ships (rules/data/gpus.toml), read once: for readers that run without a loaded
     pack, such as the free-text report reader naming GPUs."""
-    path = _resources.data_dir() / "gpus.toml"
-    return parse(_files.load_toml(path, error=RuleError), str(path))
+    path = resources.data_dir() / "gpus.toml"
+    return parse(input_files.load_toml(path, error=RuleError), str(path))

@@ -3,8 +3,8 @@ decision, text a stream's encoding can carry, text quoted from elsewhere made in
 status line, and a command shell-quoted as every report and `envcheck fix` show it (`shell`: the reporters use it
 too, so it lives here rather than with the command templates).
 
-envcheck/_output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
-(envcheck/_plain_cli.py) uses them directly.
+envcheck/cli/output.py re-exports these beside the writers that use click; the click-free `envcheck --static`
+(envcheck/cli/plain_cli.py) uses them directly.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
 
 class ProgressLine:
     """One self-overwriting status line on stderr while probes run, only on a terminal; silence otherwise. Written
-    as click writes to a POSIX stream; the CLI's subclass writes through click (envcheck/_cli.py)."""
+    as click writes to a POSIX stream; the CLI's subclass writes through click (envcheck/cli/click_cli.py)."""
 
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()

@@ -3,7 +3,7 @@ check --static`, every other option at its default.
 
 These are what pre-commit hooks, install scripts and people type, over and over, and the CLI framework was about a
 tenth of a static check (bench/README.md); a repeated check is answered from its last run while nothing it read has
-changed (envcheck/_replay.py). It runs the same check as `envcheck check` (envcheck/pipeline.py) and answers byte
+changed (envcheck/pipeline/replay.py). It runs the same check as `envcheck check` (envcheck/pipeline/) and answers byte
 for byte as the CLI does, the probes' status line on a terminal included: the report on standard output, exit 0
 clean, 1 findings at or above the configuration's fail-on (else error), 2 for a configuration or usage error, 3 for a
 bug, 130 when interrupted. The error paths hand their messages to the same functions the CLI uses (and import click
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from envcheck._replay import Recording
+    from envcheck.pipeline.replay import Recording
 
 __all__ = ["FORMS", "applies", "run"]
 
 FORMS = ((), ("check",), ("--static",), ("check", "--static"))
-_ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"  # as envcheck/_cli.py's ISSUES_URL
+_ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"  # as envcheck/cli/click_cli.py's ISSUES_URL
 
 
 def _plain_text_stream(stream: object) -> bool:
@@ -52,10 +52,10 @@ def applies(argv: Sequence[str]) -> bool:
 
 def _check(recording: Recording | None, static: bool) -> tuple[str, int, list[Path]]:
     """The report's text, the exit code, and the rule directories the pack was made of."""
-    from envcheck._text import ProgressLine, printable, use_color
     from envcheck.pipeline import CheckOptions, run
     from envcheck.report import render
-    from envcheck.rules import builtin_rules_dir
+    from envcheck.rule_pack import builtin_rules_dir
+    from envcheck.support.output_text import ProgressLine, printable, use_color
 
     # Every option at the command line's default: the options click would pass for this argument list.
     options = CheckOptions.from_command({"static": static}, {})
@@ -73,16 +73,17 @@ def _write(text: str) -> None:
 
 def run(argv: Sequence[str] = ("--static",)) -> int:
     """The exit code of the check `argv` (one of FORMS), its report written; errors reported as the CLI reports
-    them. The report of the last run is written again while nothing it read has changed (envcheck/_replay.py)."""
-    from envcheck import _replay
+    them. The report of the last run is written again while nothing it read has changed
+    (envcheck/pipeline/replay.py)."""
     from envcheck.errors import EnvcheckError
+    from envcheck.pipeline import replay
 
     try:
-        replayed = _replay.replayed(argv)
+        replayed = replay.replayed(argv)
         if replayed is not None:
             _write(replayed[0])
             return replayed[1]
-        recording = _replay.Recording.start(argv)
+        recording = replay.Recording.start(argv)
         try:
             text, code, rule_dirs = _check(recording, static="--static" in argv)
         finally:
@@ -95,7 +96,7 @@ def run(argv: Sequence[str] = ("--static",)) -> int:
                 recording.store(text, code, rule_dirs)
         return code
     except EnvcheckError as exc:
-        from envcheck._output import error_line
+        from envcheck.cli.output import error_line
 
         error_line(f"envcheck: error: {exc}")
         return 2
@@ -107,7 +108,7 @@ def run(argv: Sequence[str] = ("--static",)) -> int:
     except Exception as exc:  # the last line of defence, as in the CLI: a bug is exit 3 with one line
         import click
 
-        from envcheck._output import error_line
+        from envcheck.cli.output import error_line
 
         error_line(f"envcheck: internal error: {type(exc).__name__}: {exc}")
         click.echo(f"  please report it at {_ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)

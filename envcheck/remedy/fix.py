@@ -8,8 +8,8 @@ How the plan is made:
   (EC0103 uninstalls twice: pip removes one copy of a duplicated distribution per call) keeps the largest count
   any one finding asks for.
 - Removals run before installs, so an install is never undone by a later uninstall of another finding; within
-  each group the findings' order (rule id) is kept. `rm -rf PATHS`, which envcheck/commands.py writes for what pip
-  cannot remove (a distribution without RECORD, metadata pip fails on), is a removal that waits for --allow-other;
+  each group the findings' order (rule id) is kept. `rm -rf PATHS`, which envcheck/remedy/commands.py writes for what
+  pip cannot remove (a distribution without RECORD, metadata pip fails on), is a removal that waits for --allow-other;
   while the removal of metadata pip fails on waits, the pip steps wait with it.
 - `pip install` commands of the checked interpreter (and `uv pip install` ones) with the same options are merged
   into one command, so the resolver sees every requirement at once instead of the second install quietly undoing
@@ -18,21 +18,21 @@ How the plan is made:
   merged only when every option is a known flag without a value and every argument is a PEP 508 requirement;
   anything else (an index URL, a local path, `-r FILE`) runs on its own, unchanged.
 - Every install names a distribution once, with the range all its findings accept (`numpy<2.6,>=2.1` for
-  `numpy>=2.0`, `numpy<2.6,>=2.0` and `numpy>=2.1`: envcheck/_specifiers.py), and the plan never holds two installs
-  that disagree: where no version meets what the findings ask for one distribution (in one command or across
+  `numpy>=2.0`, `numpy<2.6,>=2.0` and `numpy>=2.1`: envcheck/support/specifiers.py), and the plan never holds two
+  installs that disagree: where no version meets what the findings ask for one distribution (in one command or across
   several), it is left out of every install and `Plan.conflicts` says so, to be decided by hand.
 - Only installer commands run without an opt-in: `PYTHON -m pip ...` for the checked interpreter, `uv pip ...`
   (given `--python PYTHON` when it names no interpreter) and `conda` / `mamba` / `micromamba` run by the uv or
-  conda envcheck found (the same file, not the same name), and `PYTHON -m ensurepip`, which envcheck/commands.py
+  conda envcheck found (the same file, not the same name), and `PYTHON -m ensurepip`, which envcheck/remedy/commands.py
   puts first where the environment has neither pip nor uv and which therefore runs before everything else.
   Anything else (`python -m venv`, a pip of another interpreter, a project's `./conda`) needs `--allow-other`.
 - So does an installer command that only rules from outside the shipped pack ask for (a project's rule-dirs,
   the rules made from its files), when it passes more than requirements by name and harmless flags: an index, a
-  path or a VCS link, a requirements file. envcheck/consent.py says exactly what runs and what waits; a command
+  path or a VCS link, a requirements file. envcheck/remedy/consent.py says exactly what runs and what waits; a command
   the shipped pack asks for too is the pack's, and runs.
 - Each step says why (the summaries of the findings that asked for it) and, given the facts, what it keeps and
   what it changes: "keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu". torch-family commands
-  were already planned by envcheck/planner.py when the findings were made; this only describes them.
+  were already planned by envcheck/remedy/planner.py when the findings were made; this only describes them.
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ from dataclasses import dataclass, replace
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from envcheck import _specifiers
-from envcheck._packaging import parse_requirement, parse_version
-from envcheck._text import shell
-from envcheck.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
-from envcheck.consent import PREFIX as _PREFIX
-from envcheck.consent import installer as _installer
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 from envcheck.model import Finding, Report
+from envcheck.remedy.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
+from envcheck.remedy.consent import PREFIX as _PREFIX
+from envcheck.remedy.consent import installer as _installer
 from envcheck.report.common import problems, tally
+from envcheck.support import specifiers
+from envcheck.support.output_text import shell
+from envcheck.support.versions import parse_requirement, parse_version
 
 _REMOVE = ("uninstall", "remove")
 # Options that take no value and mean the same for every requirement of a merged command.
@@ -184,7 +184,7 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     steps = []
     for argv, n in counts.items():
         installer, prefix = _installer(argv, python, found)
-        # `rm -rf PATHS` (envcheck/commands.py): what pip cannot remove, removed by name; held for --allow-other
+        # `rm -rf PATHS` (envcheck/remedy/commands.py): what pip cannot remove, removed by name; held for --allow-other
         removes = (installer is not None and argv[prefix - 1] in _REMOVE) or argv[:2] == ("rm", "-rf")
         target = _targeted(argv, installer, prefix, python)
         if installer is None:
@@ -260,7 +260,7 @@ def _agreed(steps: list[Step], asked_by: dict[str, tuple[str, ...]]) -> tuple[li
             out.append(step)
             continue
         written = tuple(step.argv[i] for i in slots)
-        merged = _specifiers.merge(written)
+        merged = specifiers.merge(written)
         conflicts += [_conflict(name, [(r, asked_by.get(r, step.rules)) for r in reqs])
                       for name, reqs in merged.unsatisfiable]
         if merged.requirements:
@@ -278,7 +278,7 @@ def _agreed(steps: list[Step], asked_by: dict[str, tuple[str, ...]]) -> tuple[li
         if len({index for index, _, _ in entries}) < 2:
             continue
         together = SpecifierSet(",".join(str(req.specifier) for _, _, req in entries if req.specifier))
-        if _specifiers.satisfiable(together):
+        if specifiers.satisfiable(together):
             continue
         who = [(out[index].argv[slot], asked_by.get(out[index].argv[slot], out[index].rules))
                for index, slot, _ in entries]
@@ -303,9 +303,9 @@ def _conflict(name: str, asked: list[tuple[str, tuple[str, ...]]]) -> str:
 
 
 def _behind_held_removals(steps: list[Step], facts: Facts) -> list[Step]:
-    """pip fails on metadata it cannot read (envcheck/commands.py removes that first): while its removal waits for
-    --allow-other, the pip steps wait with it, since they could only fail."""
-    from envcheck.commands import pip_blockers
+    """pip fails on metadata it cannot read (envcheck/remedy/commands.py removes that first): while its removal waits
+    for --allow-other, the pip steps wait with it, since they could only fail."""
+    from envcheck.remedy.commands import pip_blockers
 
     folders = {d.metadata_dir for d in pip_blockers(facts, install=True)}
     held = next((s for s in steps if s.removes and s.needs_opt_in and folders.intersection(s.argv[2:])), None)

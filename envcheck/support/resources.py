@@ -10,7 +10,7 @@ from pathlib import Path
 
 __all__ = ["builtin_rules_dir", "data_dir"]
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # envcheck/, two levels above envcheck/support/resources.py
 
 
 def builtin_rules_dir() -> Path:

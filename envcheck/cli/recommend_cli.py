@@ -1,7 +1,7 @@
 """`envcheck recommend`: the torch-family install for this machine, a described one, or a saved snapshot.
 
 Thin: parses options, gathers the facts (static tier only: the recommendation reads NVML, the platform, Python
-and what is installed), calls envcheck.recommend, prints. Exit 0 with a recommendation (the installed build
+and what is installed), calls envcheck.remedy.recommend, prints. Exit 0 with a recommendation (the installed build
 included, when nothing needs to change), 1 when no build fits.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from envcheck.torch_builds import PLATFORMS
+from envcheck.derived.build_matrix import PLATFORMS
 
 
 @click.command()
@@ -40,8 +40,8 @@ def recommend(gpu: tuple[str, ...], capability: tuple[str, ...], driver: str | N
     command is written for the environment's installer (pip or uv); a machine described in full, with no
     snapshot, gets a pip command for the Python that is to have torch."""
     # Imported here: every other command's start-up (the static tier's budget) does not pay for the planner.
-    from envcheck import recommend as recommend_mod
     from envcheck.pipeline import Check, CheckOptions, rule_set_for
+    from envcheck.remedy import recommend as recommend_mod
 
     if machines:
         _for_machines(machines, fmt, rule_dirs, config_file, bool(gpu or capability or driver or python_version
@@ -66,7 +66,7 @@ def _for_machines(names: tuple[str, ...], fmt: str, rule_dirs: tuple[Path, ...],
                   described: bool) -> None:
     """`recommend --machine`: the pins for declared machines (envcheck/machines/recommend.py); exits 0 when every
     machine has a build, else 1."""
-    from envcheck import rules as rules_mod
+    from envcheck import rule_pack
     from envcheck.derived.tables import TORCH_BUILDS
     from envcheck.errors import EnvcheckError
     from envcheck.machines import recommend as machines_recommend
@@ -81,7 +81,7 @@ def _for_machines(names: tuple[str, ...], fmt: str, rule_dirs: tuple[Path, ...],
     config = config_for(CheckOptions(config=config_file))
     machines = chosen(config.machines, names, config.file, lambda message: config.error("machines", message))
     project = discover_project(Path.cwd())
-    matrix = rules_mod.load(rule_dirs).tables[TORCH_BUILDS]
+    matrix = rule_pack.load(rule_dirs).tables[TORCH_BUILDS]
     pins = {m.name: None if project is None else pins_for(project, m) for m in machines}
     recs, together, groups = machines_recommend.plan(matrix, machines, pins)
     render = machines_recommend.render_text if fmt == "text" else machines_recommend.render_json

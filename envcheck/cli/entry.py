@@ -3,7 +3,7 @@
 `envcheck --version` is answered here, before the CLI framework is imported (which costs several times the
 interpreter's own start): install scripts and bug reports ask for it often. The answer is byte for byte what the
 CLI prints (click's version option: "envcheck, version X"). The check in its plain forms (`envcheck`, `envcheck
---static`, pre-commit's form) runs without the framework too (envcheck/_plain_cli.py); anything else goes to the CLI.
+--static`, pre-commit's form) runs without the framework too (envcheck/cli/plain_cli.py); anything else goes to the CLI.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import sys
 def console() -> None:
     """Run the CLI on sys.argv; exits through SystemExit like it."""
     if sys.argv[1:] == ["--version"]:
-        from envcheck import __version__
+        from envcheck.version import __version__
 
         sys.stdout.write(f"envcheck, version {__version__}\n")
         sys.stdout.flush()
         return
-    from envcheck._plain_cli import applies
+    from envcheck.cli.plain_cli import applies
 
     if applies(sys.argv[1:]):
-        from envcheck._plain_cli import run
+        from envcheck.cli.plain_cli import run
 
         try:
             code = run(sys.argv[1:])
@@ -31,6 +31,6 @@ def console() -> None:
 
             gc.freeze()  # as the CLI's console(): the interpreter's teardown follows, nothing need be collected
         raise SystemExit(code)
-    from envcheck._cli import console as cli_console
+    from envcheck.cli.click_cli import console as cli_console
 
     cli_console()

@@ -5,8 +5,8 @@ distribution (name, version, location), the driver and GPU UUIDs, AMD GPUs (PCI 
 relevant environment variables, envcheck's version and the probe code itself. Any change means a fresh run.
 Timeouts are never cached (a slow first CUDA start may not repeat).
 
-An entry is believed only when its signature verifies (envcheck.cache: HMAC with the user's key, in a folder that is
-the user's alone and outside every Python environment): a cached result turns a segfaulting torch into a pass, so an
+An entry is believed only when its signature verifies (envcheck.cache.signed: HMAC with the user's key, in a folder that
+is the user's alone and outside every Python environment): a cached result turns a segfaulting torch into a pass, so an
 entry edited by hand or by another account, or copied from another machine, is ignored (and the reason is a
 collection problem of the check) and rewritten. One that cannot be parsed is ignored and rewritten the same way.
 """
@@ -19,13 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from envcheck import __version__
-from envcheck.cache import load_signed, store_signed
+from envcheck.cache.signed import load_signed, store_signed
 from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
+from envcheck.version import __version__
 
-_FORMAT = 2  # 2: signed entries (envcheck.cache); format 1's plain JSON files are never read
+_FORMAT = 2  # 2: signed entries (envcheck.cache.signed); format 1's plain JSON files are never read
 
 
 def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:

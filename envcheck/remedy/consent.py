@@ -1,7 +1,7 @@
 """Which commands of an `envcheck fix` plan run without --allow-other, and why the others wait for it.
 
-Pure: an argv, the checked interpreter and what envcheck found in, a classification or a reason out. envcheck/fix.py
-asks for each step of its plan.
+Pure: an argv, the checked interpreter and what envcheck found in, a classification or a reason out.
+envcheck/remedy/fix.py asks for each step of its plan.
 
 - An installer command is `PYTHON -m pip ...` of the checked interpreter, `PYTHON -m ensurepip`, and `uv pip ...`
   or a `conda` / `mamba` / `micromamba` command whose executable is the uv or conda envcheck found for this
@@ -13,8 +13,8 @@ asks for each step of its plan.
   flags that choose nothing about where packages come from. Such a rule must not choose where the installer
   downloads from (`--index-url`, `--find-links`, `--trusted-host`, a conda channel), install a path, URL or VCS
   link (`-e .`, `pkg @ git+https://...`) or read a requirements file. The one index it may name is a PyTorch
-  variant index, which the planner writes itself into torch-family installs (envcheck/planner.py). What is allowed
-  is listed, not what is refused: pip accepts abbreviated and clustered options (`--extra`, `-Ue .`).
+  variant index, which the planner writes itself into torch-family installs (envcheck/remedy/planner.py). What is
+  allowed is listed, not what is refused: pip accepts abbreviated and clustered options (`--extra`, `-Ue .`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and inclu
 PLAIN_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "--pre", "-q", "--quiet",
                          "--no-cache-dir", "--no-build-isolation", "-I", "--ignore-installed", "-y", "--yes",
                          "--no-input", "--disable-pip-version-check"})
-_VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/commands.py)
+_VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/remedy/commands.py)
 _CONDA_SPEC = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`; never `chan::pkg` or a path
 _OUTSIDE = "a rule from outside envcheck's pack"
 
@@ -69,7 +69,7 @@ def _resolved(executable: str) -> str:
 
 
 def _is_tool(executable: str, kind: str, found: Found | None) -> bool:
-    """Whether `executable` is the uv (kind "uv") or conda envcheck found. Without facts (envcheck.fix.commands,
+    """Whether `executable` is the uv (kind "uv") or conda envcheck found. Without facts (envcheck.remedy.fix.commands,
     the reports' listing, which runs nothing) the rules' own spelling is all there is: the name."""
     if found is None:
         return PurePath(executable).name in (("uv",) if kind == "uv" else CONDA)

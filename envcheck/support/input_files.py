@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envcheck import _toml
 from envcheck.errors import EnvcheckError
+from envcheck.support import toml
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NAME", "InputError", "load_json", "load_toml", "loads_json", "read_text",
            "shown"]
@@ -172,8 +172,8 @@ def loads_toml(text: str, file: str, *, error: ErrorFactory = InputError) -> dic
     """Parsed TOML `text` from `file`, nested at most MAX_DEPTH deep."""
     error = _naming(error)
     try:
-        data: dict[str, Any] = _toml.loads(text)
-    except _toml.TOMLDecodeError as exc:
+        data: dict[str, Any] = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
         raise error(file, f"invalid TOML: {exc}") from None
     except RecursionError:
         raise error(file, f"invalid TOML: arrays or tables nested more than {MAX_DEPTH} deep") from None

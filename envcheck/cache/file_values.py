@@ -1,7 +1,7 @@
 """A cache of values computed from files, keyed by each file's path, mtime and size: one JSON file per checked
-environment in envcheck's cache directory (envcheck.cache.usable_dir: the user's own, private, outside the checked
-environment). The native-library scan keeps each shared object's ELF needs and each RECORD's shared objects here.
-Only the entries a run used are written back, so those of uninstalled files drop out; a value read back is trusted
+environment in envcheck's cache directory (envcheck.cache.signed.usable_dir: the user's own, private, outside the
+checked environment). The native-library scan keeps each shared object's ELF needs and each RECORD's shared objects
+here. Only the entries a run used are written back, so those of uninstalled files drop out; a value read back is trusted
 only after its caller has checked its shape.
 """
 

@@ -12,8 +12,8 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from envcheck._requirement import simple_requirement
 from envcheck.facts.snapshot import Facts
+from envcheck.support.requirement import simple_requirement
 
 __all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "major_minor_text", "marker_env", "marker_holds",
            "parse_requirement", "parse_version", "too_complex"]
