@@ -8,6 +8,11 @@ goes in the module whose computation it reads, or a new module listed in derive.
 - common.py: what they share: `Derivation`, `Values` (what a computation is given), `Table` / `Tables`, the item
   type, small tests of the facts;
 - tables.py: the data tables of rules/data/, read and validated with the rule pack (`REGISTRY`, `load`);
+- build_matrix.py: rules/data/torch-builds.toml, the torch build matrix (which builds of each release exist, what
+  they run on and what goes with them), and its queries;
+- nvidia_gpus.py: rules/data/gpus.toml, NVIDIA GPU names -> compute capability, and the name lookup the AMD table
+  shares;
+- amd_gpus.py: rules/data/amd-gpus.toml, AMD GPU names -> gfx target;
 - requirements.py: the requirement walk (every Requires-Dist, as `pip check`) and `requirements.*`;
 - walk_memo.py: the walk's result remembered between runs, and its key;
 - distributions.py: the distributions' metadata and the interpreter (`distributions.*` but duplicates, `python.*`);

@@ -6,7 +6,8 @@ Every entry point builds a `CheckOptions` and calls in here: `envcheck.check()` 
 `explain`, `facts` and `fix` (cli/click_cli.py), the click-free `envcheck --static` (cli/plain_cli.py), `recommend`,
 `check --machine` (machines/run.py), `envcheck fleet` and the pytest plugin. Those that need part of a check take
 the stage they need: `rule_set_for` (the rules), `Check` (the rules, the interpreter and the facts before the
-evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) are in envcheck/pipeline/stages.py.
+evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) are in stages.py; replay.py answers
+a repeated plain static check from its last run (the recording `Check` tells what it collected).
 
 Everything heavy is imported inside the functions, so that importing this module costs next to nothing: the
 click-free `envcheck --static` imports it on every run.

@@ -1,7 +1,10 @@
 """Live probes: tiny programs that find out what actually works on this machine, run in isolated children.
 
-`run_probes(facts, ...)` runs the probes (or takes them from the cache) for the interpreter the facts describe;
-`envcheck.pipeline.stages.gather` puts the results into the snapshot.
+`run_probes(facts, ...)` runs the probes (or takes them from the cache, envcheck/cache/probe_results.py) for the
+interpreter the facts describe; `envcheck.pipeline.stages.gather` puts the results into the snapshot.
+
+_child.py is the probes' code, run in the checked interpreter (standard library only); catalog.py their specs;
+runner.py starts, watches and ends the children; guard.py ends them however envcheck ends.
 """
 
 from __future__ import annotations
