@@ -64,14 +64,14 @@ def _metadata(dists: Dists) -> Message:
 
 
 def _source_version() -> str:
-    text = (ROOT / "envcheck" / "__init__.py").read_text(encoding="utf-8")
+    text = (ROOT / "envcheck" / "version.py").read_text(encoding="utf-8")
     match = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
-    assert match, "envcheck/__init__.py has no __version__ line"
+    assert match, "envcheck/version.py has no __version__ line"
     return match.group(1)
 
 
 def test_wheel_is_pure_python_and_named_for_the_project(dists: Dists) -> None:
-    """The wheel is a universal pure-Python wheel of envcheck-ml at the version in envcheck/__init__.py."""
+    """The wheel is a universal pure-Python wheel of envcheck-ml at the version in envcheck/version.py."""
     assert dists.wheel.name == f"envcheck_ml-{_source_version()}-py3-none-any.whl"
     assert dists.sdist.name == f"envcheck_ml-{_source_version()}.tar.gz"
 
