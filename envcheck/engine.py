@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from envcheck.commands.installers import choose
 from envcheck.conditions import Context
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.walk_memo import Memo
 from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
 from envcheck.model import FINDING_STATUS, Finding, Report, Rule, Severity, Status
-from envcheck.remedy.commands import choose
 from envcheck.rule_pack import RulePack
 from envcheck.unseen import unseen
 from envcheck.version import __version__
@@ -59,13 +59,13 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
 
 def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
     # Only a rule that fires renders and plans commands: a clean check never imports the planner.
+    from envcheck.commands.installers import for_environment
+    from envcheck.commands.planner import plan_commands
     from envcheck.derived.tables import TORCH_BUILDS
-    from envcheck.remedy.commands import for_environment
-    from envcheck.remedy.planner import plan_commands
-    from envcheck.remedy.templates import render, render_argvs
+    from envcheck.templates import render, render_argvs
 
     facts = ctx.facts
-    # torch-family installs are planned (envcheck/remedy/planner.py) before they are written for the installer.
+    # torch-family installs are planned (envcheck/commands/planner.py) before they are written for the installer.
     try:
         matrix = ctx.derived.tables[TORCH_BUILDS]  # a torch that is not installed is planned from it
     except LookupError:  # rules evaluated without the pack's tables (built by hand)
@@ -113,7 +113,7 @@ def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
 def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding]:
     """The verdicts of a rule whose failure the error output shows: that is a finding whatever the other facts
     say or leave unknown (the failure happened), with the matched lines as evidence, beside the facts' own."""
-    from envcheck.remedy.templates import stated
+    from envcheck.templates import stated
 
     shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
     said = f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"

@@ -122,7 +122,7 @@ class Report:
     origin: str  # where the facts came from: "local", "python:PATH", "file:PATH"
     envcheck_version: str
     collection_problems: tuple[str, ...] = field(default=())
-    installer: str = ""  # which installer the commands use and why, in words (envcheck/remedy/commands.py)
+    installer: str = ""  # which installer the commands use and why, in words (envcheck/commands/installers.py)
     target: Target | None = None  # which interpreter was checked and why; None where nobody chose (fleet nodes)
     project: str = ""  # the project files read, in words: "/p: pyproject.toml, uv.lock"; "" when none
     explained: str = ""  # `envcheck explain`: the error output read and what was recognised in it, in words

@@ -26,9 +26,9 @@ from envcheck.derived.tables import Tables
 from envcheck.errors import RuleError
 from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
-from envcheck.remedy.templates import invalid_placeholder, placeholders
 from envcheck.support import input_files
 from envcheck.support.resources import builtin_rules_dir
+from envcheck.templates import invalid_placeholder, placeholders
 
 __all__ = ["PLANS", "RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file",
            "load_files", "matches", "select", "shipped", "unknown_selectors"]

@@ -21,7 +21,7 @@ from envcheck.errors import RuleError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Status
-from envcheck.remedy.templates import render_argvs
+from envcheck.templates import render_argvs
 
 MACHINES = Path(__file__).parent / "fixtures" / "torch-builds" / "machines"
 PACK = rule_pack.load()
@@ -81,7 +81,7 @@ def test_rtx5090_with_cu124_torch_gets_a_cu128_build_with_sm_120() -> None:
     variant, index = _chosen(command)
     assert index == "https://download.pytorch.org/whl/cu128"
     assert variant.archs is not None and "sm_120" in variant.archs
-    # The planner (envcheck/remedy/planner.py) orders torch first, its companions after it.
+    # The planner (envcheck/commands/planner.py) orders torch first, its companions after it.
     assert sorted(a.split("==")[0] for a in command if "==" in a) == ["torch", "torchaudio", "torchvision"]
     assert all(a.endswith("+cu128") for a in command if "==" in a)
 

@@ -11,13 +11,13 @@ import pytest
 from conftest import build_facts, dist_dict, torch_dict
 from packaging.version import Version
 
+from envcheck.commands import planner
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions
 from envcheck.derived import tables as tables_mod
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding
-from envcheck.remedy import planner
 from envcheck.rule_pack import load as load_pack
 
 PACK = load_pack()

@@ -1,4 +1,4 @@
-"""Commands for the environment's installer (envcheck/remedy/commands.py): pip, uv pip, conda remove, ensurepip, by
+"""Commands for the environment's installer (envcheck/commands/installers.py): pip, uv pip, conda remove, ensurepip, by
 hand."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 from conftest import build_facts, dist_dict, facts_dict
 
 from envcheck import rule_pack
+from envcheck.commands.installers import choose, for_environment
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Severity, Status
 from envcheck.remedy import fix as fix_mod
-from envcheck.remedy.commands import choose, for_environment
 
 PY = "/opt/venv/bin/python"
 PREFIX = "/opt/venv"

@@ -20,15 +20,7 @@ LOWER = ("facts", "derived", "conditions", "evidence", "engine")
 UPPER = ("cli", "report", "remedy")
 
 # Upward imports that stay, each with its reason. The test fails when one goes away, so that this list shrinks.
-EXCEPTIONS = {
-    # evaluate(pack, facts) gives each finding its commands, planned for the torch family and written for the
-    # environment's installer, and its text with the placeholders filled: every caller (the pipeline, the pytest
-    # plugin, machines/check.py, fleet/merge.py and the tests) relies on that. Applying the remedies in the callers
-    # instead changes what evaluate() returns; until then the engine calls them for each finding that fires.
-    ("envcheck.engine", "envcheck.remedy.commands"): "a finding's commands are written for the installer",
-    ("envcheck.engine", "envcheck.remedy.planner"): "torch-family installs are planned as a finding is made",
-    ("envcheck.engine", "envcheck.remedy.templates"): "a finding's summary, why, fix and commands are rendered",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -21,7 +21,7 @@ from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 from envcheck.intake import read_report
 from envcheck.model import Finding, Status
-from envcheck.remedy.templates import render_argvs
+from envcheck.templates import render_argvs
 
 PACK = rule_pack.load()
 BY_ID = {r.id: r for r in PACK}

@@ -1,4 +1,4 @@
-"""The torch-family planner (envcheck/remedy/planner.py) with the shipped companion tables, and the findings it
+"""The torch-family planner (envcheck/commands/planner.py) with the shipped companion tables, and the findings it
 shapes."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from conftest import build_facts, dist_dict, torch_dict
 
+from envcheck.commands import planner
 from envcheck.derived import companions
 from envcheck.derived import tables as tables_mod
 from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.remedy import planner
 from envcheck.rule_pack import builtin_rules_dir
 from envcheck.rule_pack import load as load_pack
 

@@ -75,7 +75,7 @@ def test_require(dists: list[dict[str, Any]], status: Status, summary: str) -> N
     (found,) = verdicts(cfg(require=["torch>=2.6"]), dists=dists).values()
     assert (found.status, found.summary) == (status, summary)
     if status is Status.FAIL:
-        # an installed torch keeps its build: the install goes to its variant's index (envcheck/remedy/planner.py)
+        # an installed torch keeps its build: the install goes to its variant's index (envcheck/commands/planner.py)
         index = ("--index-url", "https://download.pytorch.org/whl/cu124") if dists else ()
         assert found.commands == ((EXE, "-m", "pip", "install", "torch>=2.6", *index),)
         assert "tool.envcheck.require[0] in /proj/pyproject.toml" in found.why

@@ -8,7 +8,7 @@ import sys
 from conftest import FIXTURES
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
-UNUSED = ("envcheck.probes", "envcheck.remedy.planner", "envcheck.remedy.fix", "envcheck.fleet", "difflib",
+UNUSED = ("envcheck.probes", "envcheck.commands.planner", "envcheck.remedy.fix", "envcheck.fleet", "difflib",
           "logging.handlers")
 
 

@@ -16,10 +16,10 @@ from _index import StandIn, serve, write_index
 from _venvs import VenvMaker
 from conftest import EXT_SUFFIX, collect_facts, dist_dict, facts_dict, write_dist, write_tree
 
+from envcheck.commands.installers import for_environment
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Severity, Status
 from envcheck.remedy import fix as fix_mod
-from envcheck.remedy.commands import for_environment
 
 PY = "/opt/venv/bin/python"
 SITE = "/opt/venv/lib/python3.11/site-packages"

@@ -13,7 +13,7 @@ envcheck/remedy/fix.py asks for each step of its plan.
   flags that choose nothing about where packages come from. Such a rule must not choose where the installer
   downloads from (`--index-url`, `--find-links`, `--trusted-host`, a conda channel), install a path, URL or VCS
   link (`-e .`, `pkg @ git+https://...`) or read a requirements file. The one index it may name is a PyTorch
-  variant index, which the planner writes itself into torch-family installs (envcheck/remedy/planner.py). What is
+  variant index, which the planner writes itself into torch-family installs (envcheck/commands/planner.py). What is
   allowed is listed, not what is refused: pip accepts abbreviated and clustered options (`--extra`, `-Ue .`).
 """
 
@@ -36,7 +36,7 @@ PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and inclu
 PLAIN_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "--pre", "-q", "--quiet",
                          "--no-cache-dir", "--no-build-isolation", "-I", "--ignore-installed", "-y", "--yes",
                          "--no-input", "--disable-pip-version-check"})
-_VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/remedy/commands.py)
+_VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/commands/installers.py)
 _CONDA_SPEC = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`; never `chan::pkg` or a path
 _OUTSIDE = "a rule from outside envcheck's pack"
 

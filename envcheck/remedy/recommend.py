@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.commands.installers import choose, for_environment
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import builds, nvidia_gpus
 from envcheck.derived.tables import GPUS, TORCH_BUILDS, Tables
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
-from envcheck.remedy.commands import choose, for_environment
 from envcheck.support.output_text import shell
 
 

@@ -15,9 +15,9 @@ from collections.abc import Collection, Sequence
 
 from envcheck.conditions import ALWAYS
 from envcheck.model import Rule
-from envcheck.remedy.templates import PLACEHOLDER
 from envcheck.report.interface import DocFormat, unreachable
 from envcheck.rule_pack import RuleFile
+from envcheck.templates import PLACEHOLDER
 
 SHOWN_PYTHON = "python"  # what `{python}` reads as in the documentation
 

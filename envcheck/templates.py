@@ -2,8 +2,8 @@
 
 Commands are argv lists: each element is filled in on its own, so a value with spaces stays one argument, and the
 shell-quoted form shown to the user (`shlex.join`) is exactly what `envcheck fix` would run. The engine then plans
-torch-family installs (envcheck/remedy/planner.py) and writes every command for the environment's installer
-(`{python} -m pip ...` becomes `uv pip ...` in a uv venv; see envcheck/remedy/commands.py), so every report and
+torch-family installs (envcheck/commands/planner.py) and writes every command for the environment's installer
+(`{python} -m pip ...` becomes `uv pip ...` in a uv venv; see envcheck/commands/installers.py), so every report and
 `envcheck fix` show the same, runnable commands.
 """
 

@@ -1,8 +1,8 @@
 """The torch-family planner: a finding's install command for torch or a companion, rewritten to keep what works.
 
 Pure: facts, the companion tables and the finding's item in; argv tuples out. The engine passes every command of
-every finding through `plan_commands` before writing it for the environment's installer (envcheck/remedy/commands.py),
-so the reports and `envcheck fix` print and run the same planned commands.
+every finding through `plan_commands` before writing it for the environment's installer
+(envcheck/commands/installers.py), so the reports and `envcheck fix` print and run the same planned commands.
 
 What it guarantees, for `PYTHON -m pip install ...` commands that name torch, torchvision, torchaudio, torchcodec
 or xformers (any other command passes unchanged, but for the PEP 508 markers of its requirements):
