@@ -20,13 +20,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from conftest import build_facts, clean_env, write_tree
+from conftest import build_facts, clean_env, facts_dict, write_tree
 
 from envcheck.conditions import Context, Where, parse
 from envcheck.derived.attention import nvml_device_of
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.snapshot import Facts
 from envcheck.probes import runner
 from envcheck.probes.catalog import PROBE_NAMES, ProbeSpec
 from envcheck.probes.runner import CHILD_SOURCE_FILE, Program, RunOptions, run
@@ -343,13 +344,21 @@ def test_cuda_probes_on_a_real_gpu(request: pytest.FixtureRequest) -> None:
     nvml_facts = collect_nvml()
     results = _run(python)
     _record_gpu_run(nvml_facts, results)  # first: a run that fails below still leaves its evidence
-    build = results["torch-build"]
-    if not build.details.get("cuda_available"):
+    if not results["torch-build"].details.get("cuda_available"):
         # A GPU host where torch sees no device is a broken setup, not a reason to pass.
         pytest.fail(f"torch at {python} sees no CUDA device on this GPU host (build cuda="
-                    f"{build.details.get('cuda')}, NVML: {nvml_facts.status}); set ENVCHECK_CUDA_TORCH_PYTHON to an "
-                    "interpreter with a CUDA torch that can use this driver")
+                    f"{results['torch-build'].details.get('cuda')}, NVML: {nvml_facts.status}); set "
+                    "ENVCHECK_CUDA_TORCH_PYTHON to an interpreter with a CUDA torch that can use this driver")
+    _assert_gpu_run(nvml_facts, results)
+
+
+def _assert_gpu_run(nvml_facts: NvmlFacts, results: dict[str, ProbeResult]) -> None:
+    """What a run of every probe on a real NVIDIA GPU must show: every device torch sees is one NVML lists, and
+    every device gets the full SDPA, bf16 and fast-path matrix with the outcomes a working CUDA torch gives."""
+    build = results["torch-build"]
+    assert build.details.get("cuda_available"), build
     devices = [f"cuda:{d['index']}" for d in build.details["devices"]]
+    assert devices
     # Every device torch sees is one NVML lists (by UUID: CUDA's numbering need not be NVML's), MIG included.
     facts = dataclasses.replace(build_facts(), nvml=nvml_facts)
     for device in build.details["devices"]:
@@ -378,6 +387,34 @@ def test_cuda_probes_on_a_real_gpu(request: pytest.FixtureRequest) -> None:
         assert {f"{device}/eager", f"{device}/autocast-bfloat16", f"{device}/autocast-float16"} <= set(fastpath)
         assert fastpath[f"{device}/autocast-float16"]["fastpath"] is False  # CUDA autocast disables the fast path
     assert results["bf16"].status == "ok"
+
+
+def _recorded(path: Path) -> tuple[NvmlFacts, dict[str, ProbeResult]]:
+    """A run _record_gpu_run wrote, read back through the snapshot's own readers."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    facts = Facts.from_dict({**facts_dict(), "nvml": record["nvml"], "probes": record["probes"]})
+    return facts.nvml, dict(facts.probes)
+
+
+@pytest.mark.parametrize("path", sorted(GPU_RUNS.glob("*.json")), ids=lambda p: p.stem)
+def test_recorded_gpu_runs_still_pass(path: Path) -> None:
+    """Every run recorded on a real GPU (tests/fixtures/gpu-runs/, written by the test above) still reads as that
+    test requires: the evidence of those machines keeps checking the snapshot's readers without a GPU."""
+    nvml_facts, results = _recorded(path)
+    _assert_gpu_run(nvml_facts, results)
+
+
+def test_the_recorded_run_check_can_fail() -> None:
+    """A record whose mixed-dtype SDPA case passed (a torch that no longer refuses fp32 queries with fp16 keys, or a
+    probe that no longer tries them) is refused."""
+    path = next(iter(sorted(GPU_RUNS.glob("*.json"))))
+    record = json.loads(path.read_text(encoding="utf-8"))
+    device = record["probes"]["torch-build"]["details"]["devices"][0]["index"]
+    record["probes"]["sdpa"]["cases"][f"cuda:{device}/q=float32,kv=float16/eager"] = {
+        "status": "ok", "error_class": None, "message": None}
+    facts = Facts.from_dict({**facts_dict(), "nvml": record["nvml"], "probes": record["probes"]})
+    with pytest.raises(AssertionError):
+        _assert_gpu_run(facts.nvml, dict(facts.probes))
 
 
 # Three fake CUDA devices on the CPU build: cuda:0 a T4, cuda:1 and cuda:2 identical A100s. torch.cuda.device records

@@ -1,6 +1,7 @@
-"""A healthy stack recorded on a real NVIDIA H200 (fixtures/gpu-h200/facts.json: torch 2.11.0+cu130 from PyPI,
-torchvision 0.26.0, torchaudio 2.11.0, lightning, cuda-core, jax, cupy, ... with the probes' results) gets the
-verdicts it deserves: no failure, and only findings that are true of it; `recommend` says nothing needs to change."""
+"""Healthy stacks recorded on real GPUs (fixtures/gpu-h200/facts.json on an NVIDIA H200, fixtures/gpu-h100/facts.json
+on an H100: torch 2.11.0+cu130 from PyPI, torchvision 0.26.0, torchaudio 2.11.0, lightning, cuda-core, jax, cupy, ...
+with the probes' results) get the verdicts they deserve: no failure, and only findings that are true of them;
+`recommend` says nothing needs to change."""
 
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from envcheck.derived import builds, companions
 from envcheck.derived.tables import TORCH_BUILDS
 from envcheck.facts import collect as collect_mod
 
-FACTS = Path(__file__).parent / "fixtures" / "gpu-h200" / "facts.json"
+FIXTURES = Path(__file__).parent / "fixtures"
+FACTS = FIXTURES / "gpu-h200" / "facts.json"
+# The H200's snapshot was taken by an earlier envcheck (see its README); the H100's by this one.
+STACKS = [pytest.param(FACTS, id="h200"), pytest.param(FIXTURES / "gpu-h100" / "facts.json", id="h100")]
 # The findings that are true of this stack, each with the evidence that makes it true.
 EXPECTED = {
     # torchaudio 2.11.0's load() and save() call load_with_torchcodec / save_with_torchcodec, which raise
@@ -39,15 +43,16 @@ def _invoke(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-def _report() -> dict[str, Any]:
-    result = _invoke("check", "--facts", str(FACTS), "--format", "json", "--no-config")
+def _report(facts: Path = FACTS) -> dict[str, Any]:
+    result = _invoke("check", "--facts", str(facts), "--format", "json", "--no-config")
     assert result.exit_code == 0, result.output
     return dict(json.loads(result.output))
 
 
-def test_no_failure_and_only_true_findings() -> None:
-    """`check --facts` of the H200 stack fails nothing, and every warning and note it gives is a true one."""
-    report = _report()
+@pytest.mark.parametrize("facts", STACKS)
+def test_no_failure_and_only_true_findings(facts: Path) -> None:
+    """`check --facts` of each stack fails nothing, and every warning and note it gives is a true one."""
+    report = _report(facts)
     assert report["summary"]["fail"] == 0 and report["summary"]["error"] == 0
     found = {(f["id"], f["status"]) for f in report["findings"] if f["status"] in ("fail", "warn", "info")}
     assert found == EXPECTED
@@ -76,14 +81,15 @@ def test_torchcodec_release_named_is_the_matrix_entry() -> None:
     assert "0.16" not in json.dumps(finding)
 
 
-def test_recommend_says_the_installed_build_is_already_right() -> None:
+@pytest.mark.parametrize("facts", STACKS)
+def test_recommend_says_the_installed_build_is_already_right(facts: Path) -> None:
     """`recommend --facts` on the stack it would recommend says so and prints no command (exit 0)."""
-    result = _invoke("recommend", "--facts", str(FACTS))
+    result = _invoke("recommend", "--facts", str(facts))
     assert result.exit_code == 0, result.output
     assert "torch 2.11.0+cu130 is already the right build for this machine: nothing to change." in result.output
     assert "changes only its build" not in result.output
     assert "install:" not in result.output and "command" not in result.output
-    data = json.loads(_invoke("recommend", "--facts", str(FACTS), "--format", "json").output)
+    data = json.loads(_invoke("recommend", "--facts", str(facts), "--format", "json").output)
     assert (data["nothing_to_change"], data["requirements"], data["command"]) == (True, [], None)
     assert (data["recommended"]["torch"], data["recommended"]["variant"]) == ("2.11.0", "cu130")
 
@@ -116,3 +122,17 @@ def test_a_change_is_still_planned_where_one_is_needed(versions: dict[str, str],
     """Another variant of torch, or a companion of another build, still gets its install."""
     rec = builds.recommend(rule_pack.load().tables[TORCH_BUILDS], _machine(**versions))
     assert rec.requirements and rec.because[0] == expected
+
+
+def test_the_h100_extensions_imported_side_by_side() -> None:
+    """The H100's snapshot, taken by this envcheck: every extension on the stack imported, each in an importer of its
+    own forked from the clean copy of the probe child (lanes side by side), and no extension rule fires."""
+    probe = collect_mod.load(str(FIXTURES / "gpu-h100" / "facts.json")).probes["extension-imports"]
+    assert (probe.details["importer"], probe.details["background"]) == ("fork", True)
+    assert probe.details["lanes"] >= 2
+    assert {name: case["status"] for name, case in probe.cases.items()} == dict.fromkeys(
+        ("contourpy", "cuda-core", "jaxlib", "matplotlib", "onnx", "torchaudio", "torchvision"), "ok")
+    assert all(case["import_s"] >= 0 for case in probe.cases.values())
+    statuses = {f["id"]: f["status"] for f in _report(FIXTURES / "gpu-h100" / "facts.json")["findings"]}
+    assert {rule: statuses[rule] for rule in ("EC1101", "EC1102", "EC1104", "EC1105", "EC1106")} == dict.fromkeys(
+        ("EC1101", "EC1102", "EC1104", "EC1105", "EC1106"), "pass")
