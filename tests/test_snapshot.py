@@ -295,8 +295,10 @@ def test_facts_schema_is_valid_and_matches_the_code() -> None:
     assert set(schema["$defs"]["probe_status"]["enum"]) == set(PROBE_STATUSES)
 
 
-# Every facts snapshot among the fixtures; torch-builds/ holds recorded PyPI metadata for the build matrix's tests.
-FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.json") if "torch-builds" not in p.relative_to(FIXTURES).parts)
+# Every facts snapshot among the fixtures; torch-builds/ holds recorded PyPI metadata for the build matrix's tests,
+# gpu-runs/ what the GPU test recorded (NVML's facts and the probes' results, read by tests/test_probes_real.py).
+FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.json")
+                       if not {"torch-builds", "gpu-runs"} & set(p.relative_to(FIXTURES).parts))
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=[str(p.relative_to(FIXTURES)) for p in FIXTURE_FILES])
