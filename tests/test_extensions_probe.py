@@ -105,6 +105,9 @@ def test_undefined_symbol_names_the_distribution(torch_python: str, ext_site: Pa
     _extension(ext_site, torch_python, "fake-attn", "fake_attn_cuda", _UNDEFINED, ("torch",))
     result = _probe(torch_python, ext_site)
     assert result.details["background"] is False  # asked alone: nothing to overlap with
+    # Nor is torch imported in the child then: one importer imports everything in turn, torch once, rather than one
+    # per distribution each holding its own torch.
+    assert result.details["lanes"] == 1
     case = result.cases["fake-attn"]
     assert case["status"] == "error"
     assert "undefined symbol: envcheck_symbol_from_another_torch" in case["message"]

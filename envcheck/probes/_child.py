@@ -801,9 +801,10 @@ def probe_safetensors(ctx: Context) -> dict[str, Any]:
 # --- extension-imports ----------------------------------------------------------------------------------------
 # Every installed distribution that ships native code and builds on torch or NumPy is imported in a process of its
 # own, so that an extension built for another torch, CUDA or NumPy (`undefined symbol`, `operator ... does not
-# exist`, `compiled using NumPy 1.x`, `DLL load failed`) becomes a case naming the distribution. Each distribution
-# gets an importer, several at once (_ext_lanes), so the probe costs about its slowest import, not their sum; a
-# crash or hang costs the module being imported, and a new importer takes the rest of that distribution. The
+# exist`, `compiled using NumPy 1.x`, `DLL load failed`) becomes a case naming the distribution. Where torch is
+# imported in this process, each distribution gets an importer, several at once (_ext_lanes), so the probe costs
+# about its slowest import, not their sum; else one importer takes them all in turn, importing torch once. A crash
+# or hang costs the module being imported, and a new importer takes the rest of that distribution. The
 # importer's code is _EXT_IMPORTER below: it runs in the checked interpreter too, so it keeps to the standard library.
 # On Linux the importers are forked, so torch is not imported again in each: in a full check from a supervisor
 # forked from this child right after it imported torch (before any probe touches CUDA or starts a thread), which
@@ -1228,10 +1229,11 @@ class _ExtBegun:
     """The extension-imports probe, begun: what it imports, and, once started, the supervisor importing it."""
 
     def __init__(self, start: float, targets: list[dict[str, Any]], numpy2_built: list[str], fork: bool,
-                 scratch: str | None = None) -> None:
+                 scratch: str | None = None, lanes: int = 1) -> None:
         import tempfile
 
         self.start, self.targets, self.numpy2_built, self.fork = start, targets, numpy2_built, fork
+        self.lanes = lanes
         # Inside the runner's folder for this child when there is one: removed with it even if this child crashes.
         self.tmp = tempfile.TemporaryDirectory(prefix="envcheck-imports-", dir=scratch)
         self.groups: list[list[dict[str, str]]] = []
@@ -1245,6 +1247,9 @@ class _ExtBegun:
                               "stderr": os.path.join(self.tmp.name, "%d.err" % n)})
                 n += 1
             self.groups.append(group)
+        if lanes == 1:
+            # One importer for them all, in turn: each importer would otherwise import torch (or NumPy) again.
+            self.groups = [[item for group in self.groups for item in group]]
         self.supervisor: _Forked | None = None
 
     @property
@@ -1253,13 +1258,13 @@ class _ExtBegun:
 
     def launch(self) -> None:
         """Fork the supervisor: a copy of this process taken now (no other thread, CUDA untouched) that forks the
-        importers from itself, _ext_lanes() at a time, and writes their outcomes to outcomes.json. Forked from it,
+        importers from itself, `lanes` at a time, and writes their outcomes to outcomes.json. Forked from it,
         a later importer (after a crash) is as clean as the first, whatever this process runs meanwhile."""
         self.start = time.monotonic()  # planned perhaps before torch was imported: the budget starts now
-        groups, tmp, deadline = self.groups, self.tmp.name, self.start + _EXT_BUDGET_S
+        groups, tmp, deadline, lanes = self.groups, self.tmp.name, self.start + _EXT_BUDGET_S, self.lanes
 
         def supervise() -> None:
-            outcomes = _ext_run(groups, tmp, deadline, fork=True, lanes=_ext_lanes())
+            outcomes = _ext_run(groups, tmp, deadline, fork=True, lanes=lanes)
             path = os.path.join(tmp, "outcomes.json")
             with open(path + ".part", "w", encoding="utf-8") as fh:
                 json.dump(outcomes, fh)
@@ -1293,14 +1298,17 @@ class _ExtBegun:
 
 def _ext_begin(ctx: Context, scanned: dict[str, Any] | None = None) -> _ExtBegun:
     """Find what to import (or take what the scanner found) and decide how: forked when this process may fork, else
-    fresh interpreters."""
+    fresh interpreters; side by side only when torch is imported here, so that each importer starts with it (one
+    importer per distribution that had to import torch itself would hold a copy of torch each)."""
     start = time.monotonic()
     if scanned is None:
         numpy2_built: list[str] = []
         targets = _ext_targets(numpy2_built)
     else:
         targets, numpy2_built = scanned["targets"], scanned["numpy2_built"]
-    return _ExtBegun(start, targets, numpy2_built, _ext_can_fork(ctx), ctx.scratch)
+    fork = _ext_can_fork(ctx)
+    lanes = _ext_lanes() if fork and ctx.torch is not None else 1
+    return _ExtBegun(start, targets, numpy2_built, fork, ctx.scratch, lanes)
 
 
 def _ext_scan_path(ctx: Context) -> str:
@@ -1387,7 +1395,7 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
             outcomes = begun.collect()
         else:
             outcomes = _ext_run(begun.groups, begun.tmp.name, begun.start + _EXT_BUDGET_S, fork=begun.fork,
-                                lanes=_ext_lanes())
+                                lanes=begun.lanes)
     finally:
         begun.tmp.cleanup()
     cases: dict[str, dict[str, Any]] = {}
@@ -1406,7 +1414,7 @@ def probe_extension_imports(ctx: Context) -> dict[str, Any]:
         cases[t["name"]] = case
     details = {"distributions": len(begun.targets), "modules": len(begun.items),
                "wall_s": round(time.monotonic() - begun.start, 3), "importer": "fork" if begun.fork else "spawn",
-               "lanes": _ext_lanes(), "background": early, "numpy2_built": sorted(begun.numpy2_built)}
+               "lanes": begun.lanes, "background": early, "numpy2_built": sorted(begun.numpy2_built)}
     return {"status": "ok", "details": details, "cases": cases}
 
 
