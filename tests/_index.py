@@ -19,15 +19,18 @@ import functools
 import hashlib
 import html
 import http.server
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.tags import sys_tags
@@ -211,3 +214,21 @@ def ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[st
     """`proc`, asserted to have exited 0 (the message shows the command and its output)."""
     assert proc.returncode == 0, f"{shlex.join(proc.args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
+
+
+def envcheck(*args: str | Path, env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """This checkout's envcheck run as a command (`python -m envcheck ARGS`), as `run` runs pip or uv."""
+    return run([sys.executable, "-m", "envcheck", *args], env, cwd)
+
+
+def static_report(python: Path, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
+    """The JSON report of `envcheck check --static --python PYTHON`, which exits 0 or 1 (findings, not errors)."""
+    proc = envcheck("check", "--static", "--format", "json", "--python", python, env=env, cwd=cwd)
+    assert proc.returncode in (0, 1), proc.stderr
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+def failing(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A report's findings that fail or warn."""
+    return [f for f in report["findings"] if f["status"] in ("fail", "warn")]

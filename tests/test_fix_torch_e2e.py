@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 from _index import TORCH, LocalIndex, local_index, uv_binary  # noqa: F401 - local_index is a fixture
+from _index import envcheck as _envcheck
+from _index import failing as _failing
 from _index import ok as _ok
 from _index import run as _run
+from _index import static_report as _report
 from _venvs import VenvMaker
 from conftest import BIN
 
@@ -66,21 +67,6 @@ def _pip_venv(tmp_path: Path, env: Mapping[str, str], venv_maker: VenvMaker, *pa
 OLD_COMPANION = ("--no-deps", f"torch=={TORCH}", "torchvision==0.20.0", "numpy", "pillow")
 # The right torchvision release, but PyPI's untagged (CUDA) build of it, beside the CPU torch.
 CUDA_COMPANION = ("--no-deps", f"torch=={TORCH}", "torchvision===0.28.0", "numpy", "pillow")  # === : not +cpu
-
-
-def _envcheck(*args: str | Path, env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "envcheck", *args], env, cwd)
-
-
-def _report(python: Path, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
-    proc = _envcheck("check", "--static", "--format", "json", "--python", python, env=env, cwd=cwd)
-    assert proc.returncode in (0, 1), proc.stderr
-    data: dict[str, Any] = json.loads(proc.stdout)
-    return data
-
-
-def _failing(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [f for f in report["findings"] if f["status"] in ("fail", "warn")]
 
 
 def _versions(python: Path, env: Mapping[str, str], cwd: Path) -> dict[str, str]:

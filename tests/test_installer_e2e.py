@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _index import TORCH, LocalIndex, local_index  # noqa: F401 - local_index is a fixture
+from _index import envcheck as _envcheck
 from _index import ok as _ok
 from _index import run as _run
 from _venvs import VenvMaker
@@ -54,10 +53,6 @@ def pip_venv(tmp_path: Path, env: dict[str, str], venv_maker: VenvMaker) -> Path
     python = venv_maker.make(tmp_path / "pip-venv", env=env)
     _ok(_run([python, "-m", "pip", "install", "--quiet", "--no-deps", *PACKAGES], env, tmp_path))
     return python
-
-
-def _envcheck(*args: str | Path, env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "envcheck", *args], env, cwd)
 
 
 def _report(python: Path, env: Mapping[str, str], cwd: Path, *more: str | Path) -> dict[str, Any]:

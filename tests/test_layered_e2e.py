@@ -15,7 +15,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterator, Mapping
@@ -24,8 +23,11 @@ from typing import Any
 
 import pytest
 from _index import CPU_INDEX, STAND_INS, LocalIndex, StandIn, platform_tag, serve, torchvision_stand_in, write_index
+from _index import envcheck as _envcheck
+from _index import failing as _failing
 from _index import ok as _ok
 from _index import run as _run
+from _index import static_report as _report
 from _venvs import VenvMaker
 from conftest import BIN
 
@@ -77,21 +79,6 @@ def _versions(python: Path, env: Mapping[str, str], cwd: Path) -> dict[str, list
             "print(json.dumps(out))")
     found: dict[str, list[tuple[str, str]]] = json.loads(_ok(_run([python, "-c", code], env, cwd)).stdout)
     return {name: [tuple(c) for c in copies] for name, copies in found.items()}  # type: ignore[misc]
-
-
-def _envcheck(*args: str | Path, env: Mapping[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "envcheck", *args], env, cwd)
-
-
-def _report(python: Path, env: Mapping[str, str], cwd: Path) -> dict[str, Any]:
-    proc = _envcheck("check", "--static", "--format", "json", "--python", python, env=env, cwd=cwd)
-    assert proc.returncode in (0, 1), proc.stderr
-    data: dict[str, Any] = json.loads(proc.stdout)
-    return data
-
-
-def _failing(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [f for f in report["findings"] if f["status"] in ("fail", "warn")]
 
 
 def _assert_sound(commands: list[list[str]], broken: str) -> None:
