@@ -1066,6 +1066,16 @@ class _Forked:
         with contextlib.suppress(ProcessLookupError):  # it already ended
             os.kill(self.pid, signal.SIGKILL)
 
+    def finish(self, limit: float) -> bool:
+        """Wait for it to end until `limit` (time.monotonic), else kill it; whether it ended by itself."""
+        while self.poll() is None and time.monotonic() < limit:
+            time.sleep(0.005)
+        if self.returncode is None:
+            self.kill()
+            self.wait()
+            return False
+        return True
+
 
 def _can_fork() -> bool:
     """Whether this process may fork a copy that runs Python: Linux, and no other Python thread (a lock it held
@@ -1277,12 +1287,7 @@ class _ExtBegun:
         those still running: a margin after that, it is ended here)."""
         supervisor = self.supervisor
         assert supervisor is not None
-        limit = self.start + _EXT_BUDGET_S + _EXT_MODULE_TIMEOUT_S / 10
-        while supervisor.poll() is None and time.monotonic() < limit:
-            time.sleep(0.01)
-        if supervisor.returncode is None:
-            supervisor.kill()
-            supervisor.wait()
+        supervisor.finish(self.start + _EXT_BUDGET_S + _EXT_MODULE_TIMEOUT_S / 10)
         try:
             with open(os.path.join(self.tmp.name, "outcomes.json"), encoding="utf-8") as fh:
                 outcomes = json.load(fh)
@@ -1341,12 +1346,7 @@ def _ext_scanned(ctx: Context) -> dict[str, Any] | None:
     scanner, ctx.ext_scanner = ctx.ext_scanner, None
     if scanner is None:
         return None
-    limit = time.monotonic() + _EXT_MODULE_TIMEOUT_S
-    while scanner.poll() is None and time.monotonic() < limit:
-        time.sleep(0.005)
-    if scanner.returncode is None:
-        scanner.kill()
-        scanner.wait()
+    if not scanner.finish(time.monotonic() + _EXT_MODULE_TIMEOUT_S):
         return None
     try:
         with open(_ext_scan_path(ctx), encoding="utf-8") as fh:
