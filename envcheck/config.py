@@ -8,7 +8,6 @@ business: it turns them into rules.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.support import input_files
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import too_complex
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 ENVCHECK_TOML = "envcheck.toml"
 PYPROJECT = "pyproject.toml"
 _MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a pyproject.toml is kilobytes; megabytes of one are not a project's
-_CAPABILITY = re.compile(r"\d+(\.\d+)?")
+_CAPABILITY = lazy(r"\d+(\.\d+)?")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,14 +26,15 @@ from envcheck.errors import RuleError
 from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
 from envcheck.support import input_files
+from envcheck.support.patterns import lazy
 from envcheck.support.resources import builtin_rules_dir
 from envcheck.templates import invalid_placeholder, placeholders
 
 __all__ = ["PLANS", "RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file",
            "load_files", "matches", "select", "shipped", "unknown_selectors"]
 
-RULE_ID = re.compile(r"EC\d{4}")
-RULE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+RULE_ID = lazy(r"EC\d{4}")
+RULE_NAME = lazy(r"[a-z0-9]+(-[a-z0-9]+)*")
 _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundred kilobytes
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")

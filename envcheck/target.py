@@ -45,9 +45,10 @@ from pathlib import Path
 from envcheck.errors import EnvcheckError
 from envcheck.model import Target
 from envcheck.support import input_files
+from envcheck.support.patterns import lazy
 
-_UV_CACHE_BUCKET = re.compile(r"archive-v\d+")
-_UV_WORKSPACE = re.compile(r"^\s*\[tool\.uv\.workspace\]", re.MULTILINE)
+_UV_CACHE_BUCKET = lazy(r"archive-v\d+")
+_UV_WORKSPACE = lazy(r"^\s*\[tool\.uv\.workspace\]", re.MULTILINE)
 _PROJECT_VENVS = (".venv", "venv")
 _BASE_NAMES = ("base", "root")  # $CONDA_DEFAULT_ENV of conda's base environment (root: conda before 4.4)
 _NAME_IT = "name the interpreter to check with --python PATH"

@@ -13,18 +13,19 @@ import re
 from collections.abc import Iterable
 
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 
-PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _FORMS = (
-    re.compile(r"python"),  # the checked interpreter's executable
-    re.compile(r"python\.version"),
-    re.compile(r"torch\.(cuda|hip)"),  # torch's build, from torch/version.py
-    re.compile(r"\*?item\.\w+"),  # a field of the current item of a `foreach` rule; `*` splits it into arguments
-    re.compile(r"\*?plan\.\w+"),  # a field of a rule's `plan` (the install that fixes it), in `fix` and `commands`
-    re.compile(r"driver\.(version|cuda)"),  # the NVIDIA driver (NVML)
-    re.compile(r"probe\.[a-z0-9-]+\.(status|error_class|message)"),  # a live probe's result
-    re.compile(rf"{_NAME}\.version"),  # the imported version of a distribution
+    lazy(r"python"),  # the checked interpreter's executable
+    lazy(r"python\.version"),
+    lazy(r"torch\.(cuda|hip)"),  # torch's build, from torch/version.py
+    lazy(r"\*?item\.\w+"),  # a field of the current item of a `foreach` rule; `*` splits it into arguments
+    lazy(r"\*?plan\.\w+"),  # a field of a rule's `plan` (the install that fixes it), in `fix` and `commands`
+    lazy(r"driver\.(version|cuda)"),  # the NVIDIA driver (NVML)
+    lazy(r"probe\.[a-z0-9-]+\.(status|error_class|message)"),  # a live probe's result
+    lazy(rf"{_NAME}\.version"),  # the imported version of a distribution
 )
 NOT_INSTALLED = "(not installed)"
 
@@ -115,8 +116,8 @@ def render(text: str, facts: Facts, item: dict[str, str] | None = None, plan: di
     return PLACEHOLDER.sub(sub, protected).replace("\0", "{").replace("\1", "}")
 
 
-_SPLIT = re.compile(r"\{\*(?:item|plan)\.\w+\}")
-_PLANNED = re.compile(r"\{\*?plan\.\w+\}")
+_SPLIT = lazy(r"\{\*(?:item|plan)\.\w+\}")
+_PLANNED = lazy(r"\{\*?plan\.\w+\}")
 
 
 def render_argv(argv: Iterable[str], facts: Facts, item: dict[str, str] | None = None,

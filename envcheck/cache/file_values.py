@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import stat as stat_module
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,8 @@ class FileCache:
         """Write what this run used, atomically, when it differs from what was read; failing to write is harmless."""
         if self.file is None or self.used == self.entries:
             return
+        import tempfile  # only when writing: most runs find every value unchanged and write nothing
+
         try:
             fd, tmp = tempfile.mkstemp(dir=str(self.file.parent), suffix=".tmp")
             try:

@@ -7,7 +7,6 @@ header).
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +14,12 @@ from typing import Any
 from envcheck.derived.nvidia_gpus import longest_at, name_words, parse_names
 from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
+from envcheck.support.patterns import lazy
 
 __all__ = ["AmdGpuNames", "at", "lookup", "parse", "shipped", "words_of"]
 
 _NOISE = frozenset({"amd", "radeon", "instinct", "ati"})
-_TARGET = re.compile(r"gfx[0-9]{1,2}[0-9a-f]{2}")
+_TARGET = lazy(r"gfx[0-9]{1,2}[0-9a-f]{2}")
 
 
 @dataclass(frozen=True)

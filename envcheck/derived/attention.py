@@ -15,14 +15,15 @@ from typing import Any
 
 from envcheck.derived.common import Derivation, Item, of_facts
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 
-_FLASH_CASE = re.compile(r"cuda:(\d+)/backend=flash,dtype=float16")
+_FLASH_CASE = lazy(r"cuda:(\d+)/backend=flash,dtype=float16")
 # torch's preamble lines, which say that a kernel was not used but not why, and lines about other backends:
 # select_sdp_backend warns about the memory-efficient kernel first ("... has been runtime disabled").
-_PREAMBLE = re.compile(r"kernel not used because|No available kernel|^Memory efficient kernel not used|"
-                       r"has been runtime disabled", re.I)
+_PREAMBLE = lazy(r"kernel not used because|No available kernel|^Memory efficient kernel not used|"
+                 r"has been runtime disabled", re.I)
 _FLASH_HEADER = "Flash attention kernel not used because"
-_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\s*$")
+_TRIGGERED = lazy(r"\s*\(Triggered internally at [^)]*\)\s*$")
 
 
 def _device_names(facts: Facts) -> dict[int, dict[str, Any]]:

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor
 
 DATA_FILE = "torch-builds.toml"
@@ -33,12 +34,12 @@ PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "
 COMPANIONS = ("torchvision", "torchaudio", "triton", "xformers", "torchcodec")
 Capability = tuple[int, int]
 
-_VARIANT = re.compile(r"cpu|cu(\d+)(\d)|rocm(\d+(?:\.\d+)+)")
+_VARIANT = lazy(r"cpu|cu(\d+)(\d)|rocm(\d+(?:\.\d+)+)")
 # One entry of TORCH_CUDA_ARCH_LIST as PyTorch's build scripts write it: "7.5", "9.0a", "12.0+PTX", "10.0f".
-_ARCH_ENTRY = re.compile(r"(\d+)\.(\d)([af]?)(\+PTX)?")
+_ARCH_ENTRY = lazy(r"(\d+)\.(\d)([af]?)(\+PTX)?")
 # A compiled target as torch reports it: sm_90 (cubin), sm_90a (arch-specific), sm_100f (family), compute_120 (PTX).
-_TARGET = re.compile(r"(sm|compute)_(\d+)(\d)([af]?)")
-_PYTHON = re.compile(r"3\.\d+t?")
+_TARGET = lazy(r"(sm|compute)_(\d+)(\d)([af]?)")
+_PYTHON = lazy(r"3\.\d+t?")
 _TOP_KEYS = frozenset({"schema", "index", "archs", "drivers", "release"})
 _RELEASE_KEYS = frozenset({"series", "versions", "python", "platforms", "companions", "sources", "note"})
 _PLATFORM_KEYS = frozenset({"variants", "pypi", "python", "archs"})

@@ -14,7 +14,6 @@ This module exports them as derived facts (`DERIVATIONS`); `envcheck plan` asks 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from envcheck.derived import companions, gpu_compat
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, without_cuda_torch
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor, parse_version
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
@@ -35,7 +35,7 @@ MOVES_WITH_TORCH = ("torchvision", "torchaudio", "xformers", "torchcodec")
 # Companions whose PyTorch-index wheels carry the variant's local tag (torchvision-0.22.1+cu128); the others are
 # pinned by release only, which any local tag satisfies.
 _TAGGED = frozenset({"torchvision", "torchaudio"})
-_INDEX_TAG = re.compile(r"cpu|cu\d+|rocm\d+(?:\.\d+)+")  # the local tags of PyTorch's wheel indexes
+_INDEX_TAG = lazy(r"cpu|cu\d+|rocm\d+(?:\.\d+)+")  # the local tags of PyTorch's wheel indexes
 RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evidence")
 COVERAGE_FIELDS = ("index", "name", "compute_capability", "coverage", "build_archs", *RECOMMENDATION_FIELDS)
 

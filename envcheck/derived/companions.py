@@ -27,7 +27,6 @@ skipped: conda's builds carry no local tag and follow conda's own pins.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +39,7 @@ from envcheck.derived import build_matrix
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, release_table
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_env, parse_requirement, parse_version
 
 PYPI_INDEX = "https://pypi.org/simple"
@@ -49,7 +49,7 @@ PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 INDEX_BASE_VARIABLE = "ENVCHECK_TORCH_INDEX_BASE"
 # Local version tags of the PyTorch indexes' wheels: "cpu", "cu126" (CUDA 12.6), "rocm6.2" / "rocm6.2.4"; in the
 # tables also "cuda" (a CUDA build of a version not recorded).
-_TAG = re.compile(r"(cpu|cuda|cu(\d+)(\d)|rocm(\d+(?:\.\d+)+))")
+_TAG = lazy(r"(cpu|cuda|cu(\d+)(\d)|rocm(\d+(?:\.\d+)+))")
 _PLATFORMS = ("linux-x86_64", "windows", "macos")  # the keys of PyPI's builds in the tables
 _ROW_KEYS = frozenset({"torch", "linux-x86_64", "cuda-match"})
 _COMPANION_KEYS = frozenset({"releases", "symptom", "cuda-match", *_PLATFORMS})

@@ -25,7 +25,6 @@ Every key of a row other than `cuda` names a distribution and gives the versions
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,13 +34,14 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.derived.common import Table, release_table
 from envcheck.errors import RuleError
+from envcheck.support.patterns import lazy
 
 __all__ = ["APPLIES", "EXTENSION_RELEASES", "ExtensionTable", "Library", "Row", "parse"]
 
 APPLIES = ("all", "tagged", "untagged")
 _LIBRARY_KEYS = frozenset({"symptom", "applies-to", "import-decides", "releases"})
 _OPERATORS = ("<", ">", "=", "!", "~")
-_CUDA = re.compile(r"\d+(?:\.\d+)?")
+_CUDA = lazy(r"\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from envcheck.derived.common import Derivation, Item, Values, of_facts
 from envcheck.derived.companions import installed_torch
 from envcheck.derived.extension_releases import EXTENSION_RELEASES, ExtensionTable, Library
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.patterns import LazyPattern, lazy
 from envcheck.support.versions import parse_version
 
 PROBE = "extension-imports"
@@ -34,17 +35,17 @@ PROBE = "extension-imports"
 # `numpy` first: NumPy 2 prints its "compiled using NumPy 1.x" explanation and then raises an ImportError whose
 # own text is `numpy.core.multiarray failed to import`, which can also surface as an undefined-symbol-free
 # AttributeError `_ARRAY_API not found`.
-_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("numpy-abi", re.compile(r"compiled using NumPy 1\.x|_ARRAY_API not found|numpy\.core\.multiarray failed to "
-                             r"import|numpy\.dtype size changed, may indicate binary incompatibility", re.I)),
-    ("undefined-symbol", re.compile(r"undefined symbol: |Symbol not found: |The specified procedure could not "
-                                    r"be found", re.I)),
-    ("missing-operator", re.compile(r"operator \S+ does not exist|No such operator \S+|Could not find any "
-                                    r"(?:implementation|op)", re.I)),
-    ("missing-library", re.compile(r"DLL load failed|cannot open shared object file|Library not loaded|"
-                                   r"image not found", re.I)),
+_KINDS: tuple[tuple[str, LazyPattern], ...] = (
+    ("numpy-abi", lazy(r"compiled using NumPy 1\.x|_ARRAY_API not found|numpy\.core\.multiarray failed to "
+                        r"import|numpy\.dtype size changed, may indicate binary incompatibility", re.I)),
+    ("undefined-symbol", lazy(r"undefined symbol: |Symbol not found: |The specified procedure could not "
+                               r"be found", re.I)),
+    ("missing-operator", lazy(r"operator \S+ does not exist|No such operator \S+|Could not find any "
+                               r"(?:implementation|op)", re.I)),
+    ("missing-library", lazy(r"DLL load failed|cannot open shared object file|Library not loaded|"
+                              r"image not found", re.I)),
 )
-_SYMBOL = re.compile(r"(?:undefined symbol|Symbol not found):\s*(\S+)")
+_SYMBOL = lazy(r"(?:undefined symbol|Symbol not found):\s*(\S+)")
 _FAILED = ("error", "crashed", "timeout")
 # Failures that are about the module the probe chose, not about the distribution (earlier probes recorded them,
 # and saved snapshots keep them; envcheck/probes/_child.py `_ext_modules` no longer chooses such modules):
@@ -53,15 +54,15 @@ _FAILED = ("error", "crashed", "timeout")
 # - a per-CUDA-major variant folder of the package (cuda-core's cuda/core/cu12 on a CUDA 13 stack): the package
 #   imports the variant for the CUDA it finds and takes over its namespace, so another major's folder is no module.
 _NOT_A_MODULE = "dynamic module does not define module export function"
-_NO_MODULE_NAMED = re.compile(r"No module named '([\w.]+)'")
-_CUDA_VARIANT = re.compile(r"(?:.+_)?cu(\d+)")
+_NO_MODULE_NAMED = lazy(r"No module named '([\w.]+)'")
+_CUDA_VARIANT = lazy(r"(?:.+_)?cu(\d+)")
 
 # PyG's wheels: `+pt23cu121`, `+pt113cpu`, `+pt20cu118` (torch major, then minor; cpu or cuXY[Z]).
-_PYG_TAG = re.compile(r"pt(\d)(\d+)(cpu|cu\d+)")
+_PYG_TAG = lazy(r"pt(\d)(\d+)(cpu|cu\d+)")
 # flash-attn's GitHub wheels: `+cu122torch2.3cxx11abiFALSE`, `+cu12torch2.6cxx11abiTRUE`.
-_FA_TAG = re.compile(r"cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)", re.I)
+_FA_TAG = lazy(r"cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)", re.I)
 # The variant tags of wheels built per CUDA (or CPU / ROCm) only: `+cu113`, `+cpu`, `+rocm6.2`.
-_VARIANT_TAG = re.compile(r"cpu|cu\d+|rocm\d+(?:\.\d+)*")
+_VARIANT_TAG = lazy(r"cpu|cu\d+|rocm\d+(?:\.\d+)*")
 
 
 def _probe_cases(facts: Facts) -> dict[str, dict[str, Any]] | None:

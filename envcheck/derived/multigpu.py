@@ -19,10 +19,11 @@ import re
 from envcheck.derived.common import Derivation, Item, of_facts
 from envcheck.facts.gpus import GpuDevice
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.patterns import lazy
 
 # An empty value or a leading negative index hides every GPU: rules/environment.toml (EC0202) reports that, so the
 # per-entry check leaves such values alone.
-_HIDES_ALL = re.compile(r"^\s*(-\d.*)?$")
+_HIDES_ALL = lazy(r"^\s*(-\d.*)?$")
 VISIBLE_FIELDS = ("entry", "position", "reason", "visible", "indices")
 NCCL_FIELDS = ("version", "source")
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.support.patterns import lazy
 
 # Library family -> (its file-name stem, the wheel name stem). The wheels are nvidia-<stem>-cu11/-cu12/-cu13
 # (CUDA 13's are also published without the suffix); a library's soname major is its wheel's major version.
@@ -27,8 +28,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "nvrtc": ("libnvrtc", "nvidia-cuda-nvrtc"),
     "cupti": ("libcupti", "nvidia-cuda-cupti"),
 }
-_SONAME = re.compile(r"^(lib[A-Za-z]+)\.so\.(\d+)")
-_WHEEL_SUFFIX = re.compile(r"^(?:-cu\d+)?$")
+_SONAME = lazy(r"^(lib[A-Za-z]+)\.so\.(\d+)")
+_WHEEL_SUFFIX = lazy(r"^(?:-cu\d+)?$")
 
 
 def _numbers(text: str) -> tuple[int, ...]:

@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 
 from envcheck.errors import RuleError, check_table_head
 from envcheck.support import input_files, resources
+from envcheck.support.patterns import lazy
 
 Capability = tuple[int, int]
 V = TypeVar("V")
 _NOISE = frozenset({"nvidia", "geforce", "tesla", "quadro"})
 # "sm_120", "sm120", "12.0", "compute capability 12.0": a capability given directly.
-_SM = re.compile(r"sm_?(\d+)(\d)")
-_DOTTED = re.compile(r"(\d+)\.(\d)")
+_SM = lazy(r"sm_?(\d+)(\d)")
+_DOTTED = lazy(r"(\d+)\.(\d)")
 # Far longer than any GPU's name (they stay under 64 characters, and a pasted name may carry text after it): not a
 # name the table answers for.
 MAX_NAME = 1024

@@ -8,7 +8,6 @@ inputs are unchanged since the last run.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -17,6 +16,7 @@ from packaging.requirements import Requirement
 from envcheck.derived import companions, walk_memo
 from envcheck.derived.common import Derivation, Item, Values
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_env, parse_requirement, parse_version
 
 __all__ = ["DERIVATIONS", "UNSAT_FIELDS", "Walk", "only_extra", "walk", "walked"]
@@ -26,8 +26,8 @@ __all__ = ["DERIVATIONS", "UNSAT_FIELDS", "Walk", "only_extra", "walk", "walked"
 # The marker's tail `extra == "gpu"` (alone, or as the last term of a conjunction): such a line is false for every
 # other extra. A marker with `or` anywhere is left to the full parser, as the extra test may then not bind the
 # whole. Markers cannot contain ';', so the marker is what follows the last one (a URL may contain ';').
-_EXTRA_TAIL = re.compile(r"""(?:^|\band)\s*extra\s*==\s*['"]([^'"]+)['"]\s*$""")
-_OR = re.compile(r"\bor\b")
+_EXTRA_TAIL = lazy(r"""(?:^|\band)\s*extra\s*==\s*['"]([^'"]+)['"]\s*$""")
+_OR = lazy(r"\bor\b")
 
 
 def only_extra(line: str) -> str | None:

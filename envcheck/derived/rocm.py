@@ -13,7 +13,6 @@ Pure: Facts and the parsed tables in, items out. Exported as derived facts (`DER
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +26,14 @@ from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Value
 from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.rocm import AmdGpu, override_target
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
 
 OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 PLATFORM = "linux-x86_64"  # the only platform PyTorch publishes ROCm wheels for
-_GFX = re.compile(r"gfx\d{2,3}[0-9a-f]")
-_VARIANT = re.compile(r"rocm\d+(?:\.\d+)+")
-_SERIES = re.compile(r"\d+\.\d+")
+_GFX = lazy(r"gfx\d{2,3}[0-9a-f]")
+_VARIANT = lazy(r"rocm\d+(?:\.\d+)+")
+_SERIES = lazy(r"\d+\.\d+")
 _TAGGED = frozenset({"torchvision", "torchaudio"})  # companions whose index wheels carry the variant tag
 RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evidence")
 GPU_FIELDS = ("index", "gfx_target", "pci_bus_id", "build_archs", "runs_as", "override", *RECOMMENDATION_FIELDS)

@@ -10,20 +10,19 @@ on any machine.
 
 from __future__ import annotations
 
-import re
-
 from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor
 
 UNKNOWN = "unknown"
 
 # A CUDA toolkit's library folder: `cuda`, `cuda-12.1`, `CUDA/v12.4` or `cuda/12.4` (NVIDIA HPC SDK), then
 # `lib64`, `lib` or `targets/<triple>/lib`. Not `cuda/extras/CUPTI/lib64`: CUPTI ships no libnvJitLink.
-_TOOLKIT_LIB_DIR = re.compile(
+_TOOLKIT_LIB_DIR = lazy(
     r"(?i)(?:^|/)cuda(?:[-_]?v?\d+(?:\.\d+)*)?(?:/v?\d+(?:\.\d+)+)?(?:/targets/[^/]+)?/lib(?:64)?/*$")
 # The toolkit version a path names: the last `cuda-12.1`, `cuda_12.1`, `CUDA\v11.8` or `cuda/12.4` in it.
-_TOOLKIT_VERSION = re.compile(r"(?i)cuda[-_/\\]?v?(\d+)\.(\d+)")
+_TOOLKIT_VERSION = lazy(r"(?i)cuda[-_/\\]?v?(\d+)\.(\d+)")
 
 
 def toolkit_version(path: str) -> tuple[int, int] | None:

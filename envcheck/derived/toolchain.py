@@ -7,12 +7,11 @@ Which GPU architectures each toolkit's nvcc can compile for is the table below, 
 
 from __future__ import annotations
 
-import re
-
 from envcheck.derived.common import Derivation, Item, of_facts, without_cuda_torch
 from envcheck.derived.system_libs import toolkit_version as toolkit_version_in_path
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.facts.toolchain import CudaToolkit
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor, marker_env, marker_holds, parse_requirement
 
 # sm_XY -> (first CUDA release whose nvcc compiles for it, first release that no longer does). CUDA 11.0 removed
@@ -42,7 +41,7 @@ _NAMED = {"Kepler+Tesla": "3.7", "Kepler": "3.5+PTX", "Maxwell+Tegra": "5.3", "M
           "Pascal": "6.0;6.1+PTX", "Volta+Tegra": "7.2", "Volta": "7.0+PTX", "Turing": "7.5+PTX",
           "Ampere+Tegra": "8.7", "Ampere": "8.0;8.6+PTX", "Ada": "8.9+PTX", "Hopper": "9.0+PTX",
           "Blackwell+Tegra": "11.0", "Blackwell": "10.0;10.3;12.0;12.1+PTX"}
-_ARCH = re.compile(r"^(\d+)\.(\d+)[af]?(?:\+PTX)?$")
+_ARCH = lazy(r"^(\d+)\.(\d+)[af]?(?:\+PTX)?$")
 
 
 def _version(text: str | None) -> tuple[int, int] | None:

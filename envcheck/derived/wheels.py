@@ -28,11 +28,12 @@ from envcheck.derived import build_matrix as tb
 from envcheck.derived.builds import platform_key
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values
 from envcheck.facts.snapshot import Facts, canonical_name
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
 REQUIREMENT_FIELDS = ("requirement", "source", "platform", "python", "reason", "newest", "pythons", "variants")
 INDEX_FIELDS = ("url", "variant", "platform", "variants", "source")
-_VARIANT = re.compile(r"cpu|cu\d+|rocm\d+(?:\.\d+)+")
+_VARIANT = lazy(r"cpu|cu\d+|rocm\d+(?:\.\d+)+")
 
 
 def _python(facts: Facts) -> str:

@@ -10,15 +10,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from envcheck.support.patterns import lazy
+
 __all__ = ["YIELDS", "normalised"]
 
-_SM = re.compile(r"(?:sm_|compute_)?(\d{1,2})(\d)\b")
-_DOTTED = re.compile(r"(\d{1,2})\.(\d{1,2})\b")
-_CUDA_INT = re.compile(r"(\d{1,2})0(\d{1,2})0")  # cudaDriverGetVersion's 1000 * major + 10 * minor: 11040 -> 11.4
+_SM = lazy(r"(?:sm_|compute_)?(\d{1,2})(\d)\b")
+_DOTTED = lazy(r"(\d{1,2})\.(\d{1,2})\b")
+_CUDA_INT = lazy(r"(\d{1,2})0(\d{1,2})0")  # cudaDriverGetVersion's 1000 * major + 10 * minor: 11040 -> 11.4
 # torch's "+cu121", bitsandbytes' "libbitsandbytes_cuda124": the last digit is the minor version
-_CUDA_TAG = re.compile(r"cu(?:da)?(\d{1,2}?)(\d)")
-_VERSION = re.compile(r"\d+(?:\.\d+){0,3}(?:[a-z]+\d*)?(?:\+[A-Za-z0-9.]+)?")
-_ARCH = re.compile(r"\b(?:sm|compute)_\d{2,3}[af]?\b")
+_CUDA_TAG = lazy(r"cu(?:da)?(\d{1,2}?)(\d)")
+_VERSION = lazy(r"\d+(?:\.\d+){0,3}(?:[a-z]+\d*)?(?:\+[A-Za-z0-9.]+)?")
+_ARCH = lazy(r"\b(?:sm|compute)_\d{2,3}[af]?\b")
 _PLATFORMS = {"windows": "win32", "win32": "win32", "win_amd64": "win32", "linux": "linux", "darwin": "darwin",
               "macos": "darwin", "macosx": "darwin"}
 

@@ -36,6 +36,7 @@ from typing import Any
 from envcheck.conditions import Where
 from envcheck.evidence.facts import YIELDS, normalised
 from envcheck.facts.observed import Observation
+from envcheck.support.patterns import lazy
 
 if sys.version_info >= (3, 11):
     from re import _parser as sre_parse
@@ -53,7 +54,7 @@ _KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "sever
          "example",
          "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ its shape, which is checked entry by entry.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -19,14 +18,15 @@ from envcheck.cache.file_values import FileCache, stamp
 from envcheck.facts import elf
 from envcheck.facts.native import NativeFacts, Provider, SharedLibrary, VersionNeed, WheelFloor
 from envcheck.facts.snapshot import Distribution, Facts
+from envcheck.support.patterns import lazy
 
-_CUDA_LIBRARY = re.compile(r"^lib(cudnn|cublas|cublasLt|nccl|nvJitLink|cusparse|cufft|curand|cusolver|cudart|nvrtc|"
-                           r"cupti)\.so\.\d+$")
-_SO_VERSION = re.compile(r"\.so\.(\d+(?:\.\d+)+)$")
-_SHARED_OBJECT = re.compile(r"\.so(?:\.\d+)*$")
+_CUDA_LIBRARY = lazy(r"^lib(cudnn|cublas|cublasLt|nccl|nvJitLink|cusparse|cufft|curand|cusolver|cudart|nvrtc|"
+                     r"cupti)\.so\.\d+$")
+_SO_VERSION = lazy(r"\.so\.(\d+(?:\.\d+)+)$")
+_SHARED_OBJECT = lazy(r"\.so(?:\.\d+)*$")
 _FAMILIES = {"GLIBCXX": "libstdc++.so.6", "CXXABI": "libstdc++.so.6", "GLIBC": None}
-_VERSION_NAME = re.compile(r"^(GLIBCXX|CXXABI|GLIBC)_(\d+(?:\.\d+)*)$")
-_MANYLINUX = re.compile(r"^manylinux(?:_(\d+)_(\d+)|(1|2010|2014))_")
+_VERSION_NAME = lazy(r"^(GLIBCXX|CXXABI|GLIBC)_(\d+(?:\.\d+)*)$")
+_MANYLINUX = lazy(r"^manylinux(?:_(\d+)_(\d+)|(1|2010|2014))_")
 _LEGACY_MANYLINUX = {"1": "2.5", "2010": "2.12", "2014": "2.17"}
 _WINDOWS_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "msvcp140.dll", "libomp140.x86_64.dll")
 _SYSTEM_LIB_DIRS = ("/lib/{triple}", "/usr/lib/{triple}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")

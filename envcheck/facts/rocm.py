@@ -14,12 +14,12 @@ recorded tree (tests/fixtures/rocm/).
 from __future__ import annotations
 
 import os
-import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envcheck.facts._reader import Reader
+from envcheck.support.patterns import lazy
 
 # With these statuses `devices` is the complete list (possibly empty): no AMD GPU is usable beyond those listed.
 KNOWN_DEVICE_STATUSES = frozenset({"ok", "no-kfd"})
@@ -34,8 +34,8 @@ NO_KFD_REASON = ("no KFD topology (/sys/class/kfd): the amdgpu kernel driver is 
 # may see a GPU, so the GPUs are unknown rather than absent.
 WSL_REASON = "WSL2 (/dev/dxg): GPUs are reached through the Windows driver, which has no KFD topology to read"
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
-_NODE = re.compile(r"\d{1,4}")
-_TARGET = re.compile(r"gfx(\d{1,2}\d[0-9a-f])")
+_NODE = lazy(r"\d{1,4}")
+_TARGET = lazy(r"gfx(\d{1,2}\d[0-9a-f])")
 _AMD_VENDOR = 0x1002
 _MAX_PROPERTIES_BYTES = 64 * 1024  # a real properties file is about 1 KB
 

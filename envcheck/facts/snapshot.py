@@ -9,7 +9,6 @@ documents every field for users.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
+from envcheck.support.patterns import lazy
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "canonical_name", "check_schema"]
@@ -35,7 +35,7 @@ T = TypeVar("T")
 # know (`distributions_complete`, `distributions[].requires_known`) and `provenance`; a schema 1 or 2 snapshot was
 # always collected on the machine, so it knows all of that.
 READABLE_SCHEMAS = (1, 2, 3)
-_SEPARATOR_RUN = re.compile(r"-{2,}")
+_SEPARATOR_RUN = lazy(r"-{2,}")
 _CANONICAL: dict[str, str] = {}  # the names met in this process, normalised: snapshots name the same ones again
 
 

@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envcheck.facts.toolchain import CudaToolkit, HostCompiler, ToolchainFacts
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
 
 _MAX_READ = 256 * 1024  # version.json is 2 KB, host_config.h 12 KB, cuda.h 1 MB: its CUDA_VERSION is near the top
 _CUDA_H_VERSION = re.compile(rb"#define\s+CUDA_VERSION\s+(\d{4,6})\b")
 _VERSION_TXT = re.compile(rb"CUDA Version\s+(\d+)\.(\d+)")
 _GCC_LATER = re.compile(rb"gcc versions later than (\d+) are not supported")
-_NUMBERED = re.compile(r"(?:gcc|g\+\+|c\+\+|cc)-(\d+)(?:\.\d+)*$")
+_NUMBERED = lazy(r"(?:gcc|g\+\+|c\+\+|cc)-(\d+)(?:\.\d+)*$")
 _WINDOWS_DEFAULT = "C:/Program Files/NVIDIA GPU Computing Toolkit/CUDA"
 
 

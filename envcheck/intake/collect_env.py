@@ -13,31 +13,32 @@ import re
 from envcheck.intake.conda_list import package_of_row
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
 
 __all__ = ["LIBC", "PLATFORM_MACHINE", "parse", "sys_platform_of"]
 
-_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_ ./()-]*?):\s*(.*)$")
+_KEY = lazy(r"^\s*([A-Za-z][A-Za-z0-9_ ./()-]*?):\s*(.*)$")
 _NOT_STATED = {"", "n/a", "none", "could not collect", "no cuda", "not available"}
 # "GPU 0: NAME": the name is the rest of the line, right-stripped by str.rstrip (a lazy `(.+?)\s*$` is quadratic in
 # a run of spaces inside the name).
-_GPU_LINE = re.compile(r"\s*GPU \d+: ")
-_GFX_TARGET = re.compile(r"\((gfx[0-9a-f]{3,4})\b")
-_LIBRARY = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
-_FREEZE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*(\S+)$")
+_GPU_LINE = lazy(r"\s*GPU \d+: ")
+_GFX_TARGET = lazy(r"\((gfx[0-9a-f]{3,4})\b")
+_LIBRARY = lazy(r"^\s*\[(pip3?|conda|uv)\]\s+(.*)$")
+_FREEZE = lazy(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*(\S+)$")
 # A conda version begins with a digit (as in `conda list`, conda_list._ROW): "[conda] Could not collect" is no row.
-_CONDA_ROW = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d\S*)(?:\s+(\S+))?(?:\s+(\S+))?$")
-_ARCHS = re.compile(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+[af]?\s*)+)")
-_LINUX_WORDS = re.compile(r"ubuntu|debian|centos|linux|fedora|red hat|rhel|rocky|alma|suse|arch|mint|pop!_os|"
-                          r"amazon|oracle|gentoo|nixos|manjaro", re.IGNORECASE)
-_MACHINE = re.compile(r"\((x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i686)\)")
-PLATFORM_MACHINE = re.compile(r"-(x86_64|aarch64|arm64|ppc64le|s390x|AMD64)(?:-|$)")
-LIBC = re.compile(r"(glibc|musl)-(\d+\.\d+)")
+_CONDA_ROW = lazy(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d\S*)(?:\s+(\S+))?(?:\s+(\S+))?$")
+_ARCHS = lazy(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+[af]?\s*)+)")
+_LINUX_WORDS = lazy(r"ubuntu|debian|centos|linux|fedora|red hat|rhel|rocky|alma|suse|arch|mint|pop!_os|"
+                    r"amazon|oracle|gentoo|nixos|manjaro", re.IGNORECASE)
+_MACHINE = lazy(r"\((x86_64|aarch64|arm64|ppc64le|s390x|AMD64|i686)\)")
+PLATFORM_MACHINE = lazy(r"-(x86_64|aarch64|arm64|ppc64le|s390x|AMD64)(?:-|$)")
+LIBC = lazy(r"(glibc|musl)-(\d+\.\d+)")
 
 
 # vLLM's `collect_env` (2025) pads keys into a column ("PyTorch version              : 2.7.1+cu128") under
 # "====" section banners; torch's own has "Key: value". Both read alike.
-_TORCH_KEY = re.compile(r"PyTorch version\s*:")
+_TORCH_KEY = lazy(r"PyTorch version\s*:")
 
 
 def recognise(block: Block) -> bool:

@@ -7,17 +7,18 @@ import re
 
 from envcheck.intake.found import Found, Package, number
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 
 __all__ = ["package_of_row", "parse", "recognise"]
 
 # "... at PREFIX:" with any PREFIX. The pattern once ended `\s+(.+?):?\s*$`, which accepts the same lines in time
 # quadratic in a run of spaces inside PREFIX.
-_HEADER = re.compile(r"^#\s*packages in environment at\s+.")
-_COLUMNS = re.compile(r"^#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
-_ROW = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._-]*)\s+(\d\S*)\s+(\S+)(?:\s+(\S+))?\s*$")
+_HEADER = lazy(r"^#\s*packages in environment at\s+.")
+_COLUMNS = lazy(r"^#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
+_ROW = lazy(r"^([A-Za-z0-9_][A-Za-z0-9._-]*)\s+(\d\S*)\s+(\S+)(?:\s+(\S+))?\s*$")
 # Conda package names whose PyPI distribution has another name (what `import` and pip see).
 _PYPI_NAME = {"pytorch": "torch", "pytorch-lightning": "pytorch-lightning", "py-opencv": "opencv-python"}
-_CUDA_BUILD = re.compile(r"cuda(\d+)\.(\d+)")
+_CUDA_BUILD = lazy(r"cuda(\d+)\.(\d+)")
 
 
 _CHANNELS = {"pytorch", "conda-forge", "defaults", "nvidia", "pypi", "main", "anaconda", "pytorch-nightly"}

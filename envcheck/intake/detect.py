@@ -3,17 +3,17 @@ around them states (envcheck/intake/prose/), read from the lines no tool's outpu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 from envcheck.intake import collect_env, conda_list, ds_report, hf_env, nvidia_smi, pip_list, prose
 from envcheck.intake.found import Found
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 
 __all__ = ["FORMATS", "recognise", "recognise_all"]
 
 # The lines Block.where names: "block 2 (pip list, lines 14-80)".
-_LINES = re.compile(r"lines (\d{1,9})-(\d{1,9})\)$")
+_LINES = lazy(r"lines (\d{1,9})-(\d{1,9})\)$")
 
 # (name, recognises the block, reads it). Several may match one block: an unfenced issue body is one block.
 FORMATS: tuple[tuple[str, Callable[[Block], bool], Callable[[Block], Found]], ...] = (

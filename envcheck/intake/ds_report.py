@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
-
 from envcheck.intake.found import Found, Package
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
 
 __all__ = ["parse", "recognise"]
 
 _HEAD = "DeepSpeed general environment info"
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789 ()/.,-")
-_VERSION = re.compile(r"\d[\w.+!-]*")
+_VERSION = lazy(r"\d[\w.+!-]*")
 
 
 def recognise(block: Block) -> bool:

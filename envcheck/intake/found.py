@@ -6,11 +6,13 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from envcheck.support.patterns import lazy
+
 __all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "number"]
 
 # torch's local version names its build: +cu124 (CUDA 12.4), +cu92 (9.2), +rocm6.2, +cpu, +xpu.
-_LOCAL_CUDA = re.compile(r"\+cu(\d+)(\d)\b")
-_LOCAL_ROCM = re.compile(r"\+rocm(\d+\.\d+)")
+_LOCAL_CUDA = lazy(r"\+cu(\d+)(\d)\b")
+_LOCAL_ROCM = lazy(r"\+rocm(\d+\.\d+)")
 # More digits than any version part or size a tool prints: int() refuses a number of over 4,300 digits (and takes
 # time quadratic in the length below that), so a longer run is read as no number.
 _MAX_DIGITS = 30

@@ -11,12 +11,13 @@ import re
 from envcheck.intake.collect_env import LIBC, PLATFORM_MACHINE, sys_platform_of
 from envcheck.intake.found import Found, Gpu, Package, cuda_of_local_version
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 
 __all__ = ["parse", "recognise"]
 
 # Matched where the line's text begins (after the indent and "- "): str methods find that, since a pattern such
 # as `\s*-?\s*(.+?):` tries every split of a run of spaces and is cubic in its length.
-_HEAD = re.compile(r"(?:`(transformers|Accelerate)`|🤗 Diffusers|Diffusers) version:", re.IGNORECASE)
+_HEAD = lazy(r"(?:`(transformers|Accelerate)`|🤗 Diffusers|Diffusers) version:", re.IGNORECASE)
 # "- X version: 1.2.3" keys that name a distribution, as these tools spell them.
 _PACKAGES = {
     "`transformers` version": "transformers", "transformers version": "transformers",
@@ -26,7 +27,7 @@ _PACKAGES = {
     "bitsandbytes version": "bitsandbytes", "xformers version": "xformers", "deepspeed version": "deepspeed",
     "tokenizers version": "tokenizers",
 }
-_VERSION = re.compile(r"^(\d[\w.+!-]*)")
+_VERSION = lazy(r"^(\d[\w.+!-]*)")
 
 
 def _text_start(line: str) -> int:

@@ -11,19 +11,20 @@ import re
 
 from envcheck.intake.found import Found, Gpu, number
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 
 __all__ = ["parse_query", "parse_table", "recognise_query", "recognise_table"]
 
-_BANNER = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver|KMD) Version:\s*(\S+)(?:\s+CUDA (?:UMD )?Version:\s*(\S+))?")
+_BANNER = lazy(r"NVIDIA-SMI\s+(\S+)\s+(?:Driver|KMD) Version:\s*(\S+)(?:\s+CUDA (?:UMD )?Version:\s*(\S+))?")
 # "|   0  NVIDIA GeForce RTX 4090        On  |   00000000:01:00.0  On |                  Off |". The name (stripped
 # where it is read) ends before one space, not `\s+`: a lazy name then `\s+` is quadratic in a run of spaces. It
 # begins with a non-space, or is one space where nothing but spaces precede the mode (as `\s+(.+?)\s+` read it).
-_GPU_ROW = re.compile(r"^\|\s+(\d+)\s+(\S.*?|\s)\s(?:On|Off|WDDM|TCC|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
-                      r"[0-9A-Fa-f]{2}\.\d)")
+_GPU_ROW = lazy(r"^\|\s+(\d+)\s+(\S.*?|\s)\s(?:On|Off|WDDM|TCC|N/A)\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
+                r"[0-9A-Fa-f]{2}\.\d)")
 # Begun only where a run of digits begins: tried inside one too, a search is quadratic in a long run of digits.
-_MEMORY = re.compile(r"(?<!\d)(\d+)MiB\s*/\s*(\d+)MiB")
+_MEMORY = lazy(r"(?<!\d)(\d+)MiB\s*/\s*(\d+)MiB")
 _QUERY_NAME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 ./()-")
-_QUERY_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+_QUERY_GPU = lazy(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 
 
 def recognise_table(block: Block) -> bool:

@@ -11,14 +11,15 @@ import re
 
 from envcheck.intake.found import Found, Package
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 
 __all__ = ["parse_freeze", "parse_list", "recognise_freeze", "recognise_list"]
 
-_HEADER = re.compile(r"^\s*Package\s+Version(?:\s+\S.*)?$")
-_ROW = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d\S*)(?:\s+(.*))?$")
-_FREEZE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===?)\s*([^\s;#]+)\s*(?:[;#].*)?$")
-_DIRECT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s+@\s+\S+")
-_EDITABLE = re.compile(r"^\s*-e\s+\S+")
+_HEADER = lazy(r"^\s*Package\s+Version(?:\s+\S.*)?$")
+_ROW = lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d\S*)(?:\s+(.*))?$")
+_FREEZE = lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===?)\s*([^\s;#]+)\s*(?:[;#].*)?$")
+_DIRECT = lazy(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s+@\s+\S+")
+_EDITABLE = lazy(r"^\s*-e\s+\S+")
 _ELIDED = {"...", "…", "[...]", "(...)"}
 _FREEZE_MINIMUM = 3  # fewer `a==b` lines are a requirement quoted in prose, not a freeze
 

@@ -8,10 +8,10 @@ reads alike inside or outside a fence.
 from __future__ import annotations
 
 import codecs
-import re
 from dataclasses import dataclass
 
 from envcheck.errors import EnvcheckError
+from envcheck.support.patterns import lazy
 
 __all__ = ["MAX_BYTES", "Block", "ReportError", "blocks", "decode"]
 
@@ -19,10 +19,10 @@ __all__ = ["MAX_BYTES", "Block", "ReportError", "blocks", "decode"]
 # pasted report, and reading it would only cost time.
 MAX_BYTES = 8 * 1024 * 1024
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # A fence opens with 3+ backticks or tildes (any info string) and closes with at least as many of the same.
-_FENCE = re.compile(r"^ {0,3}(?:> ?)*(`{3,}|~{3,})(.*)$")
-_QUOTE = re.compile(r"^(?:> ?)+")
+_FENCE = lazy(r"^ {0,3}(?:> ?)*(`{3,}|~{3,})(.*)$")
+_QUOTE = lazy(r"^(?:> ?)+")
 
 
 class ReportError(EnvcheckError):

@@ -15,7 +15,6 @@ the key (`tool.envcheck.machines[1].gpu[0]`), raised through the `error` the con
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,12 +24,13 @@ from envcheck.derived import nvidia_gpus
 from envcheck.derived.build_matrix import PLATFORMS, Capability
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.facts.rocm import gfx_version
+from envcheck.support.patterns import lazy
 
 KEYS = ("name", "gpu", "driver", "rocm", "python", "platform")
 MAX_MACHINES = 64  # a project deploys to a handful of machine kinds; hundreds are nodes, which `envcheck fleet` checks
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_PYTHON = re.compile(r"3\.\d{1,2}t?")
-_ROCM = re.compile(r"\d{1,2}\.\d{1,2}(\.\d{1,3})?")
+_NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_PYTHON = lazy(r"3\.\d{1,2}t?")
+_ROCM = lazy(r"\d{1,2}\.\d{1,2}(\.\d{1,3})?")
 ALL = "all"  # `--machine all`: every declared machine; so no machine may be named "all"
 
 Error = Callable[[str, str], ConfigError]

@@ -18,14 +18,15 @@ from typing import Any
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 from envcheck.support import toml
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_holds, parse_requirement
 
-_BLOCK = re.compile(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)
-_NAME = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
-_VERSION = re.compile(r'^version\s*=\s*"([^"]+)"', re.MULTILINE)
+_BLOCK = lazy(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)
+_NAME = lazy(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
+_VERSION = lazy(r'^version\s*=\s*"([^"]+)"', re.MULTILINE)
 # Where a lock says an entry comes from: uv.lock's `source = { registry = ... }`, pylock.toml's `index`, poetry's `url`.
-_REGISTRY = re.compile(r'^(?:source\s*=\s*\{[^}\n]*\bregistry\s*=\s*"([^"]+)"'
-                       r'|index\s*=\s*"([^"]+)"|url\s*=\s*"([^"]+)")', re.MULTILINE)
+_REGISTRY = lazy(r'^(?:source\s*=\s*\{[^}\n]*\bregistry\s*=\s*"([^"]+)"'
+                 r'|index\s*=\s*"([^"]+)"|url\s*=\s*"([^"]+)")', re.MULTILINE)
 
 
 @dataclass(frozen=True)

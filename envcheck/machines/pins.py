@@ -25,6 +25,7 @@ from envcheck.project import locks as locks_mod
 from envcheck.project.discover import Project
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_holds, parse_requirement
 
 # platform key -> (sys_platform, platform_machine, platform_system, os_name)
@@ -36,7 +37,7 @@ PLATFORM_MARKERS = {
     "macos-x86_64": ("darwin", "x86_64", "Darwin", "posix"),
 }
 # The last path part of a wheel index of PyTorch's layout (https://download.pytorch.org/whl/cu124, or a mirror).
-_INDEX_VARIANT = re.compile(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
+_INDEX_VARIANT = lazy(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
 
 
 @dataclass(frozen=True)

@@ -43,11 +43,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import stat as stat_module
 import sys
 import threading
 
+from envcheck.support.patterns import lazy
 from envcheck.version import __version__
 
 TYPE_CHECKING = False  # not typing's: a replay imports as little as it can (typing alone costs milliseconds)
@@ -75,7 +75,7 @@ _PER_PROCESS = ("/proc/",)
 # entries and key, the collector's and the native scan's per-file caches, temporary files). Anything else there is
 # witnessed like any other read: the probe results, signed too (only running the probes tells whether they still
 # hold, so their entry's disappearance must end the replay), and a project that happens to live in that folder.
-_OWN_ENTRY = re.compile(r"key|(?!probes-)[^/\\]+\.signed|(?:dists|native)-[0-9a-f]+\.json|[^/\\]+\.tmp")
+_OWN_ENTRY = lazy(r"key|(?!probes-)[^/\\]+\.signed|(?:dists|native)-[0-9a-f]+\.json|[^/\\]+\.tmp")
 
 # The recording of the run in progress, if any: the audit hook and the wrapped os functions report to it.
 _active: Recording | None = None

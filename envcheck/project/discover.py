@@ -19,7 +19,6 @@ twice; requirements files, groups and locks are checked either way.
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from envcheck.project import locks as locks_mod
 from envcheck.project import requirements as req_mod
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
+from envcheck.support.patterns import lazy
 
 PYPROJECT, SETUP_CFG, REQUIREMENTS = "pyproject.toml", "setup.cfg", "requirements.txt"
 CONDA = ("environment.yml", "environment.yaml")
@@ -233,6 +233,8 @@ def _group(reading: _Reading, table: dict[str, Any], by_name: dict[str, str], gr
 
 
 def _setup_cfg(reading: _Reading, path: Path, extras: Sequence[str]) -> set[str]:
+    import configparser  # only for a project with a setup.cfg, few of them
+
     shown = reading.display(path)
     parser = configparser.ConfigParser(interpolation=None)
     try:
@@ -264,8 +266,8 @@ def _setup_cfg(reading: _Reading, path: Path, extras: Sequence[str]) -> set[str]
     return found
 
 
-_PIP_KEY = re.compile(r"^(\s*)-\s*pip\s*:\s*$")
-_ITEM = re.compile(r"^(\s*)-\s*(.*?)\s*$")
+_PIP_KEY = lazy(r"^(\s*)-\s*pip\s*:\s*$")
+_ITEM = lazy(r"^(\s*)-\s*(.*?)\s*$")
 
 
 def _conda(reading: _Reading, path: Path) -> None:

@@ -23,6 +23,7 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
+from envcheck.support.patterns import lazy
 
 # file name -> (tool, the command that syncs the environment to the lock in that tool)
 LOCKS = {
@@ -72,14 +73,14 @@ def _version(data: dict[str, Any], key: str) -> object:
 # tenths of a uv.lock) is dropped before parsing, in one pass of one regular expression over the text. Anchored on
 # "\n" (the text gets one in front) rather than on `^` with re.MULTILINE: the literal lets the regex engine skip
 # from newline to newline, two to four times faster on a large lock.
-_KEPT = re.compile(r"\n(\[[^\n]*"
-                   r"|(?:name|version|source|marker|markers|lock-version|lock_version)[ \t]*=[^\n]*"
-                   r"|resolution-markers[ \t]*=[^\n]*(?:\n[ \t]+[^\n]*)*(?:\n\][^\n]*)?)")
+_KEPT = lazy(r"\n(\[[^\n]*"
+             r"|(?:name|version|source|marker|markers|lock-version|lock_version)[ \t]*=[^\n]*"
+             r"|resolution-markers[ \t]*=[^\n]*(?:\n[ \t]+[^\n]*)*(?:\n\][^\n]*)?)")
 
 
-_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\'')
-_HEADER = re.compile(r"\[\[[\w.-]+\]\]|\[[\w.-]+\]")
-_LOCAL_KEY = re.compile(r"\b(?:editable|virtual|directory|path)\s*=")
+_STRING = lazy(r'"((?:[^"\\\n]|\\.)*)"|\'([^\'\n]*)\'')
+_HEADER = lazy(r"\[\[[\w.-]+\]\]|\[[\w.-]+\]")
+_LOCAL_KEY = lazy(r"\b(?:editable|virtual|directory|path)\s*=")
 
 
 class _Unusual(Exception):
@@ -232,7 +233,7 @@ def _marker(text: str) -> Marker:
     return Marker(text)
 
 
-_EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+_EXTRA = lazy(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
 
 
 def applies(entry: Entry, env: dict[str, str]) -> bool:

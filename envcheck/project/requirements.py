@@ -19,11 +19,12 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.project.errors import ProjectError
+from envcheck.support.patterns import lazy
 
 # pip's comment rule: `#` at the start of a line or after whitespace starts a comment (a URL fragment `#egg=` is not).
-_COMMENT = re.compile(r"(^|\s+)#.*$")
+_COMMENT = lazy(r"(^|\s+)#.*$")
 # Per-requirement options that may follow a requirement on its line.
-_LINE_OPTION = re.compile(r"\s+--?(hash|config-settings|global-option|install-option)\b.*$")
+_LINE_OPTION = lazy(r"\s+--?(hash|config-settings|global-option|install-option)\b.*$")
 _INCLUDE = {"-r": "requirement", "--requirement": "requirement", "-c": "constraint", "--constraint": "constraint"}
 _INDEX = {"-i": "--index-url", "--index-url": "--index-url", "--extra-index-url": "--extra-index-url",
           "-f": "--find-links", "--find-links": "--find-links"}

@@ -20,7 +20,6 @@ envcheck/remedy/fix.py asks for each step of its plan.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pathlib import PurePath
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 
 CONDA = ("conda", "mamba", "micromamba")
 PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and including the installer's subcommand
@@ -37,7 +37,7 @@ PLAIN_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "-
                          "--no-cache-dir", "--no-build-isolation", "-I", "--ignore-installed", "-y", "--yes",
                          "--no-input", "--disable-pip-version-check"})
 _VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/commands/installers.py)
-_CONDA_SPEC = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`; never `chan::pkg` or a path
+_CONDA_SPEC = lazy(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`; never `chan::pkg` or a path
 _OUTSIDE = "a rule from outside envcheck's pack"
 
 

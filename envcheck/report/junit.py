@@ -9,7 +9,6 @@ command, as the text report does.
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from itertools import groupby
@@ -19,11 +18,12 @@ from envcheck.report.common import tally
 from envcheck.report.groups import Problem
 from envcheck.report.quote import scrubbed
 from envcheck.support.output_text import shell
+from envcheck.support.patterns import lazy
 
 # Characters XML 1.0 cannot hold at all, escaped or not (a probe's stderr may carry ANSI escapes or NULs). The report
 # is scrubbed of control characters first (envcheck/report/quote.py); this catches what remains, such as a lone
 # surrogate left by a file name that is not UTF-8.
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = lazy("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _x(text: str) -> str:

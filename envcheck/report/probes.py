@@ -7,16 +7,16 @@ A probe's message and stderr are a child's output (or a snapshot's text): both f
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import asdict
 
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.report.interface import ProbeFormat, unreachable
 from envcheck.support.output_text import inert, inert_json
+from envcheck.support.patterns import lazy
 
 # "cuda:0/backend=flash,dtype=float16": a cell of a device's backend x dtype grid.
-_GRID_CASE = re.compile(r"(?P<device>[^/]+)/backend=(?P<row>[^,]+),dtype=(?P<col>.+)")
+_GRID_CASE = lazy(r"(?P<device>[^/]+)/backend=(?P<row>[^,]+),dtype=(?P<col>.+)")
 
 
 def _cell(case: Mapping[str, object]) -> str:

@@ -10,10 +10,11 @@ envcheck/cli/output.py re-exports these beside the writers that use click; the c
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
+
+from envcheck.support.patterns import lazy
 
 MAX_MESSAGE = 1000  # characters of one error line
 
@@ -54,7 +55,7 @@ def printable(text: str, encoding: str | None) -> str:
 # clear-screen and hyperlink sequence; BEL, backspace and CR rewrite what was shown), DEL, C1 controls (0x9B is a
 # one-byte CSI, 0x90 a DCS, 0x85 a line break), the bidi marks and overrides that reorder a line as displayed
 # ("Trojan Source", CVE-2021-42574), and the Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = lazy("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def inert(text: str) -> str:

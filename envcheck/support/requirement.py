@@ -14,26 +14,26 @@ compares both on every line of the installed distributions and on tricky ones.
 
 from __future__ import annotations
 
-import re
-
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from envcheck.support.patterns import lazy
 
 __all__ = ["simple_requirement"]
 
 # packaging's whitespace is spaces and tabs only; a name ends with a letter or digit (a trailing '.', '-' or '_'
 # is read differently by its tokenizer, so such names go to it). The line is cut into its parts first, then each
 # extra and each clause is matched on its own: one pattern repeating the clause grammar took milliseconds to compile.
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
-_SHAPE = re.compile(r"[ \t]*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)[ \t]*"
-                    r"(?:\[(?P<extras>[^\]]*)\][ \t]*)?"
-                    r"(?:\((?P<parenthesised>[^()]*)\)|(?P<specs>[^;()@\[\]]*?))[ \t]*(?:;(?P<marker>.*))?")
+_NAME = lazy(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_SHAPE = lazy(r"[ \t]*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)[ \t]*"
+              r"(?:\[(?P<extras>[^\]]*)\][ \t]*)?"
+              r"(?:\((?P<parenthesised>[^()]*)\)|(?P<specs>[^;()@\[\]]*?))[ \t]*(?:;(?P<marker>.*))?")
 # One `OP VERSION` clause with a plain public version: `~=` needs two release segments, `.*` follows only a plain
 # release and only with `==` / `!=`.
-_CLAUSE = re.compile(r"(?:==|!=)[ \t]*[0-9]+(?:\.[0-9]+)*\.\*"
-                     r"|(?:==|!=|<=|>=|<|>|~=(?=[ \t]*[0-9]+\.[0-9]))[ \t]*[0-9]+(?:\.[0-9]+)*"
-                     r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?")
+_CLAUSE = lazy(r"(?:==|!=)[ \t]*[0-9]+(?:\.[0-9]+)*\.\*"
+               r"|(?:==|!=|<=|>=|<|>|~=(?=[ \t]*[0-9]+\.[0-9]))[ \t]*[0-9]+(?:\.[0-9]+)*"
+               r"(?:(?:a|b|rc)[0-9]+)?(?:\.post[0-9]+)?(?:\.dev[0-9]+)?")
 _STRIP = " \t"
 _MARKERS: dict[str, Marker | None] = {}  # marker text -> packaging's reading of it (None: it does not parse)
 

@@ -6,13 +6,12 @@ finding (or an unknown), not a crash. Parsed lines and versions are cached for t
 
 from __future__ import annotations
 
-import re
-
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from envcheck.facts.snapshot import Facts
+from envcheck.support.patterns import lazy
 from envcheck.support.requirement import simple_requirement
 
 __all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "major_minor_text", "marker_env", "marker_holds",
@@ -23,14 +22,14 @@ __all__ = ["MAX_DIGITS", "MAX_PARENS", "major_minor", "major_minor_text", "marke
 # thrashes (every line missed on every pass).
 _REQUIREMENTS: dict[str, Requirement | None] = {}
 _VERSIONS: dict[str, Version | None] = {}
-_MAJOR_MINOR = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
+_MAJOR_MINOR = lazy(r"(\d+)\.(\d+)(?:\.\d+)*")
 # Begun only where a run of digits begins: tried inside one too, a search is quadratic in a long run of digits.
-_FIRST_MAJOR_MINOR = re.compile(r"(?<!\d)(\d+)\.(\d+)")
+_FIRST_MAJOR_MINOR = lazy(r"(?<!\d)(\d+)\.(\d+)")
 # The PEP 508 marker variables (and the legacy dotted spellings packaging still accepts), as they appear in a
 # marker's text once its quoted values are removed.
-_MARKER_VARIABLE = re.compile(r"\b(?:os[._]name|sys[._]platform|platform[._]\w+|python_\w+|implementation_\w+|"
-                              r"extra)\b")
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_MARKER_VARIABLE = lazy(r"\b(?:os[._]name|sys[._]platform|platform[._]\w+|python_\w+|implementation_\w+|"
+                        r"extra)\b")
+_QUOTED = lazy(r"'[^']*'|\"[^\"]*\"")
 
 # Bounds on what packaging is given. Its version parser converts each number with int(), which refuses more than
 # 4,300 digits (ValueError, not InvalidVersion), and its marker parser recurses once per parenthesis
@@ -38,7 +37,7 @@ _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 # parentheses deep.
 MAX_DIGITS = 64
 MAX_PARENS = 32
-_LONG_NUMBER = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+_LONG_NUMBER = lazy(rf"\d{{{MAX_DIGITS + 1},}}")
 
 
 def too_complex(text: str) -> str | None:

@@ -19,7 +19,6 @@ MAX_STATEMENTS statements are read.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator, Sequence
 
 from envcheck.intake.found import Found
@@ -29,6 +28,7 @@ from envcheck.intake.prose.lines import Table, said_in_line
 from envcheck.intake.prose.said import Said
 from envcheck.intake.prose.words import SPLIT, version_of
 from envcheck.intake.text import Block
+from envcheck.support.patterns import lazy
 
 __all__ = ["MAX_STATEMENTS", "read"]
 
@@ -43,7 +43,7 @@ _ENV_HEADINGS = ("environment", "system info", "system information", "versions",
                  "installed packages", "package versions", "your current environment")
 
 
-_DIGIT = re.compile(r"\d")
+_DIGIT = lazy(r"\d")
 
 
 _REPL = {"torch.__version__": "torch", "torch.version.cuda": "torch_cuda", "get_device_name": "gpu"}

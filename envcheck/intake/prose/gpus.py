@@ -11,24 +11,25 @@ from collections.abc import Iterator
 from envcheck.derived import amd_gpus
 from envcheck.derived import nvidia_gpus as gpu_table
 from envcheck.intake.prose.said import GpuSaid, Said
+from envcheck.support.patterns import lazy
 
 __all__ = ["gpus_in"]
 
-_GPU_CONTEXT = re.compile(r"gpu|nvidia|geforce|tesla|quadro|graphics")
+_GPU_CONTEXT = lazy(r"gpu|nvidia|geforce|tesla|quadro|graphics")
 
 
-_GPU_SPLIT = re.compile(r"[\s\-_/,;:()\[\]|'\"`*]+")
+_GPU_SPLIT = lazy(r"[\s\-_/,;:()\[\]|'\"`*]+")
 
 
 # "rtx4090", "RTX3090Ti", "5090d", "4090": a GPU's words run together.
-_GLUED_GPU = re.compile(r"(rtx|gtx)?(\d{3,4})(ti|super|d)?")
+_GLUED_GPU = lazy(r"(rtx|gtx)?(\d{3,4})(ti|super|d)?")
 
 
 # Where an AMD name can begin ("rx 7900", "rx7900", "mi300x", "pro w7900"): a line without one is not split for it.
-_AMD_START = re.compile(r"(?<![a-z0-9])(?:rx\s?\d|mi\d|pro\s?w\d)")
+_AMD_START = lazy(r"(?<![a-z0-9])(?:rx\s?\d|mi\d|pro\s?w\d)")
 
 
-_COUNT = re.compile(r"(?:(\d{1,3})\s?[x×*])|(?:[x×*]\s?(\d{1,3}))")
+_COUNT = lazy(r"(?:(\d{1,3})\s?[x×*])|(?:[x×*]\s?(\d{1,3}))")
 
 
 def gpus_in(text: str, number: int, tier: int, *, context: bool, whole: bool) -> Iterator[Said]:

@@ -13,10 +13,11 @@ from envcheck.intake.prose.said import Said
 from envcheck.intake.prose.sentences import GLUED, hedged, sentence
 from envcheck.intake.prose.values import key_value, package
 from envcheck.intake.prose.words import KEYS, key_of, platform_of, version_of
+from envcheck.support.patterns import lazy
 
 __all__ = ["Table", "said_in_line"]
 
-_KEY_END = re.compile(r"[:：=]")
+_KEY_END = lazy(r"[:：=]")
 
 
 _LOG_LINES = ('File "', "Traceback", "at ", "[rank", "INFO", "WARNING", "ERROR", "DEBUG", "raise ", "return ")

@@ -11,6 +11,7 @@ from envcheck.intake.prose.gpus import gpus_in
 from envcheck.intake.prose.said import Said
 from envcheck.intake.prose.values import key_value, package
 from envcheck.intake.prose.words import KEYS, KNOWN_PACKAGES, SPLIT, platform_of, version_of
+from envcheck.support.patterns import lazy
 
 __all__ = ["GLUED", "hedged", "sentence"]
 
@@ -26,28 +27,28 @@ _HEDGES_VERSION = ("used ", "upgrad", "downgrad", "supports", "supported", "work
                    "until", "wheel for", "compatible", "readme", "documentation")
 
 
-_HEDGE = re.compile("|".join(map(re.escape, _HEDGES_ALL)))
+_HEDGE = lazy("|".join(map(re.escape, _HEDGES_ALL)))
 
 
-_HEDGE_VERSION = re.compile("|".join(map(re.escape, _HEDGES_VERSION)))
+_HEDGE_VERSION = lazy("|".join(map(re.escape, _HEDGES_VERSION)))
 
 
-GLUED = re.compile(r"([a-z][a-z_-]{1,15}?)(\d{1,4}(?:\.\d{1,8}){0,3}\S{0,20})")
+GLUED = lazy(r"([a-z][a-z_-]{1,15}?)(\d{1,4}(?:\.\d{1,8}){0,3}\S{0,20})")
 
 
 # Words that can begin a mention: keys of one word, known distributions; and "torch2.1"-like words run together.
 _NAMES = frozenset(k for k in KEYS if " " not in k) | KNOWN_PACKAGES
 
 
-_GLUED_START = re.compile(r"[a-z][a-z_-]{0,15}\d")
+_GLUED_START = lazy(r"[a-z][a-z_-]{0,15}\d")
 
 
 # A line without these words names no platform, and one without a digit or these words no GPU: not searched.
-_PLATFORM_HINT = re.compile(r"ubuntu|debian|centos|rhel|red hat|rocky|alma|fedora|suse|manjaro|arch|gentoo|nixos|"
-                            r"linux|mint|pop|win|wsl|mac|osx|darwin|apple|colab|kaggle|jetson|jetpack|l4t")
+_PLATFORM_HINT = lazy(r"ubuntu|debian|centos|rhel|red hat|rocky|alma|fedora|suse|manjaro|arch|gentoo|nixos|"
+                      r"linux|mint|pop|win|wsl|mac|osx|darwin|apple|colab|kaggle|jetson|jetpack|l4t")
 
 
-_GPU_HINT = re.compile(r"\d|titan|orin|xavier|spark|thor")
+_GPU_HINT = lazy(r"\d|titan|orin|xavier|spark|thor")
 
 
 def hedged(lower: str) -> bool:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator
 
 from envcheck.intake.prose.gpus import gpus_in
@@ -19,11 +18,12 @@ from envcheck.intake.prose.words import (
     platform_of,
     version_of,
 )
+from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
 
 __all__ = ["key_value", "package"]
 
-_GPU_KEY = re.compile(r"gpu ?\d{1,2}")
+_GPU_KEY = lazy(r"gpu ?\d{1,2}")
 
 
 _OS_NAMES = frozenset(("linux", "ubuntu", "windows", "macos", "debian", "centos", "wsl", "wsl2"))

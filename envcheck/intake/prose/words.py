@@ -4,21 +4,22 @@ platform names, each mapped to the fact it states. Pure functions over one token
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
+
+from envcheck.support.patterns import lazy
 
 __all__ = ["KEYS", "KNOWN_PACKAGES", "SPLIT", "Platform", "is_package_name", "key_of", "machine_of", "package_of",
            "platform_of", "torch_version_of", "version_of"]
 
 # A sentence or a value cut into words: at spaces and punctuation, never inside a version or a package name.
-SPLIT = re.compile(r"[\s,;|()\[\]{}<>\"'`*，；（）。]+")
+SPLIT = lazy(r"[\s,;|()\[\]{}<>\"'`*，；（）。]+")
 
 # A version as people write one: "2.1.2", "v2.1", "2.1.2+cu121", "2.10.0.dev20251008", "2.5.1.post1", "535.54.03".
 # Every quantifier bounded and none side by side on the same characters: a token is matched whole, in linear time.
-_VERSION = re.compile(r"\d{1,4}(?:\.\d{1,8}){1,3}(?:(?:a|b|rc|\.?post|\.?dev)\d{0,8})?(?:\+[A-Za-z0-9]{1,16}"
-                      r"(?:\.[A-Za-z0-9]{1,16}){0,3})?")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
-_CU_TAG = re.compile(r"cu\d{2,3}")
+_VERSION = lazy(r"\d{1,4}(?:\.\d{1,8}){1,3}(?:(?:a|b|rc|\.?post|\.?dev)\d{0,8})?(?:\+[A-Za-z0-9]{1,16}"
+                r"(?:\.[A-Za-z0-9]{1,16}){0,3})?")
+_NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_CU_TAG = lazy(r"cu\d{2,3}")
 _TRIM = "`'\"*_,;:!?()[]{}<>"
 
 # Normalised key (lower case, markdown and a trailing "version" removed) -> the fact it states.
@@ -86,9 +87,9 @@ _DISPLAY = {"centos": "CentOS", "rhel": "RHEL", "almalinux": "AlmaLinux", "opens
 _LINUX_WORDS = frozenset(("linux", "ubuntu", "debian", "centos", "rhel", "rocky", "almalinux", "fedora", "opensuse",
                           "manjaro", "archlinux", "arch-linux", "pop!_os", "popos", "gentoo", "nixos"))
 # The words platform_of reads; any other word is skipped at once.
-_PLATFORM_WORD = re.compile(r"ubuntu|debian|centos|rhel|rocky|almalinux|fedora|opensuse|manjaro|mint|linux|arch|"
-                            r"pop|gentoo|nixos|red$|windows|win1[01]$|wsl|mac|osx$|darwin$|apple$|colab$|kaggle$|"
-                            r"jetson$|jetpack$|l4t$")
+_PLATFORM_WORD = lazy(r"ubuntu|debian|centos|rhel|rocky|almalinux|fedora|opensuse|manjaro|mint|linux|arch|"
+                      r"pop|gentoo|nixos|red$|windows|win1[01]$|wsl|mac|osx$|darwin$|apple$|colab$|kaggle$|"
+                      r"jetson$|jetpack$|l4t$")
 _APPLE_CHIPS = frozenset(("m1", "m2", "m3", "m4", "m5"))
 
 
