@@ -21,55 +21,52 @@ __all__ = ["LazyPattern", "lazy"]
 
 
 class LazyPattern:
-    """A `re.Pattern[str]` compiled on its first use; the methods envcheck calls, with re's signatures."""
+    """A `re.Pattern[str]` compiled on its first use; the methods envcheck calls, with re's signatures.
 
-    __slots__ = ("_compiled", "_flags", "_source")
+    The first call compiles the pattern and puts the compiled pattern's own methods in the instance's `__dict__`,
+    where they shadow the class's: every later call is the C method itself, as fast as on a compiled pattern."""
 
     def __init__(self, source: str, flags: int = 0) -> None:
-        self._source = source
+        self.pattern = source
         self._flags = flags
-        self._compiled: re.Pattern[str] | None = None
 
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        if self._compiled is None:
-            self._compiled = re.compile(self._source, self._flags)
-        return self._compiled
-
-    @property
-    def pattern(self) -> str:
-        return self._source
+    def _compile(self) -> re.Pattern[str]:
+        compiled = re.compile(self.pattern, self._flags)
+        self.__dict__.update(match=compiled.match, fullmatch=compiled.fullmatch,
+                             search=compiled.search, finditer=compiled.finditer, findall=compiled.findall,
+                             split=compiled.split, sub=compiled.sub, subn=compiled.subn)
+        return compiled
 
     @property
     def flags(self) -> int:
-        return self.compiled.flags
+        return self._compile().flags
 
     def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
-        return self.compiled.match(string, pos, endpos)
+        return self._compile().match(string, pos, endpos)
 
     def fullmatch(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
-        return self.compiled.fullmatch(string, pos, endpos)
+        return self._compile().fullmatch(string, pos, endpos)
 
     def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
-        return self.compiled.search(string, pos, endpos)
+        return self._compile().search(string, pos, endpos)
 
     def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
-        return self.compiled.finditer(string, pos, endpos)
+        return self._compile().finditer(string, pos, endpos)
 
     def findall(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]:
-        return self.compiled.findall(string, pos, endpos)
+        return self._compile().findall(string, pos, endpos)
 
     def split(self, string: str, maxsplit: int = 0) -> list[str | Any]:
-        return self.compiled.split(string, maxsplit)
+        return self._compile().split(string, maxsplit)
 
     def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
-        return self.compiled.sub(repl, string, count)
+        return self._compile().sub(repl, string, count)
 
     def subn(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> tuple[str, int]:
-        return self.compiled.subn(repl, string, count)
+        return self._compile().subn(repl, string, count)
 
     def __repr__(self) -> str:
-        return f"lazy({self._source!r})"
+        return f"lazy({self.pattern!r})"
 
 
 def lazy(source: str, flags: int = 0) -> LazyPattern:
