@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import TYPE_CHECKING
+
+from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.conditions import Condition
@@ -45,7 +47,7 @@ FINDING_STATUS = {Severity.ERROR: Status.FAIL, Severity.WARNING: Status.WARN, Se
 FAIL_ON_LEVELS = ("error", "warning", "info", "never")
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One known hazard, loaded from a TOML file under rules/ (see docs/rule-language.md)."""
 
@@ -70,7 +72,7 @@ class Rule:
     fix_without_plan: str = ""  # the fix in words where the plan is unknown or empty; given exactly with `plan`
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """A verdict of one rule, rendered for the checked interpreter."""
 
@@ -96,7 +98,7 @@ TARGET_SOURCES = ("python-option", "virtual-env", "conda-env", "uv-project-envir
                   "project-venv", "conda-base", "self", "snapshot")
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """The interpreter a check is about, and how it was chosen (envcheck/target.py decides)."""
 
@@ -113,7 +115,7 @@ class Target:
         return {"python": self.python, "source": self.source, "reason": self.reason, "in_process": self.in_process}
 
 
-@dataclass(frozen=True)
+@record
 class Report:
     """Every verdict of one check, in rule-id order."""
 

@@ -9,7 +9,6 @@ False, whatever the others; `any` is True as soon as one part is True.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Protocol
 
 from envcheck.derived.derive import Derived
@@ -17,10 +16,11 @@ from envcheck.derived.tables import NO_TABLES, Tables
 from envcheck.derived.walk_memo import Memo
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
+from envcheck.support.records import record
 from envcheck.support.versions import marker_env
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     value: bool | None  # None: unknown
     missing: frozenset[str] = frozenset()  # what made it unknown
@@ -63,7 +63,7 @@ class Condition(Protocol):
     def describe(self) -> str: ...
 
 
-@dataclass(frozen=True)
+@record
 class Where:
     """Where a condition was written, for error messages."""
 
@@ -82,7 +82,7 @@ class Where:
 # --- combinators -----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class All:
     parts: tuple[Condition, ...]
 
@@ -109,7 +109,7 @@ class All:
         return " and ".join(_grouped(p) for p in self.parts) if self.parts else "always"
 
 
-@dataclass(frozen=True)
+@record
 class AnyOf:
     parts: tuple[Condition, ...]
 
@@ -131,7 +131,7 @@ class AnyOf:
         return " or ".join(_grouped(p) for p in self.parts)
 
 
-@dataclass(frozen=True)
+@record
 class Not:
     part: Condition
 
@@ -146,7 +146,7 @@ class Not:
         return f"not {_grouped(self.part)}"
 
 
-@dataclass(frozen=True)
+@record
 class First:
     """The first part whose outcome is known decides: `first = [probe..., version range...]` trusts the live probe
     when it ran and falls back to the version range when it did not. The outcome names the deciding part."""

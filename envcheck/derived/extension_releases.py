@@ -26,7 +26,6 @@ Every key of a row other than `cuda` names a distribution and gives the versions
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -35,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck.derived.common import Table, release_table
 from envcheck.errors import RuleError
 from envcheck.support.patterns import lazy
+from envcheck.support.records import record
 
 __all__ = ["APPLIES", "EXTENSION_RELEASES", "ExtensionTable", "Library", "Row", "parse"]
 
@@ -44,7 +44,7 @@ _OPERATORS = ("<", ">", "=", "!", "~")
 _CUDA = lazy(r"\d+(?:\.\d+)?")
 
 
-@dataclass(frozen=True)
+@record
 class Row:
     """One release (or range of releases) of an extension and what it works with."""
 
@@ -86,7 +86,7 @@ class Row:
         return text
 
 
-@dataclass(frozen=True)
+@record
 class Library:
     name: str
     symptom: str
@@ -111,7 +111,7 @@ class Library:
         return fitting[0] if fitting else None
 
 
-@dataclass(frozen=True)
+@record
 class ExtensionTable:
     libraries: Mapping[str, Library]
 

@@ -9,14 +9,15 @@ evidence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from envcheck.facts._reader import Reader
+from envcheck.support.records import record
 
 __all__ = ["Observation"]
 
 
-@dataclass(frozen=True)
+@record
 class Observation:
     """One recognised failure: which rule's signature matched, where, the text, and what it stated."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from envcheck.facts._reader import Reader
+from envcheck.support.records import record
 
 # ok: the probe ran and what it tried worked; error: it ran and what it tried raised (the error is the finding);
 # crashed: the child died (signal or exit code); timeout: killed after --probe-timeout; skipped: not run, and
@@ -13,7 +14,7 @@ from envcheck.facts._reader import Reader
 PROBE_STATUSES = ("ok", "error", "crashed", "timeout", "skipped")
 
 
-@dataclass(frozen=True)
+@record
 class ProbeResult:
     """One probe's outcome. `cases` holds per-case outcomes for probes that try several things (SDPA's matrix)."""
 

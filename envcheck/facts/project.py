@@ -7,12 +7,11 @@ the project asked for and `envcheck check --facts FILE` judges the environment a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envcheck.facts._reader import Reader
+from envcheck.support.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Declared:
     """One requirement as the project declares it."""
 
@@ -30,7 +29,7 @@ class Declared:
                    kind=r.choice("kind", ("project", "extra", "group", "requirements", "constraint", "policy")))
 
 
-@dataclass(frozen=True)
+@record
 class Pin:
     """One package of a lock that applies to the checked environment (its markers hold there)."""
 
@@ -38,7 +37,7 @@ class Pin:
     version: str
 
 
-@dataclass(frozen=True)
+@record
 class Lock:
     """A lock file's pins for this environment."""
 
@@ -53,7 +52,7 @@ class Lock:
                    pins=r.list_of("pins", lambda p: Pin(name=p.text("name"), version=p.text("version"))))
 
 
-@dataclass(frozen=True)
+@record
 class ProjectFacts:
     """The project at or above the working directory (or the files named with --requirements)."""
 

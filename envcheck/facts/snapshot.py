@@ -10,7 +10,7 @@ documents every field for users.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from envcheck.facts._collector import SCHEMA
@@ -25,6 +25,7 @@ from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
 from envcheck.support.patterns import lazy
+from envcheck.support.records import record
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "canonical_name", "check_schema"]
@@ -53,7 +54,7 @@ def canonical_name(name: str) -> str:
     return found
 
 
-@dataclass(frozen=True)
+@record
 class PythonFacts:
     """The checked interpreter and its platform.
 
@@ -95,7 +96,7 @@ class PythonFacts:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Distribution:
     """One installed distribution (a .dist-info or .egg-info folder on the import path)."""
 
@@ -129,7 +130,7 @@ class Distribution:
         )
 
 
-@dataclass(frozen=True)
+@record
 class TorchBuild:
     """torch's build as recorded in torch/version.py (read as text; torch is never imported for this)."""
 
@@ -151,7 +152,7 @@ class TorchBuild:
         )
 
 
-@dataclass(frozen=True)
+@record
 class ModuleFact:
     """Whether a (dotted) module can be found on the import path, found without executing package code."""
 
@@ -164,7 +165,7 @@ class ModuleFact:
         return cls(found=r.flag("found"), origin=r.opt_text("origin"), error=r.opt_text("error"))
 
 
-@dataclass(frozen=True)
+@record
 class SourceFact:
     """A source file of an installed package (path relative to its import root) and which patterns it contains."""
 
@@ -177,7 +178,7 @@ class SourceFact:
         return cls(path=r.opt_text("path"), matches=r.flag_map("matches"), error=r.opt_text("error"))
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     """One environment. A missing module or source entry means "not asked", which rules treat as unknown."""
 

@@ -5,12 +5,11 @@ Plain frozen data; merge.py builds it, report.py renders it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from envcheck.model import Report, Severity
+from envcheck.support.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Member:
     """One source of facts: a torchrun rank, or a saved snapshot file. Either it has facts (a fingerprint that
     names them) or it failed (`error`)."""
@@ -25,7 +24,7 @@ class Member:
     device: str | None = None  # the GPU this rank probed (CUDA_VISIBLE_DEVICES value), when it ran probes on one
 
 
-@dataclass(frozen=True)
+@record
 class Node:
     """A machine: members on one host with the same environment (or the same failure), merged."""
 
@@ -68,7 +67,7 @@ def spans(numbers: tuple[int, ...]) -> str:
     return ", ".join(out)
 
 
-@dataclass(frozen=True)
+@record
 class Group:
     """One distinct environment, the nodes that have it, and the rule pack's verdicts on it."""
 
@@ -79,7 +78,7 @@ class Group:
     report: Report  # evaluated once, on the facts of one member (the first to deliver them)
 
 
-@dataclass(frozen=True)
+@record
 class Difference:
     """A fact whose value is not the same in every group."""
 
@@ -87,7 +86,7 @@ class Difference:
     values: dict[int, str]  # group id -> value
 
 
-@dataclass(frozen=True)
+@record
 class FleetFinding:
     """A cross-node problem found by a fleet check (envcheck.fleet.checks): which value is where."""
 
@@ -102,7 +101,7 @@ class FleetFinding:
     item: str | None = None  # for checks that report one finding per thing (the package name)
 
 
-@dataclass(frozen=True)
+@record
 class FleetReport:
     """Everything `envcheck fleet` prints."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -22,9 +21,10 @@ from envcheck.derived.companions import pytorch_index
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.fixes import marker_for
 from envcheck.machines.pins import Pins
+from envcheck.support.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Shared:
     """One torch build for a group of machines, or None when none fits them all."""
 

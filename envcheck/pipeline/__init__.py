@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
+
+from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.config import Config
@@ -43,7 +44,7 @@ class ProgressLine(Protocol):
     def clear(self) -> None: ...
 
 
-@dataclass(frozen=True)
+@record
 class CheckOptions:
     """What a check reads and how: the options of `envcheck check`, and the keyword arguments of `envcheck.check()`.
 

@@ -8,10 +8,10 @@ only the probe it was running with it: the runner restarts a child for the rest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envcheck.support.records import record
 
 
-@dataclass(frozen=True)
+@record
 class ProbeSpec:
     name: str
     doc: str  # one sentence: what it tries

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
+from envcheck.support.records import record
 
 # file name -> (tool, the command that syncs the environment to the lock in that tool)
 LOCKS = {
@@ -38,7 +38,7 @@ _VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
 _LOCAL_SOURCES = ("editable", "virtual", "directory", "path")
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """One locked package: it applies where any of `markers` holds (always, when there are none)."""
 
@@ -47,7 +47,7 @@ class Entry:
     markers: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class LockFile:
     file: Path
     tool: str

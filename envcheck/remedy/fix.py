@@ -52,6 +52,7 @@ from envcheck.remedy.consent import installer as _installer
 from envcheck.report.common import problems, tally
 from envcheck.support import specifiers
 from envcheck.support.output_text import shell
+from envcheck.support.records import record
 from envcheck.support.versions import parse_requirement, parse_version
 
 _REMOVE = ("uninstall", "remove")
@@ -59,7 +60,7 @@ _REMOVE = ("uninstall", "remove")
 _MERGEABLE_FLAGS = PLAIN_FLAGS
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One command of the plan."""
 
@@ -76,7 +77,7 @@ class Step:
         return self.installer is None or bool(self.held)
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     python: str  # the checked interpreter
     steps: tuple[Step, ...]  # in the order they run

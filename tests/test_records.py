@@ -1,0 +1,165 @@
+"""envcheck/support/records.py: a `@record` behaves as the `@dataclass(frozen=True)` it replaces, class by class, in
+everything the code and the caches rely on; and envcheck's frozen classes are records."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import FrozenInstanceError, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from envcheck.support import records
+from envcheck.support.records import record
+
+
+def _pair(decorate: Any) -> dict[str, type]:
+    """The same classes, decorated by `decorate`: every shape envcheck's frozen classes have."""
+
+    @decorate
+    class Plain:
+        name: str
+        version: str | None = None
+        extras: tuple[str, ...] = ()
+
+    @decorate
+    class Factories:
+        items: tuple[int, ...]
+        table: dict[str, int] = field(default_factory=dict)
+        hidden: str = field(default="secret", repr=False)
+        ignored: int = field(default=0, compare=False)
+        unhashed: int = field(default=0, hash=False)
+        LIMIT: ClassVar[int] = 3
+
+    @decorate
+    class Derived:
+        text: str
+        length: int = field(init=False)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "length", len(self.text))
+
+    @decorate
+    class Base:
+        a: int
+
+    @decorate
+    class Child(Base):
+        b: str = "x"
+
+    @decorate
+    class Holder:
+        inner: Any
+        many: tuple[Any, ...] = ()
+
+    return {"Plain": Plain, "Factories": Factories, "Derived": Derived, "Base": Base, "Child": Child,
+            "Holder": Holder}
+
+
+RECORDS = _pair(record)
+DATACLASSES = _pair(dataclasses.dataclass(frozen=True))
+for _name in RECORDS:  # module-level names, so that pickle finds the records (and both sets repr alike)
+    RECORDS[_name].__qualname__ = DATACLASSES[_name].__qualname__ = _name
+    globals()[_name] = RECORDS[_name]
+
+
+def _instances(classes: dict[str, type]) -> list[Any]:
+    c = classes
+    return [c["Plain"]("torch"), c["Plain"]("torch", "2.5.1", ("cu121",)), c["Plain"](name="apex", extras=("x",)),
+            c["Factories"]((1, 2)), c["Factories"]((1,), {"a": 1}, "s", 5, 6), c["Derived"]("abc"), c["Child"](1),
+            c["Child"](a=2, b="y"), c["Holder"](c["Plain"]("numpy"), (c["Child"](3),))]
+
+
+@pytest.mark.parametrize("index", range(len(_instances(RECORDS))))
+def test_repr_equality_and_hash_are_the_frozen_dataclasses(index: int) -> None:
+    mine, theirs = _instances(RECORDS)[index], _instances(DATACLASSES)[index]
+    assert repr(mine) == repr(theirs)
+    again = _instances(RECORDS)[index]
+    assert mine == again and (mine != again) is False
+    if not isinstance(getattr(mine, "table", None), dict):  # a dict field makes both unhashable
+        assert hash(mine) == hash(again)
+        assert hash(mine) == hash(theirs)  # the same tuple hashed: the same value across the two
+    assert dataclasses.asdict(mine) == dataclasses.asdict(theirs)
+    assert [f.name for f in dataclasses.fields(mine)] == [f.name for f in dataclasses.fields(theirs)]
+    assert type(mine).__match_args__ == type(theirs).__match_args__
+
+
+def test_fields_left_out_of_comparison_and_hash_are_left_out_alike() -> None:
+    for classes in (RECORDS, DATACLASSES):
+        plain, factories = classes["Plain"], classes["Factories"]
+        assert factories((1,), ignored=1) == factories((1,), ignored=2)
+        assert factories((1,), unhashed=1) != factories((1,), unhashed=2)
+        assert plain("a") != plain("b") and plain("a") != classes["Child"](1)
+        assert plain("a") != ("a", None, ())  # never equal to a tuple, or to another class with the same values
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(factories((1,)))  # its dict field
+
+
+@pytest.mark.parametrize("classes", [RECORDS, DATACLASSES], ids=["record", "dataclass"])
+def test_a_record_cannot_be_changed(classes: dict[str, type]) -> None:
+    item = classes["Plain"]("torch", "2.5.1")
+    with pytest.raises(FrozenInstanceError, match="cannot assign to field 'version'"):
+        item.version = "2.6.0"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        item.other = 1  # type: ignore[attr-defined]
+    with pytest.raises(FrozenInstanceError, match="cannot delete field 'name'"):
+        del item.name  # type: ignore[misc]
+    assert (item.name, item.version) == ("torch", "2.5.1")
+    derived = classes["Derived"]("abcd")
+    assert derived.length == 4
+    with pytest.raises(FrozenInstanceError):
+        derived.length = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("classes", [RECORDS, DATACLASSES], ids=["record", "dataclass"])
+def test_init_keeps_the_standard_librarys_signature_and_errors(classes: dict[str, type]) -> None:
+    plain, factories = classes["Plain"], classes["Factories"]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'name'"):
+        plain()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nmae'"):
+        plain(nmae="x")
+    with pytest.raises(TypeError, match="init"):
+        classes["Derived"]("a", length=3)
+    assert factories((1,)).table is not factories((1,)).table  # a fresh default from the factory each time
+
+
+@pytest.mark.parametrize("index", range(len(_instances(RECORDS))))
+def test_replace_pickle_and_copy_keep_a_record(index: int) -> None:
+    item = _instances(RECORDS)[index]
+    for clone in (pickle.loads(pickle.dumps(item)), copy.copy(item), copy.deepcopy(item)):
+        assert clone == item and type(clone) is type(item) and repr(clone) == repr(item)
+        with pytest.raises(FrozenInstanceError):
+            clone.other = 1
+    first = dataclasses.fields(item)[0]
+    changed = dataclasses.replace(item, **{first.name: item.__dict__[first.name]})
+    assert changed == item and changed is not item
+
+
+def test_pickled_records_load_without_calling_init() -> None:
+    # The rule pack and the tables are cached as pickles: loading them must not run __setattr__'s once-only check.
+    item = RECORDS["Derived"]("xyz")
+    assert pickle.loads(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)).length == 3
+
+
+def test_a_method_the_class_defines_is_kept() -> None:
+    @record
+    class Named:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"<{self.name}>"
+
+    assert repr(Named("x")) == "<x>" and Named("x") == Named("x")
+
+
+def test_envchecks_frozen_classes_are_records() -> None:
+    # `@dataclass(frozen=True)` costs six compiled methods a class at import; a record one (see records.py).
+    package = Path(records.__file__).resolve().parents[1]
+    standalone = {"facts/_collector.py", "probes/_child.py"}
+    left = [str(p.relative_to(package)) for p in sorted(package.rglob("*.py"))
+            if str(p.relative_to(package)) not in standalone and "dataclass(frozen=True)" in p.read_text("utf-8")
+            and p.name != "records.py"]
+    assert left == [], f"use envcheck.support.records.record: {left}"
