@@ -15,6 +15,12 @@ Commands, each a fresh child in an empty working directory, output discarded, in
   python -m pip check            pip's own check
   rigsolve check                 if rigsolve is installed in the venv (it checks its own environment)
 
+With --other TREE[=LABEL] (repeatable), each source tree (a checkout, or `git archive REF | tar -x -C TREE`) also
+gets a re-checked series in the same rounds, as `python -m envcheck --static` with PYTHONPATH=TREE, beside this
+checkout's own run the same way: a before/after pair on one venv, without reinstalling anything. With
+--instructions, each tree's re-checked run is also counted once under valgrind's callgrind (instructions executed:
+the same on a quiet or a busy machine, so a small change shows where wall time is noise).
+
 Two environments:
   --venv PATH         an existing venv (bench/run.py builds a ~100-distribution one; see the README for ~200),
   --scale N:M         a synthetic venv of N distributions with M extra rules (built by bench/scale.py's code in
@@ -36,7 +42,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,6 +65,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ref", default=None, metavar="REF",
                    help="first install envcheck from this commit (git archive) into the venv: a before/after pair "
                         "of runs on one venv (--scale always installs, from the work tree without --ref)")
+    p.add_argument("--other", action="append", default=[], metavar="TREE[=LABEL]",
+                   help="another envcheck source tree, re-checked in the same rounds (repeatable)")
+    p.add_argument("--instructions", action="store_true",
+                   help="count each tree's re-checked run's instructions once, under valgrind --tool=callgrind")
     p.add_argument("--uv", type=Path, default=None, metavar="PATH",
                    help="the uv to time (default: the venv's, else the one on PATH)")
     p.add_argument("--runs", type=int, default=15, help="timed rounds (default 15)")
@@ -78,6 +90,18 @@ def scale_venv(spec: str, workdir: Path, ref: str | None) -> tuple[Path, Path | 
         wheel = scale.build_wheel(Path(scratch) / "wheel", envcheck_source(ref, Path(scratch)))
         venv, rules = scale.make_case(workdir, wheel, n, m)
     return venv, rules if m else None
+
+
+def callgrind_instructions(argv: list[str], cwd: str, env: dict[str, str]) -> int | None:
+    """Instructions one run executes (valgrind's callgrind, its `Collected` total); None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="envcheck-callgrind-") as out:
+        done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.out", *argv],
+                              cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    return int(found.group(1)) if found else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +158,21 @@ def main(argv: list[str] | None = None) -> int:
     if rigsolve.exists():  # it checks the environment it is installed in (it has no --python)
         plan.append((Series("rigsolve check", [str(rigsolve), "check"]), child_env(), None))
 
+    # This checkout and each --other tree, the same way: `python -m envcheck --static`, the tree first on the path.
+    trees = [("this checkout", str(Path(__file__).resolve().parents[1]))] if args.other else []
+    for spec in args.other:
+        tree, _, label = spec.partition("=")
+        trees.append((label or tree, str(Path(tree).expanduser().resolve())))
+    tree_envs: dict[str, dict[str, str]] = {}
+    for label, tree in trees:
+        tree_envs[label] = {**env_for(scratch / f"cache-tree-{len(tree_envs)}"), "PYTHONPATH": tree}
+
+        def change_tree(env: dict[str, str] = tree_envs[label]) -> None:
+            env["ENVCHECK_BENCH_RUN"] = str(next(runs))
+
+        plan.append((Series(f"re-checked: {label}", [python, "-m", "envcheck", "--static"]), tree_envs[label],
+                     change_tree))
+
     n_dists = count_distributions(python)
     wait_quiet(args.wait_quiet)
     info = machine(args.ref)
@@ -146,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
                 series.samples.append(sample)
         print(f"  round {round_no + 1}/{args.warmup + args.runs}", file=sys.stderr, end="\r", flush=True)
     load_after = machine()["loadavg"]
+    instructions = {label: callgrind_instructions([python, "-m", "envcheck", "--static"], str(cwd),
+                                                  {**env, "ENVCHECK_BENCH_RUN": "counted"})
+                    for label, env in tree_envs.items()} if args.instructions else {}
     shutil.rmtree(scratch, ignore_errors=True)
 
     stats = {s.label: s.stats() for s, _, _ in plan}
@@ -171,11 +213,16 @@ def main(argv: list[str] | None = None) -> int:
           "warm-up rounds, alternating\n")
     print(table(["command", "median ms", "p90 ms", "min ms", "CPU ms", "x floor", "x uv pip check", "CPU x uv",
                  "x pip check", "exit"], rows))
+    if instructions:
+        print("\nInstructions executed by one re-checked run (callgrind):\n")
+        print(table(["tree", "instructions"], [[label, f"{n:,}" if n else "(no valgrind)"]
+                                               for label, n in instructions.items()]))
     if not args.no_json:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         out = RESULTS_DIR / f"static-{time.strftime('%Y%m%d-%H%M%S')}.json"
         out.write_text(json.dumps({
             "machine": info, "loadavg_after": load_after, "distributions": n_dists, "environment": what,
+            "instructions": instructions,
             "series": {s.label: {"argv": s.argv, "stats": stats[s.label],
                                  "samples": [vars(x) for x in s.samples]} for s, _, _ in plan},
         }, indent=1))

@@ -15,6 +15,7 @@ that the triage bot posts, an escape sequence in a terminal, a workflow command 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import fields, is_dataclass, replace
@@ -26,12 +27,17 @@ from envcheck.support.output_text import inert
 from envcheck.support.patterns import lazy
 
 
+@functools.cache
+def _init_fields(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind) if f.init)
+
+
 def _scrub(value: Any) -> Any:
     # Every field, found by walking the dataclasses rather than listed: a text field added to Finding or Report
     # later is scrubbed without anyone remembering to. Status and Severity are str enums: kept as they are.
     # What holds nothing to replace is returned as it is, not rebuilt: nearly every report is clean, and rebuilding
     # each finding cost about a tenth of a static check's own work.
-    if isinstance(value, Enum):
+    if value is None or isinstance(value, (Enum, int, float)):
         return value
     if isinstance(value, str):
         clean = inert(value)
@@ -44,7 +50,7 @@ def _scrub(value: Any) -> Any:
         same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
         return value if same else dict(pairs)
     if is_dataclass(value) and not isinstance(value, type):
-        old = {f.name: getattr(value, f.name) for f in fields(value) if f.init}
+        old = {name: getattr(value, name) for name in _init_fields(type(value))}
         changed = {name: new for name, v in old.items() if (new := _scrub(v)) is not v}
         return replace(value, **changed) if changed else value
     return value
