@@ -206,3 +206,18 @@ def test_envchecks_frozen_classes_are_records() -> None:
             if str(p.relative_to(package)) not in standalone and "dataclass(frozen=True)" in p.read_text("utf-8")
             and p.name != "records.py"]
     assert left == [], f"use envcheck.support.records.record: {left}"
+
+
+def test_a_record_without_a_docstring_is_described_by_its_fields() -> None:
+    @record
+    class Bare:
+        name: str
+        version: str = ""
+
+    @record
+    class Told:
+        """Said here."""
+
+        name: str
+
+    assert (Bare.__doc__, Told.__doc__) == ("Bare(name, version)", "Said here.")
