@@ -162,6 +162,15 @@ def test_init_fills_defaults_factories_and_later_fields(classes: dict[str, type]
     assert classes["Three"](1, 2, 3) == classes["Three"](c=3, b=2, a=1)
 
 
+@pytest.mark.parametrize("decorate", [record, dataclasses.dataclass(frozen=True)], ids=["record", "dataclass"])
+def test_a_required_field_after_a_defaulted_one_is_refused(decorate: Any) -> None:
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        @decorate
+        class Misordered:
+            a: int = 0
+            b: str  # type: ignore[misc]
+
+
 def test_keyword_only_fields_are_refused() -> None:
     with pytest.raises(TypeError, match="keyword-only"):
         @record

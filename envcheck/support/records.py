@@ -136,6 +136,15 @@ def record(cls: type[_T]) -> type[_T]:
         made.__doc__ = f"{made.__name__}({', '.join(f.name for f in fields)})"
     if any(f.kw_only is True for f in fields):
         raise TypeError(f"{made.__qualname__}: a record's fields are positional or keyword, none keyword-only")
+    defaulted = False
+    for f in fields:  # what the generated __init__'s signature would refuse, refused here
+        if not f.init:
+            continue
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            if defaulted:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        else:
+            defaulted = True
     made.__record_init__ = tuple(f.name for f in fields if f.init)
     made.__record_defaults__ = {f.name: f.default for f in fields if f.init and f.default is not dataclasses.MISSING}
     made.__record_factories__ = {f.name: f.default_factory for f in fields
