@@ -72,3 +72,24 @@ def test_the_check_finds_a_module_level_compile(tmp_path: Path) -> None:
     module.write_text('import re\n_X = re.compile(r"a")\n_B = re.compile(rb"b")\n\n\ndef f():\n'
                       '    return re.compile("c")\n', encoding="utf-8")
     assert _module_level_compiles(module) == [2]
+
+
+def test_every_lazy_pattern_in_envcheck_compiles() -> None:
+    # A pattern is compiled on first use, so a typo would surface only on its path: compile them all here.
+    import importlib
+    import pkgutil
+
+    import envcheck
+
+    found = []
+    for info in pkgutil.walk_packages(envcheck.__path__, "envcheck."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            items = value if isinstance(value, tuple) else (value,)
+            for item in items:
+                for candidate in (item if isinstance(item, tuple) else (item,)):
+                    if isinstance(candidate, patterns.LazyPattern):
+                        found.append(candidate)
+    assert len(found) > 100  # nearly all of them are module-level names; a few sit in module-level tuples
+    for pattern in found:
+        assert pattern.flags >= 0  # compiles it (re.error otherwise)

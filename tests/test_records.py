@@ -75,7 +75,8 @@ RECORDS = _pair(record)
 DATACLASSES = _pair(dataclasses.dataclass(frozen=True))
 for _name in RECORDS:  # module-level names, so that pickle finds the records (and both sets repr alike)
     RECORDS[_name].__qualname__ = DATACLASSES[_name].__qualname__ = _name
-    DATACLASSES[_name].__init__.__qualname__ = f"{_name}.__init__"  # the generated one's, named when it was made
+    for _made in (RECORDS[_name], DATACLASSES[_name]):  # their __init__s were named when they were made
+        _made.__init__.__qualname__ = f"{_name}.__init__"
     globals()[_name] = RECORDS[_name]
 
 
@@ -230,3 +231,60 @@ def test_a_record_without_a_docstring_is_described_by_its_fields() -> None:
         name: str
 
     assert (Bare.__doc__, Told.__doc__) == ("Bare(name, version)", "Said here.")
+
+
+@pytest.mark.parametrize("decorate", [record, dataclasses.dataclass(frozen=True)], ids=["record", "dataclass"])
+def test_what_a_class_defines_itself_behaves_alike(decorate: Any) -> None:
+    @decorate
+    class OwnEq:
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, OwnEq) and other.a % 10 == self.a % 10
+
+    assert OwnEq(1) == OwnEq(11)
+    assert hash(OwnEq(1)) == hash((1,))  # Python's implicit __hash__ = None is not the class's own
+
+    with pytest.raises(TypeError, match="Cannot overwrite attribute __setattr__"):
+        @decorate
+        class OwnSetattr:
+            a: int
+
+            def __setattr__(self, name: str, value: object) -> None:
+                object.__setattr__(self, name, value)
+
+
+@pytest.mark.parametrize("decorate", [record, dataclasses.dataclass(frozen=True)], ids=["record", "dataclass"])
+def test_subclasses_behave_alike(decorate: Any) -> None:
+    @decorate
+    class Base:
+        a: int
+
+    @decorate
+    class Child(Base):
+        b: int
+
+        def __init__(self, a: int) -> None:  # its own __init__, calling the base's: the base's fields only
+            super().__init__(a)
+            object.__setattr__(self, "b", a * 2)
+
+    child = Child(2)
+    assert (child.a, child.b) == (2, 4)
+    assert super(Child, child).__repr__().endswith("Child(a=2)")  # the instance's class, the base's fields
+
+    class Plain(Base):  # not a dataclass: its own attributes may be set, the fields not
+        pass
+
+    plain = Plain(1)
+    plain.extra = 5
+    assert plain.extra == 5
+    with pytest.raises(FrozenInstanceError):
+        plain.a = 2
+
+
+def test_init_var_is_refused() -> None:
+    with pytest.raises(TypeError, match="InitVar"):
+        @record
+        class WithInitVar:
+            a: int
+            b: dataclasses.InitVar[int] = 0

@@ -3,27 +3,34 @@
 For each `@dataclass(frozen=True)` class, CPython 3.10-3.12 writes the source of six methods (`__init__`,
 `__repr__`, `__eq__`, `__hash__`, `__setattr__`, `__delattr__`) and compiles each with its own `exec`: about 0.6 ms a
 class. A static check defines about a hundred of them, and that compiling was over a quarter of the instructions its
-first run executed (bench/README.md). `dataclasses` still reads a record's fields; the six methods are written
-once, here, and read the class's fields (kept on the class at decoration) when they run.
+first run executed (bench/README.md). `dataclasses` still reads a record's fields; its six methods are closures over
+them, made without writing or compiling any source.
 
 What a record is, for everything but its cost, is a frozen dataclass:
 - `dataclasses.fields`, `asdict`, `replace`, `is_dataclass`, pickling and copying work as they do on one;
 - `__init__` takes the fields in order, positionally or by keyword, fills defaults and factories (a fresh value
   each time), sets the `init=False` fields' defaults, then calls `__post_init__`; a wrong call raises the
-  TypeError, with the message, that the generated one raises;
+  TypeError, with the message, that the generated one raises, and a required field after a defaulted one is
+  refused when the class is made;
 - `==`, `hash` and `repr` give what the generated methods give (fields with `compare=False`, `hash=False` or
   `repr=False` left out in the same way; another class never equal);
-- assigning or deleting an attribute raises `dataclasses.FrozenInstanceError`, so `__post_init__` sets a field with
-  `object.__setattr__`, as on a frozen dataclass;
+- assigning or deleting a field raises `dataclasses.FrozenInstanceError`, so `__post_init__` sets a field with
+  `object.__setattr__`, as on a frozen dataclass; a plain subclass may set attributes of its own;
+- each method belongs to its class, as a generated one does (`super().__init__(...)` in a subclass fills the
+  base's fields), and a method the class defines itself is kept (defining `__setattr__` is refused);
 - type checkers see a frozen dataclass (`dataclass_transform`).
 
-Keyword-only fields and `InitVar` pseudo-fields are not supported (envcheck has none); `kw_only` is refused at
-decoration. A method the class defines itself is kept. tests/test_records.py holds records to frozen dataclasses.
+What differs: `inspect.signature` shows `__init__(*args, **kwargs)`, and `__dataclass_params__` describes a
+non-frozen dataclass without generated methods, so records and `@dataclass` classes do not inherit from each other
+(envcheck has no frozen dataclass left: tests/test_records.py). Keyword-only fields and `InitVar` are refused.
+tests/test_records.py holds records to frozen dataclasses, on every Python envcheck supports.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -35,96 +42,126 @@ else:
 __all__ = ["record"]
 
 _T = TypeVar("_T")
-
-
 _NO_DEFAULT = object()
 
 
-def _init(self: Any, *args: Any, **kwargs: Any) -> None:
-    # The generated __init__ of a frozen dataclass, for any record: its fields in order, positional or by keyword,
-    # defaults and factories, the init=False fields' defaults, then __post_init__; the same TypeErrors.
-    cls = type(self)
-    names: tuple[str, ...] = cls.__record_init__
-    if len(args) > len(names):
-        raise TypeError(_too_many(cls, len(args)))
-    defaults: dict[str, Any] = cls.__record_defaults__
-    factories: dict[str, Any] = cls.__record_factories__
+def _methods(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, Any]:
+    """The six methods of the record `cls`, closures over its fields: no source written, nothing compiled. Each
+    belongs to `cls` as a generated one would (`super().__init__` in a subclass runs the base's fields only)."""
+    names = tuple(f.name for f in fields if f.init)
+    defaults = {f.name: f.default for f in fields if f.init and f.default is not dataclasses.MISSING}
+    factories = {f.name: f.default_factory for f in fields
+                 if f.init and f.default_factory is not dataclasses.MISSING}
+    later = tuple((f.name, _NO_DEFAULT if f.default is dataclasses.MISSING else f.default, f.default_factory)
+                  for f in fields if not f.init and (f.default is not dataclasses.MISSING
+                                                     or f.default_factory is not dataclasses.MISSING))
+    post_init = getattr(cls, "__post_init__", None)
+    all_names = frozenset(f.name for f in fields)
+    qualname = cls.__qualname__
+    shown = tuple(f.name for f in fields if f.repr)
+    compared = _values(tuple(f.name for f in fields if f.compare))
+    # As dataclasses hashes a frozen class: a field's `hash`, or its `compare` where `hash` is None.
+    hashed = _values(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
     setter = object.__setattr__
-    for name, value in zip(names, args, strict=False):  # args may be fewer
-        setter(self, name, value)
-    used = 0
-    missing = []
-    for name in names[len(args):]:
-        if name in kwargs:
-            setter(self, name, kwargs[name])
-            used += 1
-        elif name in defaults:
-            setter(self, name, defaults[name])
-        elif name in factories:
-            setter(self, name, factories[name]())
-        else:
-            missing.append(name)
-    if used != len(kwargs):
-        for name in kwargs:
-            if name in names[:len(args)]:
-                raise TypeError(f"{cls.__qualname__}.__init__() got multiple values for argument {name!r}")
-            if name not in names:
-                raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {name!r}")
-    if missing:
-        quoted = [repr(name) for name in missing]
-        listed = quoted[0] if len(quoted) == 1 else (
-            f"{quoted[0]} and {quoted[1]}" if len(quoted) == 2 else f"{', '.join(quoted[:-1])}, and {quoted[-1]}")
-        plural = "s" if len(missing) > 1 else ""
-        raise TypeError(f"{cls.__qualname__}.__init__() missing {len(missing)} required positional "
-                        f"argument{plural}: {listed}")
-    for name, default, factory in cls.__record_later__:
-        setter(self, name, factory() if default is _NO_DEFAULT else default)
-    if hasattr(self, "__post_init__"):
-        self.__post_init__()
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(names):
+            raise TypeError(_too_many(__init__.__qualname__, len(names), len(defaults) + len(factories), len(args)))
+        for name, value in zip(names, args, strict=False):  # args may be fewer
+            setter(self, name, value)
+        used = 0
+        missing = []
+        for name in names[len(args):]:
+            if name in kwargs:
+                setter(self, name, kwargs[name])
+                used += 1
+            elif name in defaults:
+                setter(self, name, defaults[name])
+            elif name in factories:
+                setter(self, name, factories[name]())
+            else:
+                missing.append(name)
+        if used != len(kwargs):
+            for name in kwargs:
+                if name in names[:len(args)]:
+                    raise TypeError(f"{__init__.__qualname__}() got multiple values for argument {name!r}")
+                if name not in names:
+                    raise TypeError(f"{__init__.__qualname__}() got an unexpected keyword argument {name!r}")
+        if missing:
+            raise TypeError(_missing(__init__.__qualname__, missing))
+        for name, default, factory in later:
+            setter(self, name, factory() if default is _NO_DEFAULT else default)  # type: ignore[operator]
+        if post_init is not None:
+            self.__post_init__()
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in all_names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)  # a plain subclass's own attribute, as on a frozen dataclass
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in all_names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    def __repr__(self: Any) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return compared(self) == compared(other)
+
+    def __hash__(self: Any) -> int:
+        return hash(hashed(self))
+
+    made = {"__init__": __init__, "__setattr__": __setattr__, "__delattr__": __delattr__, "__repr__": __repr__,
+            "__eq__": __eq__, "__hash__": __hash__}
+    for name, method in made.items():
+        method.__qualname__ = f"{qualname}.{name}"
+    return made
 
 
-def _too_many(cls: Any, given: int) -> str:
-    names = cls.__record_init__
-    most = len(names) + 1  # counting self, as Python does
-    least = most - len(cls.__record_defaults__) - len(cls.__record_factories__)
+def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The named fields' values as a tuple, read in C (one name: attrgetter gives the value, not a 1-tuple)."""
+    if len(names) == 1:
+        (name,) = names
+        return lambda obj: (getattr(obj, name),)
+    if not names:
+        return lambda obj: ()
+    return attrgetter(*names)
+
+
+# The messages Python writes for a call that does not fit a function's parameters, `function` its __qualname__.
+def _missing(function: str, missing: list[str]) -> str:
+    quoted = [repr(name) for name in missing]
+    listed = quoted[0] if len(quoted) == 1 else (
+        f"{quoted[0]} and {quoted[1]}" if len(quoted) == 2 else f"{', '.join(quoted[:-1])}, and {quoted[-1]}")
+    plural = "s" if len(missing) > 1 else ""
+    return f"{function}() missing {len(missing)} required positional argument{plural}: {listed}"
+
+
+def _too_many(function: str, fields: int, optional: int, given: int) -> str:
+    most = fields + 1  # counting self, as Python does
+    least = most - optional
     takes = str(most) if least == most else f"from {least} to {most}"
     plural = "" if most == 1 else "s"
-    return (f"{cls.__qualname__}.__init__() takes {takes} positional argument{plural} but {given + 1} "
+    return (f"{function}() takes {takes} positional argument{plural} but {given + 1} "
             f"{'was' if given + 1 == 1 else 'were'} given")
-
-
-def _setattr(self: Any, name: str, _value: Any) -> None:
-    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-
-def _delattr(self: Any, name: str) -> None:
-    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-
-
-def _repr(self: Any) -> str:
-    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__record_repr__)
-    return f"{type(self).__qualname__}({shown})"
-
-
-def _eq(self: Any, other: Any) -> Any:
-    if other.__class__ is not self.__class__:
-        return NotImplemented
-    names = type(self).__record_compare__
-    return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
-
-
-def _hash(self: Any) -> int:
-    return hash(tuple(getattr(self, n) for n in type(self).__record_hash__))
-
-
-_SHARED = {"__init__": _init, "__setattr__": _setattr, "__delattr__": _delattr, "__repr__": _repr, "__eq__": _eq,
-           "__hash__": _hash}
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
 def record(cls: type[_T]) -> type[_T]:
     """Make `cls` a frozen dataclass (see the module's docstring)."""
-    own = {name for name in _SHARED if name in cls.__dict__}
+    body = cls.__dict__
+    for name in ("__setattr__", "__delattr__"):
+        if name in body:  # as dataclasses refuses it for a frozen class
+            raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+    # What the class defines is kept, as dataclasses keeps it; a __hash__ of None that Python put there because the
+    # class defines __eq__ is not the class's own.
+    own = {name for name in ("__init__", "__repr__", "__eq__", "__hash__") if name in body}
+    if body.get("__hash__", 0) is None and "__eq__" in body:
+        own.discard("__hash__")
     # Without a docstring, dataclasses would write one from inspect.signature of the class, here object's own
     # __init__, whose text signature is parsed with the tokenizer: its regex compiled, ~5 ms, for a help text.
     undocumented = not cls.__doc__
@@ -134,8 +171,11 @@ def record(cls: type[_T]) -> type[_T]:
     fields = dataclasses.fields(made)
     if undocumented:
         made.__doc__ = f"{made.__name__}({', '.join(f.name for f in fields)})"
-    if any(f.kw_only is True for f in fields):
-        raise TypeError(f"{made.__qualname__}: a record's fields are positional or keyword, none keyword-only")
+    for f in made.__dataclass_fields__.values():  # ClassVar and InitVar pseudo-fields too, which fields() leaves out
+        if f.kw_only is True:
+            raise TypeError(f"{made.__qualname__}: a record's fields are positional or keyword, none keyword-only")
+        if isinstance(f.type, dataclasses.InitVar) or (isinstance(f.type, str) and "InitVar" in f.type):
+            raise TypeError(f"{made.__qualname__}: a record has no InitVar pseudo-fields")
     defaulted = False
     for f in fields:  # what the generated __init__'s signature would refuse, refused here
         if not f.init:
@@ -145,19 +185,7 @@ def record(cls: type[_T]) -> type[_T]:
                 raise TypeError(f"non-default argument {f.name!r} follows default argument")
         else:
             defaulted = True
-    made.__record_init__ = tuple(f.name for f in fields if f.init)
-    made.__record_defaults__ = {f.name: f.default for f in fields if f.init and f.default is not dataclasses.MISSING}
-    made.__record_factories__ = {f.name: f.default_factory for f in fields
-                                 if f.init and f.default_factory is not dataclasses.MISSING}
-    made.__record_later__ = tuple(
-        (f.name, _NO_DEFAULT if f.default is dataclasses.MISSING else f.default, f.default_factory)
-        for f in fields if not f.init and (f.default is not dataclasses.MISSING
-                                           or f.default_factory is not dataclasses.MISSING))
-    made.__record_repr__ = tuple(f.name for f in fields if f.repr)
-    made.__record_compare__ = tuple(f.name for f in fields if f.compare)
-    # As dataclasses hashes a frozen class: a field's `hash`, or its `compare` where `hash` is None.
-    made.__record_hash__ = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
-    for name, method in _SHARED.items():
+    for name, method in _methods(made, fields).items():
         if name not in own:
             setattr(made, name, method)
     return made  # type: ignore[no-any-return]
