@@ -8,13 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from _sources import in_process_sources
 
 from envcheck.support import patterns
 from envcheck.support.patterns import lazy
-
-PACKAGE = Path(patterns.__file__).resolve().parents[1]
-# They run standalone, with the standard library alone (CONTRIBUTING.md, "Risky to touch").
-STANDALONE = {"facts/_collector.py", "probes/_child.py"}
 
 
 @pytest.mark.parametrize(("source", "flags", "text"), [
@@ -62,8 +59,8 @@ def _module_level_compiles(path: Path) -> list[int]:
 
 def test_no_module_compiles_a_text_pattern_at_import() -> None:
     # A check imports ~100 modules and uses about a quarter of their patterns; `lazy` keeps the rest off its time.
-    offenders = {str(path.relative_to(PACKAGE)): lines for path in sorted(PACKAGE.rglob("*.py"))
-                 if str(path.relative_to(PACKAGE)) not in STANDALONE and (lines := _module_level_compiles(path))}
+    offenders = {relative: lines for relative, path in in_process_sources()
+                 if (lines := _module_level_compiles(path))}
     assert offenders == {}, f"use envcheck.support.patterns.lazy instead of re.compile at module level: {offenders}"
 
 

@@ -7,12 +7,11 @@ import copy
 import dataclasses
 import pickle
 from dataclasses import FrozenInstanceError, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from _sources import in_process_sources
 
-from envcheck.support import records
 from envcheck.support.records import record
 
 
@@ -210,11 +209,8 @@ def test_a_method_the_class_defines_is_kept() -> None:
 
 def test_envchecks_frozen_classes_are_records() -> None:
     # `@dataclass(frozen=True)` costs six compiled methods a class at import; a record one (see records.py).
-    package = Path(records.__file__).resolve().parents[1]
-    standalone = {"facts/_collector.py", "probes/_child.py"}
-    left = [str(p.relative_to(package)) for p in sorted(package.rglob("*.py"))
-            if str(p.relative_to(package)) not in standalone and "dataclass(frozen=True)" in p.read_text("utf-8")
-            and p.name != "records.py"]
+    left = [relative for relative, path in in_process_sources()
+            if relative != "support/records.py" and "dataclass(frozen=True)" in path.read_text("utf-8")]
     assert left == [], f"use envcheck.support.records.record: {left}"
 
 
