@@ -138,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     changed_env = env_for(caches["changed"])
     runs = iter(range(1_000_000))
 
-    def change() -> None:  # a variable no rule reads, but the replay compares every one that is not per-session
-        changed_env["ENVCHECK_BENCH_RUN"] = str(next(runs))
+    def change(env: dict[str, str]) -> Callable[[], None]:
+        """Before each run: a variable no rule reads, but the replay compares every one that is not per-session."""
+        return lambda: env.__setitem__("ENVCHECK_BENCH_RUN", str(next(runs)))
 
     # (series, environment, what to do before each run, untimed)
     plan: list[tuple[Series, dict[str, str], Callable[[], None] | None]] = [
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         (Series("envcheck --version", [envcheck, "--version"]), child_env(), None),
         (Series("envcheck --static (cold)", [envcheck, "--static"]), env_for(caches["cold"]), empty(caches["cold"])),
         (Series("envcheck --static (replayed)", [envcheck, "--static"]), env_for(caches["warm"]), None),
-        (Series("envcheck --static (re-checked)", [envcheck, "--static"]), changed_env, change),
+        (Series("envcheck --static (re-checked)", [envcheck, "--static"]), changed_env, change(changed_env)),
         (Series("envcheck --static --no-cache", [envcheck, "--static", "--no-cache"]), env_for(caches["none"]), None),
     ]
     if not args.no_pip_check:
@@ -165,13 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         trees.append((label or tree, str(Path(tree).expanduser().resolve())))
     tree_envs: dict[str, dict[str, str]] = {}
     for label, tree in trees:
-        tree_envs[label] = {**env_for(scratch / f"cache-tree-{len(tree_envs)}"), "PYTHONPATH": tree}
-
-        def change_tree(env: dict[str, str] = tree_envs[label]) -> None:
-            env["ENVCHECK_BENCH_RUN"] = str(next(runs))
-
-        plan.append((Series(f"re-checked: {label}", [python, "-m", "envcheck", "--static"]), tree_envs[label],
-                     change_tree))
+        env = tree_envs[label] = {**env_for(scratch / f"cache-tree-{len(tree_envs)}"), "PYTHONPATH": tree}
+        plan.append((Series(f"re-checked: {label}", [python, "-m", "envcheck", "--static"]), env, change(env)))
 
     n_dists = count_distributions(python)
     wait_quiet(args.wait_quiet)
