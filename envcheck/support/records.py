@@ -42,7 +42,6 @@ else:
 __all__ = ["record"]
 
 _T = TypeVar("_T")
-_NO_DEFAULT = object()
 
 
 def _methods(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, Any]:
@@ -52,9 +51,9 @@ def _methods(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, 
     defaults = {f.name: f.default for f in fields if f.init and f.default is not dataclasses.MISSING}
     factories = {f.name: f.default_factory for f in fields
                  if f.init and f.default_factory is not dataclasses.MISSING}
-    later = tuple((f.name, _NO_DEFAULT if f.default is dataclasses.MISSING else f.default, f.default_factory)
-                  for f in fields if not f.init and (f.default is not dataclasses.MISSING
-                                                     or f.default_factory is not dataclasses.MISSING))
+    later = tuple((f.name, f.default, f.default_factory) for f in fields
+                  if not f.init and (f.default is not dataclasses.MISSING
+                                     or f.default_factory is not dataclasses.MISSING))
     post_init = getattr(cls, "__post_init__", None)
     all_names = frozenset(f.name for f in fields)
     qualname = cls.__qualname__
@@ -90,7 +89,7 @@ def _methods(cls: Any, fields: tuple[dataclasses.Field[Any], ...]) -> dict[str, 
         if missing:
             raise TypeError(_missing(__init__.__qualname__, missing))
         for name, default, factory in later:
-            setter(self, name, factory() if default is _NO_DEFAULT else default)  # type: ignore[operator]
+            setter(self, name, factory() if callable(factory) else default)  # MISSING is not callable
         if post_init is not None:
             self.__post_init__()
 
