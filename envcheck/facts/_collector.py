@@ -595,9 +595,15 @@ def _ensurepip_has_pip() -> bool:
 
 def tool_command(name: str, scripts: str | None) -> str | None:
     """How to invoke a tool: its bare name when the PATH finds it (the command then runs as printed in this
-    shell), else its absolute path in the environment's own scripts folder, else None."""
-    if shutil.which(name):
-        return name
+    shell), else its absolute path in the environment's own scripts folder, else None.
+
+    Only PATH's absolute entries count: a relative one (`.`, `bin`, an empty entry) would make a program of the
+    working folder, a cloned project's `./uv`, "the uv found". Where the whole PATH finds another file first (a
+    relative entry comes before), the absolute path of the one found is given, never the bare name."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    found = shutil.which(name, path=os.pathsep.join(p for p in entries if p and os.path.isabs(p)))
+    if found:
+        return name if shutil.which(name) == found else found
     if scripts:
         found = shutil.which(name, path=scripts)
         if found:
