@@ -8,6 +8,7 @@ tell whether a remembered check still holds, without the cost of the model's dat
 
 from __future__ import annotations
 
+import json
 import socket
 import sysconfig
 
@@ -17,6 +18,7 @@ from envcheck.version import __version__
 
 TYPE_CHECKING = False  # not typing's: see the module's docstring
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 # Running the collector in another interpreter costs one interpreter start (~20-50 ms) and a scan of the
@@ -56,7 +58,6 @@ def _installer_beside_envcheck(raw: dict[str, Any]) -> None:
 
 
 def _collect_foreign(python: str, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    import json
     import tempfile
     import time
     from pathlib import Path
@@ -64,20 +65,23 @@ def _collect_foreign(python: str, request: dict[str, Any], timeout_s: float) -> 
     from envcheck.probes.children import Spawned
 
     source = Path(_collector.__file__).read_text(encoding="utf-8")
-    with tempfile.TemporaryDirectory(prefix="envcheck-") as tmp:
-        out, err_path = Path(tmp) / "facts.json", Path(tmp) / "stderr.txt"
+    folder = tempfile.TemporaryDirectory(prefix="envcheck-")
+    try:
+        tmp = Path(folder.name)
         # The collector runs as a file of this folder of envcheck's own, so sys.path[0] is this folder: neither the
         # working folder (which `python -` and `python -m` put there, and where a project's platform.py would then
         # replace the standard library's) nor anything written into a pipe before the bound runs (an interpreter
         # whose start-up stalls never reads it). The working directory stays the user's: the collector reports it
         # and the import path a program started there sees. The facts come back through a file: a .pth hook that
         # prints must not corrupt them.
-        program = Path(tmp) / "envcheck_collector.py"
+        program = tmp / "envcheck_collector.py"
         program.write_text(source, encoding="utf-8")
         deadline = time.monotonic() + timeout_s
         try:
-            with err_path.open("wb") as err:
-                child = Spawned([python, str(program), json.dumps(request), str(out)], stderr=err)
+            with (tmp / "stderr.txt").open("wb") as err:
+                # The folder goes with the child, however envcheck ends (a signal: envcheck/probes/guard.py).
+                child = Spawned([python, str(program), json.dumps(request), str(tmp / "facts.json")], stderr=err,
+                                after=folder.cleanup)
         except FileNotFoundError:
             raise CollectError(f"--python {python}: no such file") from None
         except PermissionError:
@@ -86,35 +90,43 @@ def _collect_foreign(python: str, request: dict[str, Any], timeout_s: float) -> 
             raise CollectError(f"--python {python}: cannot run it ({exc.strerror or exc})") from None
         try:
             code = child.wait(deadline)
+            if code is None:
+                raise CollectError(f"--python {python}: no answer within {timeout_s:g} s (the bound, --probe-timeout): "
+                                   "its start-up or the fact collector hangs (a .pth file or sitecustomize that "
+                                   "blocks, a wrapper script that waits, a network filesystem); it and everything it "
+                                   "started were killed")
+            return _answer(python, tmp, code)
         finally:
             child.close()
-        if code is None:
-            raise CollectError(f"--python {python}: no answer within {timeout_s:g} s (the bound, --probe-timeout): "
-                               "its start-up or the fact collector hangs (a .pth file or sitecustomize that blocks, "
-                               "a wrapper script that waits, a network filesystem); it and everything it started "
-                               "were killed")
-        if code != 0 or not out.exists():
-            stderr = err_path.read_bytes()[-4000:].decode("utf-8", errors="replace")
-            tail = (stderr.strip().splitlines() or ["no output"])[-1]
-            if tail.startswith("SyntaxError"):
-                # The collector needs Python 3.8 (`from __future__ import annotations`, importlib.metadata).
-                raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
-                                   f"(Python 3.8 or later is needed): {tail}")
-            raise CollectError(f"--python {python}: the fact collector failed (exit {code}): {tail}")
-        from envcheck.support import input_files
+    finally:
+        folder.cleanup()
 
-        def unusable(_file: str, why: str) -> CollectError:
-            return CollectError(f"--python {python}: the fact collector's output cannot be used: {why}")
 
-        # The interpreter may be anything that runs `python FILE`: its output is read like any input file.
-        data = input_files.load_json(out, error=unusable)
-        info = data.get("python") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or not isinstance(info, dict):
-            raise unusable(str(out), "not a facts object with a 'python' table")
-        version = str(info.get("version", ""))[:64]
-        if tuple(int(p) for p in version.split(".")[:2] if p.isascii() and p.isdigit()) < (3, 8):
-            # Without importlib.metadata no distribution can be listed, and every package rule would pass
-            # vacuously: refuse rather than report a clean environment that was never looked at.
-            raise CollectError(f"--python {python}: Python {version} cannot be checked (Python 3.8 or later is "
-                               "needed to list installed distributions)")
-        return data
+def _answer(python: str, tmp: Path, code: int) -> dict[str, Any]:
+    """The facts the collector wrote into the folder `tmp`, having exited with `code`."""
+    out = tmp / "facts.json"
+    if code != 0 or not out.exists():
+        stderr = (tmp / "stderr.txt").read_bytes()[-4000:].decode("utf-8", errors="replace")
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        if tail.startswith("SyntaxError"):
+            # The collector needs Python 3.8 (`from __future__ import annotations`, importlib.metadata).
+            raise CollectError(f"--python {python}: this interpreter is too old for envcheck's fact collector "
+                               f"(Python 3.8 or later is needed): {tail}")
+        raise CollectError(f"--python {python}: the fact collector failed (exit {code}): {tail}")
+    from envcheck.support import input_files
+
+    def unusable(_file: str, why: str) -> CollectError:
+        return CollectError(f"--python {python}: the fact collector's output cannot be used: {why}")
+
+    # The interpreter may be anything that runs `python FILE`: its output is read like any input file.
+    data = input_files.load_json(out, error=unusable)
+    info = data.get("python") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(info, dict):
+        raise unusable(str(out), "not a facts object with a 'python' table")
+    version = str(info.get("version", ""))[:64]
+    if tuple(int(p) for p in version.split(".")[:2] if p.isascii() and p.isdigit()) < (3, 8):
+        # Without importlib.metadata no distribution can be listed, and every package rule would pass
+        # vacuously: refuse rather than report a clean environment that was never looked at.
+        raise CollectError(f"--python {python}: Python {version} cannot be checked (Python 3.8 or later is "
+                           "needed to list installed distributions)")
+    return data
