@@ -61,26 +61,15 @@ class Spawned:
             raise
         self.began = time.monotonic()
 
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def poll(self) -> int | None:
-        assert self.proc is not None
-        return self.proc.poll()
-
     def wait(self, deadline: float | None = None) -> int | None:
         """The exit status once the child ends; None when `deadline` (time.monotonic()) comes first, with its group
         killed. Its status is then no answer: the caller says the bound was reached."""
         assert self.proc is not None
-        while deadline is None or time.monotonic() < deadline:
-            try:
-                return self.proc.wait(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                break
-        self._stop_group(reap=True)
-        return None
+        try:
+            return self.proc.wait(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self._stop_group(reap=True)
+            return None
 
     def close(self) -> None:
         """End the child's group (if it still runs, or left something running), reap it and release it."""
@@ -115,7 +104,7 @@ class Spawned:
             end = time.monotonic() + self.grace_s
             while time.monotonic() < end and not self._reaped_now():
                 time.sleep(_POLL_S)
-        kill_group(self.proc.pid, signal.SIGKILL)  # what the child started goes with it, even after it ended
+        kill_group(self.proc.pid)  # what the child started goes with it, even after it ended
         if reap:
             self.proc.wait()
 
@@ -124,6 +113,8 @@ class Spawned:
         assert self.proc is not None
         if self.proc.returncode is not None:
             return True
+        if sys.platform == "win32":  # pragma: no cover - no waitpid there; no signal guard either
+            return self.proc.poll() is not None
         try:
             pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
         except ChildProcessError:
@@ -134,13 +125,13 @@ class Spawned:
         return False
 
 
-def kill_group(pid: int, signum: int = signal.SIGKILL) -> None:
-    """Send `signum` to the process group led by `pid` (a child started by `Spawned`)."""
+def kill_group(pid: int, signum: int | None = None) -> None:
+    """Send `signum` (default SIGKILL) to the process group led by `pid` (a child started by `Spawned`)."""
     try:
         if sys.platform != "win32":
-            os.killpg(pid, signum)
-        else:  # pragma: no cover - no process groups there; the child alone
-            os.kill(pid, signum)
+            os.killpg(pid, signal.SIGKILL if signum is None else signum)
+        else:  # pragma: no cover - no process groups there: the child alone (TerminateProcess)
+            os.kill(pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         pass
 
