@@ -182,3 +182,28 @@ def test_no_installer_outlives_envcheck_fix(tmp_path: Path, signame: str) -> Non
         if proc.poll() is None:
             proc.kill()
         _kill_leftovers(tmp_path)
+
+
+def test_a_signal_during_a_spawn_is_handled_once_the_child_is_known() -> None:
+    """A terminating signal that arrives while a held child is being spawned (its pid not yet known to whoever
+    started it) is handled when the spawn returns: the child is ended then, not forgotten."""
+    from envcheck.probes import guard
+
+    seen: list[str] = []
+
+    class Child:
+        def abandon(self) -> None:
+            seen.append("abandoned")
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("embedding program's handler"))
+    try:
+        child = Child()
+        guard.hold(child)
+        with guard.spawning():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handler runs here, in the main thread: it must only take note
+            seen.append("spawned")
+        assert seen == ["spawned", "abandoned", "embedding program's handler"]
+    finally:
+        guard.release(child)
+        signal.signal(signal.SIGTERM, previous)
