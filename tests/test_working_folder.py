@@ -148,7 +148,8 @@ def test_the_packs_rules_may_not_install_a_file_either() -> None:
         (only,) = fix_mod.plan([finding], python).steps
         return only
 
-    for arg in ("evil-1.0-py3-none-any.whl", "evil.tar.gz", "Evil.ZIP", "evil.whl[extra]", "evil.whl; os_name=='posix'"):
+    for arg in ("evil-1.0-py3-none-any.whl", "evil.tar.gz", "Evil.ZIP", "evil.whl[extra]",
+                "evil.whl; os_name=='posix'"):
         assert "as a file" in step(arg).held, arg
     for arg in ("torch>=2.6", "evil", "a.b", "flash-attn==2.5.8", "a @ https://example.org/a-1.0-py3-none-any.whl"):
         assert step(arg).held == "", arg
