@@ -113,7 +113,8 @@ _rules_option = click.option(
 )
 _probe_timeout_option = click.option(
     "--probe-timeout", type=_Seconds(0.5), default=120.0, show_default=True, metavar="SECONDS",
-    help="Kill a probe that has not finished after this long (its process group goes with it).",
+    help="Kill a probe that has not finished after this long (its process group goes with it); the same bound holds "
+         "for the fact collector in another interpreter.",
 )
 _no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
 
