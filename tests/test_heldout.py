@@ -39,8 +39,8 @@ GUARDED = ("rules", "tests/fixtures/corpus", "docs", "envcheck", "README.md")
 # Measured on the set as gathered (tests/fixtures/heldout/README.md, "Figures"). NOTE: the floor only goes up and the
 # ceiling only goes down: raise TEST_RECALL_FLOOR when rules or readers name more causes, never lower it to let a
 # change pass, and never edit the set to raise it.
-TEST_RECALL_FLOOR = 0.50  # 33/65 = 50.8% named
-CODE_BLAMED_CEILING = 0  # code-caused threads with a fail or warn finding: 0/18
+TEST_RECALL_FLOOR = 0.50  # 36/72 = 50.0% named
+CODE_BLAMED_CEILING = 0  # code-caused threads with a fail or warn finding: 0/21
 _NAME = re.compile(r"\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
 
 
