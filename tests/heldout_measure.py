@@ -319,6 +319,14 @@ def child_checker(python: str, workdir: Path) -> Checker:
     return check
 
 
+def has_torch(python: str) -> bool:
+    """Whether `python` can import torch (then a check it runs could see this machine's torch)."""
+    if python == sys.executable:
+        return importlib.util.find_spec("torch") is not None
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)"
+    return subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=False).returncode != 0
+
+
 def catalogue_areas(python: str) -> dict[str, str]:
     """{rule id: area} of the rule pack `python`'s envcheck ships (`envcheck rule --all --format json`)."""
     done = subprocess.run([python, "-m", "envcheck", "rule", "--all", "--format", "json"], capture_output=True,
@@ -365,11 +373,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="list the held-out threads whose cause was not named")
     parser.add_argument("--json", metavar="FILE", help="also write every thread's exit code and findings to FILE")
     args = parser.parse_args(argv)
-    if args.python == sys.executable and importlib.util.find_spec("torch") is not None:
+    if has_torch(args.python):
         print(f"{args.python} has torch: run this with an interpreter without it (the project's .venv)",
               file=sys.stderr)
         return 2
-    areas = catalogue_areas(args.python)
+    try:
+        areas = catalogue_areas(args.python)
+    except subprocess.CalledProcessError as error:
+        last = (error.stderr or "").strip().splitlines()[-1:] or ["no output"]
+        print(f"{args.python} cannot run envcheck (`-m envcheck rule --all`): {last[0]}", file=sys.stderr)
+        return 2
     unmapped = sorted({area for area in areas.values() if area not in AREA_CATEGORY})
     if unmapped:
         print(f"rule areas without a category in AREA_CATEGORY: {', '.join(unmapped)}", file=sys.stderr)
