@@ -112,7 +112,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "EC1713": "companion-build",
     "EC1715": "build-toolchain",
     "EC1716": "multi-gpu", "EC1717": "multi-gpu", "EC1718": "multi-gpu", "EC1719": "multi-gpu",
-    "EC1720": "multi-gpu", "EC1721": "multi-gpu",
+    "EC1720": None, "EC1721": None,  # NCCL failed on a system call / a CUDA call: the symptom, its WARN line the cause
     "EC1722": "shared-library", "EC1727": "shared-library", "EC1728": "shared-library",
     "EC1723": "windows-dll",
     "EC1724": "installer", "EC1725": "installer",
