@@ -55,6 +55,7 @@ CATEGORIES = (
 # unless RULE_CATEGORY says otherwise: add a line there when it names another cause.
 AREA_CATEGORY: dict[str, str | None] = {
     "attention": "dtype-hardware",  # FlashAttention / SDPA kernels the GPU cannot run
+    "code-errors": "code",  # failures the user's code causes (issue 32 item 5): never an environment finding
     "companions": "companion-build",  # torchvision, torchaudio, xformers built for another torch
     "dependencies": "installer",  # what pip left: conflicts, duplicates, broken metadata
     "environment": "gpu-runtime",
