@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from envcheck.facts._collector import SCHEMA
 from envcheck.facts._reader import Reader
+from envcheck.facts.conda import CondaFacts
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.native import NativeFacts
@@ -213,6 +214,8 @@ class Facts:
     # libstdc++, manylinux floors, Windows runtime DLLs; None: not collected
     observed: tuple[Observation, ...] = ()  # failures recognised in error output that came with the facts
     # (`envcheck explain`, a pasted report's traceback); empty: none was given, or none was recognised
+    conda: CondaFacts | None = None  # conda's records of the torch stack (pytorch, pytorch-gpu, cuda-version, ...):
+    # their build strings and channels; None: no conda environment, or not collected (a report without `conda list`)
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -277,6 +280,8 @@ class Facts:
             out["native"] = _json_shape(asdict(self.native))
         if self.observed:
             out["observed"] = [asdict(o) for o in self.observed]
+        if self.conda is not None:  # absent (not null) when not collected, as toolchain
+            out["conda"] = _json_shape(asdict(self.conda))
         out["python"]["path"] = list(self.python.path)
         return out
 
@@ -309,6 +314,7 @@ class Facts:
             toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
             native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
             observed=r.list_of("observed", Observation.from_reader, optional=True),
+            conda=_optional(r.opt_obj("conda"), CondaFacts.from_reader),
         )
 
 
