@@ -127,16 +127,18 @@ def rewrite(argv: Sequence[str], facts: Facts) -> tuple[list[tuple[str, ...]], s
     manifest = pixi_manifest(facts)
     if manifest is not None:
         out.append(("pixi", "add", "--manifest-path", manifest, *specs))
-        tool = f"pixi (the environment belongs to the pixi project of {manifest})"
+        note = (f"torch is conda-forge's here, installed by pixi for the project of {manifest}, so the torch "
+                "family changes in its manifest: a `pip install torch` would put PyPI's torch over conda's files, "
+                "and pixi's next install would put its own back.")
     else:
         conda = (facts.installer.conda if facts.installer is not None else None) or "conda"
         prefix = ("-p", facts.python.prefix) if facts.python.prefix else ()
         out.append((conda, "install", *prefix, "-c", CHANNEL, "-y", *specs))
         tool = posixpath.basename(conda.replace("\\", "/"))
+        note = (f"conda installed torch here, so the torch family is installed from {CHANNEL} with {tool}: "
+                "`pip install torch` would put PyPI's torch over conda's files, and conda's next transaction "
+                "would put its own back; conda picks the build for this environment's Python.")
     others = [a for a in rest if not a.startswith("-")]
     if others:
         out.append((*argv[:4], *rest))
-    note = (f"conda installed torch here, so the torch family is installed from {CHANNEL} with {tool}: "
-            "`pip install torch` would put PyPI's torch over conda's files, and conda's next transaction would "
-            "put its own back.")
     return out, note

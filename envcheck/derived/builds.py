@@ -316,8 +316,8 @@ def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: conda_builds.Cond
         if found is None:
             return None
         archs, entry = found
-        return archs, (f"the architectures conda-forge compiled {recorded.described} for ({entry.source}), as "
-                       "the torch-build probe did not run")
+        return archs, (f"the architectures conda-forge compiled pytorch {recorded.package.version} "
+                       f"{recorded.package.build} for ({entry.source}), as the torch-build probe did not run")
     if recorded is not None and recorded.build.cuda is not None and recorded.package.channel.startswith("pytorch"):
         cuda = recorded.build.cuda.replace(".", "")
         variants = tb.variants(matrix, recorded.package.version, platform or "linux-x86_64")

@@ -19,7 +19,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
-from envcheck.derived.common import Table
+from envcheck.derived.common import Derivation, Table, of_facts
 from envcheck.derived.companions import pytorch_index
 from envcheck.derived.gpu_compat import CudaDriverTable
 from envcheck.errors import RuleError
@@ -28,7 +28,7 @@ from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import major_minor, parse_version
 
 __all__ = ["CONDA_FORGE", "CondaForgeRelease", "CondaForgeTable", "CondaTorch", "archs_of", "conda_recommendation",
-           "installed", "native_build", "parse", "subdir_of"]
+           "installed", "native_build", "parse", "subdir_of", "unmet_system_requirements"]
 
 SUBDIRS = ("linux-64", "linux-aarch64")
 # conda's platform names (subdirs) for the build matrix's platforms
@@ -288,3 +288,41 @@ def _platform_key(facts: Facts) -> str | None:
     if system is None or machine is None:
         return None
     return f"{system}-{machine}" if system != "macos" else f"macos-{'arm64' if machine == 'aarch64' else machine}"
+
+
+SYSTEM_REQUIREMENT_FIELDS = ("requirement", "required", "has", "override")
+
+
+def unmet_system_requirements(facts: Facts) -> list[dict[str, str]] | None:
+    """The environment's CUDA system requirement (pixi's `[system-requirements] cuda`) that the machine's `__cuda`
+    virtual package does not meet: a driver that runs an older CUDA, or no NVIDIA driver at all. [] when the
+    environment states none or the machine meets it; None when the machine's `__cuda` is not known."""
+    conda = facts.conda
+    if conda is None or "cuda" not in conda.system_requirements:
+        return []
+    required = parse_version(conda.system_requirements["cuda"])
+    if required is None:
+        return None
+    has = conda.virtual_packages.get("__cuda")
+    item = {"requirement": "cuda", "required": conda.system_requirements["cuda"],
+            "override": f"CONDA_OVERRIDE_CUDA={conda.system_requirements['cuda']}"}
+    if has is None:
+        nvml = facts.nvml
+        if nvml is not None and nvml.status in ("no-driver", "driver-not-loaded"):
+            return [{**item, "has": "no __cuda (no NVIDIA driver)"}]
+        return None
+    found = parse_version(has)
+    if found is None:
+        return None
+    return [{**item, "has": f"__cuda {has}"}] if found < required else []
+
+
+DERIVATIONS: list[Derivation] = [
+    Derivation("conda.unmet-system-requirements",
+               "one item when the environment requires a CUDA (pixi's `[system-requirements] cuda`, of the "
+               "environment read) that the machine's `__cuda` virtual package does not meet: `requirement` "
+               "(`cuda`), `required` (as written, `12.0`), `has` (`__cuda 11.4`, or no `__cuda` without an NVIDIA "
+               "driver), `override` (the CONDA_OVERRIDE_CUDA setting that would pretend otherwise). Empty without "
+               "such a requirement; unknown when the machine's `__cuda` is not known",
+               SYSTEM_REQUIREMENT_FIELDS, of_facts(unmet_system_requirements)),
+]

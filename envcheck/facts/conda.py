@@ -16,7 +16,7 @@ for a CUDA build, `+ 100` for an MKL one), so the feedstock's own build number i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from envcheck.facts._reader import Reader
 
@@ -112,10 +112,18 @@ class CondaFacts:
 
     packages: tuple[CondaPackage, ...]
     problems: tuple[str, ...] = ()  # records that could not be read, in words
+    # conda's virtual packages of the machine, where known: "__cuda" (the newest CUDA the driver runs, as conda
+    # detects it or CONDA_OVERRIDE_CUDA sets it), "__cuda_arch" (the lowest compute capability of its GPUs, as
+    # NVIDIA's nvidia-virtual-packages plugin defines it); empty: not known
+    virtual_packages: dict[str, str] = field(default_factory=dict)
+    # the virtual packages the environment requires (pixi's [system-requirements]: "cuda" -> "12.0"); empty: none
+    system_requirements: dict[str, str] = field(default_factory=dict)
 
     def get(self, name: str) -> CondaPackage | None:
         return next((p for p in self.packages if p.name == name), None)
 
     @classmethod
     def from_reader(cls, r: Reader) -> CondaFacts:
-        return cls(packages=r.list_of("packages", CondaPackage.from_reader), problems=r.texts("problems"))
+        return cls(packages=r.list_of("packages", CondaPackage.from_reader), problems=r.texts("problems"),
+                   virtual_packages=r.text_map("virtual_packages"),
+                   system_requirements=r.text_map("system_requirements"))
