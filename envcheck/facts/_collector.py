@@ -701,6 +701,8 @@ def _conda_records(prefix: str, stack: list[Any] | None = None) -> dict[str, str
             continue  # one unreadable record must not hide the others
         name = next((n for n in _CONDA_NAME.findall(text) if entry.startswith(n + "-")), None)
         if name is None:
+            if stack is not None and any(entry.startswith(n + "-") for n in _TORCH_STACK):
+                stack.append("conda-meta/%s names no package of its own (not a conda record)" % entry)
             continue
         if stack is not None and name in _TORCH_STACK:
             stack.append(_stack_record(entry, text))
