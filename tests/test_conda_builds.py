@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import build_facts, dist_dict, gpu_dict, nvml_dict, torch_dict
+from conftest import build_facts, collect_facts, dist_dict, gpu_dict, nvml_dict, torch_dict, write_dist, write_torch
 
 from envcheck import rule_pack
 from envcheck.commands.installers import for_environment
 from envcheck.derived import build_matrix as tb
-from envcheck.derived import conda_builds
+from envcheck.derived import builds, conda_builds
 from envcheck.derived.tables import CONDA_FORGE, load
 from envcheck.engine import evaluate
 from envcheck.errors import RuleError
@@ -247,3 +247,41 @@ def test_pip_torch_keeps_pip() -> None:
     facts = build_facts(dists=[dist_dict("torch", "2.7.1")], torch=torch_dict("2.7.1", "12.6"))
     argv = (facts.python.executable, "-m", "pip", "install", "torch==2.7.1+cu128")
     assert for_environment([argv], facts).commands == (argv,)
+
+
+# The layout of variant.json in PEP 825's draft (peps/pep-0825.rst, "Variant metadata"), with NVIDIA's variant
+# provider's `sm_arch` property (`120_real`: a cubin, `90_virtual`: PTX).
+VARIANT_JSON = {
+    "$schema": "https://variants-schema.wheelnext.dev/v0.0.3.json",
+    "default-priorities": {"namespace": ["nvidia"]},
+    "variants": {"cu128": {"nvidia": {"cuda_version": [">=12.8,<13"], "sm_arch": ["90_real", "120_real",
+                                                                                    "120_virtual"]}}},
+}
+
+
+def _variant_site(tmp_path: Path, variant: dict[str, object]) -> Path:
+    site = tmp_path / "site"
+    write_torch(site, '__version__ = "2.9.0"\ncuda = "12.8"\n')
+    dist_info = write_dist(site, "torch", "2.9.0")
+    (dist_info / "variant.json").write_text(json.dumps(variant), encoding="utf-8")
+    return site
+
+
+def test_a_variant_wheels_properties_are_its_build(tmp_path: Path) -> None:
+    """A torch variant wheel's variant.json (PEP 825 draft) is collected, and its sm_arch properties decide the GPU
+    coverage as a build tag would: an RTX 5090 natively, a V100 not at all."""
+    facts = collect_facts(_variant_site(tmp_path, VARIANT_JSON))
+    assert facts.torch is not None and facts.torch.variant is not None
+    assert facts.torch.variant["label"] == "cu128" and facts.torch.variant["problem"] is None
+    archs = builds.wheel_variant_archs(facts.torch.variant)
+    assert archs == ("sm_90", "sm_120", "compute_120")
+    assert tb.coverage(archs, (12, 0)) == "native" and tb.coverage(archs, (7, 0)) == "none"
+
+
+def test_a_variant_json_of_another_format_is_not_read(tmp_path: Path) -> None:
+    """A variant.json whose schema is not the draft's v0.0.x is a problem, and says nothing of the build."""
+    other = {**VARIANT_JSON, "$schema": "https://packaging.python.org/variants/v1.0.0.json"}
+    facts = collect_facts(_variant_site(tmp_path, other))
+    assert facts.torch is not None and facts.torch.variant is not None
+    assert "not the draft format" in (facts.torch.variant["problem"] or "")
+    assert builds.wheel_variant_archs(facts.torch.variant) is None

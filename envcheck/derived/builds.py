@@ -309,6 +309,11 @@ def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: conda_builds.Cond
     version = facts.torch.version if facts.torch is not None else None
     if version is None:
         return None
+    declared = wheel_variant_archs(facts.torch.variant if facts.torch is not None else None)
+    if declared is not None:
+        label = (facts.torch.variant or {}).get("label", "") if facts.torch is not None else ""
+        return declared, (f"the properties of torch's variant wheel `{label}` (nvidia :: sm_arch in its "
+                         "variant.json, PEP 825 draft), as the torch-build probe did not run")
     recorded = conda_builds.installed(facts, platform)
     dist = facts.active("torch")
     if recorded is not None and recorded.conda_forge:
@@ -336,6 +341,25 @@ def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: conda_builds.Cond
         return None
     return variant.archs, (f"the build matrix's architectures for torch {version} ({variant.name}) on {platform}, "
                            "as the torch-build probe did not run")
+
+
+def wheel_variant_archs(variant: dict[str, Any] | None) -> tuple[str, ...] | None:
+    """The compiled targets a variant wheel declares: NVIDIA's variant provider names them as `nvidia :: sm_arch`
+    properties, `120_real` (a cubin, sm_120) and `90_virtual` (PTX, compute_90). None without such properties, or
+    for a variant.json that could not be read (envcheck/facts/_collector.py reads only the draft's format)."""
+    if not variant or variant.get("problem"):
+        return None
+    properties = variant.get("properties")
+    values = properties.get("nvidia", {}).get("sm_arch") if isinstance(properties, dict) else None
+    if not isinstance(values, list) or not values:
+        return None
+    out = []
+    for value in values:
+        number, _, kind = str(value).partition("_")
+        if not number.isdigit() or kind not in ("real", "virtual"):
+            return None
+        out.append(f"{'sm' if kind == 'real' else 'compute'}_{number}")
+    return tuple(dict.fromkeys(out))
 
 
 def arch_coverage(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None,

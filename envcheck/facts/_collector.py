@@ -948,6 +948,43 @@ def _environment() -> dict[str, str]:
     return dict(sorted(env.items()))
 
 
+# PEP 825 (draft): a variant wheel's properties in NAME-VERSION.dist-info/variant.json. Read only in the draft
+# format this envcheck knows (schema URL version 0.0.x); a later format may mean something else by the same keys.
+_VARIANT_SCHEMA = re.compile(r"/v0\.0\.\d+\.json$")
+_MAX_VARIANT_BYTES = 1024 * 1024
+
+
+def _wheel_variant(distributions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The imported torch's variant.json: its label and properties (namespace -> feature -> values), or a
+    problem in words; None when torch's wheel is no variant wheel."""
+    dist = next((d for d in distributions if d.get("canonical_name") == "torch"), None)
+    folder = dist.get("metadata_dir") if dist is not None else None
+    path = os.path.join(folder, "variant.json") if folder else ""
+    if not path or not os.path.lexists(path):
+        return None
+    why = _irregular(path, _MAX_VARIANT_BYTES)
+    try:
+        if why:
+            raise ValueError("it " + why)
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        schema = data.get("$schema") if isinstance(data, dict) else None
+        variants = data.get("variants") if isinstance(data, dict) else None
+        if not isinstance(schema, str) or not _VARIANT_SCHEMA.search(schema):
+            raise ValueError("its $schema %r is not the draft format this envcheck reads (v0.0.x)" % (schema,))
+        if not isinstance(variants, dict) or len(variants) != 1:
+            raise ValueError("its `variants` is not one label")
+        label, properties = next(iter(variants.items()))
+        clean = {}
+        for namespace, features in properties.items() if isinstance(properties, dict) else ():
+            if isinstance(features, dict):
+                clean[str(namespace)] = {str(k): [str(v) for v in values] for k, values in features.items()
+                                         if isinstance(values, list)}
+        return {"label": str(label), "schema": schema, "properties": clean, "problem": None}
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        return {"label": "", "schema": "", "properties": {}, "problem": "cannot read %s: %s" % (path, exc)}
+
+
 # --- entry points ----------------------------------------------------------------------------------------------
 
 
@@ -969,11 +1006,15 @@ def collect(request: dict[str, Any] | None = None, path: list[str] | None = None
         sources[item["file"]] = _source_fact(item["file"], sorted(set(item.get("patterns", []))), path)
     stack: list[Any] = []
     installer = _installer_facts(path, distributions, stack)
+    torch = _torch_build(path)
+    variant = _wheel_variant(distributions)
+    if torch is not None and variant is not None:
+        torch["variant"] = variant
     out = {
         "schema": SCHEMA,
         "python": _python_facts(path),
         "distributions": distributions,
-        "torch": _torch_build(path),
+        "torch": torch,
         "modules": modules,
         "sources": dict(sorted(sources.items())),
         "env": _environment(),

@@ -143,6 +143,9 @@ class TorchBuild:
     debug: bool | None
     fields: dict[str, Any]  # every literal assignment in version.py, for fields newer than this schema
     problem: str | None  # why version.py could not be read; None when it was
+    # a variant wheel's properties (PEP 825, draft: torch's .dist-info/variant.json, read only in the draft's format
+    # v0.0.x): {"label", "schema", "properties": {namespace: {feature: [values]}}, "problem"}; None: no variant wheel
+    variant: dict[str, Any] | None = None
 
     @classmethod
     def from_reader(cls, r: Reader) -> TorchBuild:
@@ -150,6 +153,7 @@ class TorchBuild:
             location=r.text("location"), version=r.opt_text("version"), cuda=r.opt_text("cuda"),
             hip=r.opt_text("hip"), git_version=r.opt_text("git_version"), debug=r.opt_flag("debug"),
             fields=r.json_object("fields"), problem=r.opt_text("problem"),
+            variant=r.json_object("variant") if r.has("variant") else None,
         )
 
 
