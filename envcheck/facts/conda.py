@@ -15,10 +15,10 @@ for a CUDA build, `+ 100` for an MKL one), so the feedstock's own build number i
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from envcheck.facts._reader import Reader
+from envcheck.support.patterns import lazy
 
 __all__ = ["TORCH_STACK", "CondaBuild", "CondaFacts", "CondaPackage", "channel_name", "parse_build"]
 
@@ -29,14 +29,14 @@ TORCH_STACK = ("pytorch", "pytorch-gpu", "pytorch-cpu", "libtorch", "cuda-versio
                "torchvision", "torchaudio", "python")
 
 # conda-forge and defaults: "cuda126_mkl_py312_h30b5a27_300", "cuda126_py313hae2543e_306", "gpu_cuda118py310h..._0".
-_CUDA_PACKED = re.compile(r"(?:^|_)cuda(\d{2,3})(?=_|py|$)")
+_CUDA_PACKED = lazy(r"(?:^|_)cuda(\d{2,3})(?=_|py|$)")
 # the pytorch channel: "py3.10_cuda11.8_cudnn8.7.0_0", "py3.7_cuda10.1.243_cudnn7.6.3_0"
-_CUDA_DOTTED = re.compile(r"(?:^|_)cuda(\d{1,2})\.(\d{1,2})(?:\.\d+)?(?=_|$)")
-_CPU = re.compile(r"(?:^|_)cpu(?=_|py|$)")
-_PYTHON = re.compile(r"(?:^|_|(?<=\d))py(\d)\.?(\d{1,2})(?=_|h|$)")
-_BLAS = re.compile(r"_(mkl|generic|openblas)_")
-_NUMBER = re.compile(r"_(\d{1,6})$")
-_CHANNEL_URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]+/(.+?)/?$")
+_CUDA_DOTTED = lazy(r"(?:^|_)cuda(\d{1,2})\.(\d{1,2})(?:\.\d+)?(?=_|$)")
+_CPU = lazy(r"(?:^|_)cpu(?=_|py|$)")
+_PYTHON = lazy(r"(?:^|_|(?<=\d))py(\d)\.?(\d{1,2})(?=_|h|$)")
+_BLAS = lazy(r"_(mkl|generic|openblas)_")
+_NUMBER = lazy(r"_(\d{1,6})$")
+_CHANNEL_URL = lazy(r"^[a-z][a-z0-9+.-]*://[^/]+/(.+?)/?$")
 _SUBDIRS = ("linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64", "noarch")
 
 

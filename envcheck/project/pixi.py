@@ -20,7 +20,6 @@ choosing among version 7's named platforms of that subdir the one whose virtual 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
+from envcheck.support.patterns import lazy
 
 __all__ = ["DEFAULT", "LOCK", "PixiLock", "PixiPackage", "lock_file", "manifest_requirements", "read_lock",
            "subdir_markers"]
@@ -45,10 +45,10 @@ SUBDIR_MARKERS = {
     "linux-64": ('linux', 'x86_64'), "linux-aarch64": ('linux', 'aarch64'), "osx-64": ('darwin', 'x86_64'),
     "osx-arm64": ('darwin', 'arm64'), "win-64": ('win32', 'AMD64'),
 }
-_ITEM = re.compile(r"^(\s*)- (conda|pypi): (\S+)\s*$")
-_KEY = re.compile(r"^(\s*)([A-Za-z0-9_.-]+):\s*(.*?)\s*$")
-_LIST_VALUE = re.compile(r"^\s*- (\S.*?)\s*$")
-_CONDA_FILE = re.compile(r"^(.+)-([^-]+)-([^-]+)\.(?:conda|tar\.bz2)$")
+_ITEM = lazy(r"^(\s*)- (conda|pypi): (\S+)\s*$")
+_KEY = lazy(r"^(\s*)([A-Za-z0-9_.-]+):\s*(.*?)\s*$")
+_LIST_VALUE = lazy(r"^\s*- (\S.*?)\s*$")
+_CONDA_FILE = lazy(r"^(.+)-([^-]+)-([^-]+)\.(?:conda|tar\.bz2)$")
 
 
 @dataclass(frozen=True)
