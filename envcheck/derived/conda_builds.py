@@ -317,7 +317,21 @@ def unmet_system_requirements(facts: Facts) -> list[dict[str, str]] | None:
     return [{**item, "has": f"__cuda {has}"}] if found < required else []
 
 
+def system_requirements(facts: Facts) -> list[dict[str, str]]:
+    """The virtual packages the environment requires (pixi's `[system-requirements]`), one item each; empty for
+    an environment that states none, or no pixi project."""
+    conda = facts.conda
+    if conda is None:
+        return []
+    return [{"requirement": k, "required": v} for k, v in sorted(conda.system_requirements.items())]
+
+
 DERIVATIONS: list[Derivation] = [
+    Derivation("conda.system-requirements",
+               "the virtual packages the environment requires, one item each (pixi's `[system-requirements]` of "
+               "the environment read, with its features'): `requirement` (`cuda`, `glibc`, ...), `required` (as "
+               "written, `12.0`). Empty without a pixi project or requirements", ("requirement", "required"),
+               of_facts(system_requirements)),
     Derivation("conda.unmet-system-requirements",
                "one item when the environment requires a CUDA (pixi's `[system-requirements] cuda`, of the "
                "environment read) that the machine's `__cuda` virtual package does not meet: `requirement` "
