@@ -21,7 +21,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
-from envcheck.derived import companions, conda_builds, gpu_compat
+from envcheck.derived import companions, conda_builds, conda_recommend, gpu_compat
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, without_cuda_torch
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
@@ -443,7 +443,7 @@ def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list
 
 
 def _recommended_build(derived: Values) -> Any:
-    conda = conda_builds.conda_recommendation(derived.facts, derived.tables[conda_builds.CONDA_FORGE],
+    conda = conda_recommend.conda_recommendation(derived.facts, derived.tables[conda_builds.CONDA_FORGE],
                                               derived.tables[CUDA_DRIVER])
     return conda if conda is not None else recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
 
