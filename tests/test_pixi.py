@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,41 @@ def test_a_pixi_environment_is_collected_with_conda_records(tmp_path: Path) -> N
     assert facts.installer.pixi == str(project / "pixi.toml")
     again = type(facts).from_dict(json.loads(json.dumps(facts.to_dict())), file="<again>")
     assert again.conda == facts.conda
+
+
+def _hostile_lock(tmp_path: Path, size: int) -> Path:
+    """A pixi.lock with long runs of spaces inside values and many entries."""
+    path = tmp_path / f"pixi-{size}.lock"
+    url = "https://conda.anaconda.org/conda-forge/linux-64/pytorch-2.6.0-cuda126_mkl_py312_h8bb5dc9_300.conda"
+    entries = "".join(f"      - conda: {url}{i}\n" for i in range(size))
+    path.write_text(f"version: 6\nenvironments:\n  default:\n    packages:\n      linux-64:\n{entries}packages:\n"
+                    f"- conda: {url}\n  name: a{' ' * size}b\n  build: x{' ' * size}\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.timing
+def test_reading_a_hostile_pixi_lock_grows_linearly(tmp_path: Path) -> None:
+    """A pixi.lock four times as large (long space runs in values, many entries) takes well under sixteen times as
+    long to read."""
+    from test_parse_bounds import RATIO, growth
+
+    def make(size: int) -> Callable[[], object]:
+        path = _hostile_lock(tmp_path, size)
+        return lambda: pixi.read_lock(path, "pixi.lock")
+
+    assert growth(make, 2000) < RATIO
+
+
+@pytest.mark.timing
+def test_reading_a_hostile_conda_build_string_grows_linearly() -> None:
+    """A conda list row of the torch stack with a build string of long runs is read in linear time."""
+    from test_parse_bounds import RATIO, growth
+
+    from envcheck.intake import read_report
+
+    def make(size: int) -> Callable[[], object]:
+        text = (f"# packages in environment at /a:\npytorch 2.7.1 cuda126_{'_' * size}py3{'1' * size}_h{'.' * size} "
+                f"https://x/{'/' * size}conda-forge/\n").encode()
+        return lambda: read_report(text, "hostile.txt")
+
+    assert growth(make, 2000) < RATIO

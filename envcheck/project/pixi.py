@@ -29,7 +29,7 @@ from envcheck.facts.conda import TORCH_STACK, CondaPackage, channel_name
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 from envcheck.project.errors import ProjectError
-from envcheck.support import toml
+from envcheck.support import input_files, toml
 from envcheck.support.patterns import lazy
 
 __all__ = ["DEFAULT", "LOCK", "PixiLock", "PixiPackage", "lock_file", "manifest_requirements", "read_lock",
@@ -46,8 +46,9 @@ SUBDIR_MARKERS = {
     "osx-arm64": ('darwin', 'arm64'), "win-64": ('win32', 'AMD64'),
 }
 _ITEM = lazy(r"^(\s*)- (conda|pypi): (\S+)\s*$")
-_KEY = lazy(r"^(\s*)([A-Za-z0-9_.-]+):\s*(.*?)\s*$")
-_LIST_VALUE = lazy(r"^\s*- (\S.*?)\s*$")
+# A key and the rest of its line (stripped in Python: `(.*?)\s*$` would retry the tail at every space of a long run).
+_KEY = lazy(r"^(\s*)([A-Za-z0-9_.-]+):(.*)$")
+_LIST_VALUE = lazy(r"^\s*- (\S.*)$")
 _CONDA_FILE = lazy(r"^(.+)-([^-]+)-([^-]+)\.(?:conda|tar\.bz2)$")
 
 
@@ -111,12 +112,9 @@ def _conda_entry(url: str, stated: dict[str, str], line: int) -> PixiPackage:
 def read_lock(path: Path, display: str) -> PixiLock:
     """The lock at `path`; a version this envcheck does not read, or an entry without a name and version, is a
     ProjectError naming `display` and the line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProjectError(display, f"cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    text = input_files.read_text(path, error=lambda _file, why: ProjectError(display, f"cannot be read: {why}"))
     lines = text.splitlines()
-    version = next((m.group(3) for m in map(_KEY.match, lines[:5]) if m and m.group(1) == "" and
+    version = next((m.group(3).strip() for m in map(_KEY.match, lines[:5]) if m and m.group(1) == "" and
                     m.group(2) == "version"), None)
     if version is None or not version.isdigit() or int(version) not in VERSIONS:
         shown = "missing" if version is None else repr(version)
@@ -154,25 +152,25 @@ def read_lock(path: Path, display: str) -> PixiLock:
         if section == "platforms":
             key = _KEY.match(raw.replace("- ", "  ", 1)) if raw.lstrip().startswith("- name:") else _KEY.match(raw)
             if raw.lstrip().startswith("- name:") and key is not None:
-                platform_entry, in_virtual = key.group(3), False
+                platform_entry, in_virtual = key.group(3).strip(), False
                 platforms[platform_entry] = (platform_entry, [])
             elif key is not None and platform_entry is not None and key.group(2) == "subdir":
-                platforms[platform_entry] = (key.group(3), platforms[platform_entry][1])
+                platforms[platform_entry] = (key.group(3).strip(), platforms[platform_entry][1])
             elif key is not None and key.group(2) == "virtual-packages":
                 in_virtual = True
             elif in_virtual and platform_entry is not None and (value := _LIST_VALUE.match(raw)):
-                platforms[platform_entry][1].append(value.group(1))
+                platforms[platform_entry][1].append(value.group(1).rstrip())
         elif section == "environments":
             item = _ITEM.match(raw)
             key = _KEY.match(raw)
             if item is not None and env is not None and platform is not None and in_env_packages:
                 environments[env].setdefault(platform, []).append(item.group(3))
-            elif key is not None and len(key.group(1)) == 2 and not key.group(3):
+            elif key is not None and len(key.group(1)) == 2 and not key.group(3).strip():
                 env, platform, in_env_packages = key.group(2), None, False
                 environments.setdefault(env, {})
-            elif key is not None and key.group(2) == "packages" and not key.group(3):
+            elif key is not None and key.group(2) == "packages" and not key.group(3).strip():
                 in_env_packages = True
-            elif key is not None and in_env_packages and not key.group(3) and len(key.group(1)) > 4:
+            elif key is not None and in_env_packages and not key.group(3).strip() and len(key.group(1)) > 4:
                 platform = key.group(2)
         elif section == "packages":
             item = _ITEM.match(raw)
@@ -182,8 +180,8 @@ def read_lock(path: Path, display: str) -> PixiLock:
                 continue
             key = _KEY.match(raw)
             if current is not None and key is not None and key.group(2) in ("name", "version", "build") \
-                    and len(key.group(1)) <= 4 and key.group(3):
-                current[3].setdefault(key.group(2), key.group(3).strip("'\""))
+                    and len(key.group(1)) <= 4 and key.group(3).strip():
+                current[3].setdefault(key.group(2), key.group(3).strip().strip("'\""))
     flush()
     return PixiLock(path, int(version), {k: (v[0], tuple(v[1])) for k, v in platforms.items()},
                     {e: {p: tuple(u) for p, u in by.items()} for e, by in environments.items()}, packages)
