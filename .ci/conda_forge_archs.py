@@ -4,7 +4,7 @@
 
 prints the `[[conda-forge]]` entries of rules/data/torch-builds.toml: for every (version, build number) that the
 feedstock's recipe/meta.yaml sets on a branch's first-parent history, the architecture list recipe/build.sh exports
-for each CUDA compiler version that the commit's .ci_support/ (and its migrations) builds, per platform, with the
+for each CUDA compiler version that the commit's .ci_support/ configurations build, per platform, with the
 commit it was read at. Commits with the same version, build number and lists are one entry (the oldest commit is
 cited). Tegra (Jetson) builds of linux-aarch64 are left out: their package carries the same build string, so a build
 string cannot tell them apart (the table notes it).
@@ -32,8 +32,12 @@ _CASE_PATTERN = re.compile(r"^\s*([0-9.*\[\]|\-]+)\)\s*$")
 _IF_CUDA = re.compile(r'^\s*(?:el)?if\s+\[\[\s*"?\$\{?cuda_compiler_version\}?"?\s*==\s*"?([^\s"\]]+)"?\s*\]\]')
 _IF_AARCH64 = re.compile(r'^\s*if\s+\[\[\s*"?\$\{?target_platform\}?"?\s*==\s*"?linux-aarch64"?\s*\]\]')
 _CI_CUDA = re.compile(r"cuda_compiler_version(\d+\.\d+)")
-_MIGRATION_CUDA = re.compile(r"^\s*-\s*['\"]?(\d+\.\d+)['\"]?\s*(?:#.*)?$")
-PLATFORMS = ("linux-64", "linux-aarch64")
+PLATFORMS = ("linux-64", "linux-aarch64", "win-64")
+# recipe/bld.bat (win-64): `set "TORCH_CUDA_ARCH_LIST=..."`, under `if "%cuda_compiler_version:~0,2%"=="12" (` (a
+# prefix) or `if "%cuda_compiler_version%" == "13.0" (`, or unconditional; a line that appends to the variable
+# (`%TORCH_CUDA_ARCH_LIST%;...`, the old per-`desired_cuda` scheme) is not read.
+_BAT_SET = re.compile(r'set "?TORCH_CUDA_ARCH_LIST=([0-9.;+PTXa-f]+)"?\s*$', re.IGNORECASE)
+_BAT_IF = re.compile(r'if "%cuda_compiler_version(:~0,(\d+))?%"\s*==\s*"([^"]+)"', re.IGNORECASE)
 
 
 def _git_command() -> str:
@@ -55,8 +59,8 @@ def show(repo: str, commit: str, path: str) -> str | None:
 
 
 def built_cudas(repo: str, commit: str) -> dict[str, set[str]]:
-    """Per platform, the CUDA compiler versions the commit's CI configurations build (file names of .ci_support/,
-    and the cuda_compiler_version lists of its migrations, which add variants to every Linux platform)."""
+    """Per platform, the CUDA compiler versions the commit's CI configurations build: the names of the files
+    conda-smithy renders into .ci_support/ (a migration's variants included; its own file only ranks versions)."""
     out: dict[str, set[str]] = {p: set() for p in PLATFORMS}
     names = git(repo, "ls-tree", "-r", "--name-only", commit, ".ci_support/").split()
     for name in names:
@@ -64,16 +68,6 @@ def built_cudas(repo: str, commit: str) -> dict[str, set[str]]:
         for platform in PLATFORMS:
             if base.startswith(platform.replace("-", "_") + "_") and "tegra" not in base:
                 out[platform].update(_CI_CUDA.findall(base))
-    for name in names:
-        if "/migrations/" in name and "cuda" in name.rsplit("/", 1)[-1]:
-            text = show(repo, commit, name) or ""
-            block = text.split("cuda_compiler_version:", 1)[1] if "cuda_compiler_version:" in text else ""
-            for line in block.splitlines()[1:]:
-                match = _MIGRATION_CUDA.match(line)
-                if match is None:
-                    break
-                for platform in PLATFORMS:
-                    out[platform].add(match.group(1))
     return out
 
 
@@ -129,6 +123,23 @@ def arch_rules(script: str) -> list[tuple[str, str | None, str]]:
     return rules
 
 
+def bat_rules(script: str) -> list[tuple[str, str | None, str]]:
+    """(cuda pattern, "win-64", TORCH_CUDA_ARCH_LIST) as recipe/bld.bat sets them."""
+    rules: list[tuple[str, str | None, str]] = []
+    pattern = "*"
+    for line in script.splitlines():
+        condition = _BAT_IF.search(line)
+        if condition is not None:
+            value = condition.group(3)
+            pattern = value + "*" if condition.group(2) else value
+        elif line.strip().startswith(")") and "else" not in line:
+            pattern = "*"
+        found = _BAT_SET.search(line.strip())
+        if found is not None and "%TORCH_CUDA_ARCH_LIST%" not in line:
+            rules.append((pattern, "win-64", found.group(1)))
+    return rules
+
+
 def matches(pattern: str, cuda: str) -> bool:
     return any(fnmatch.fnmatchcase(cuda, alternative) for alternative in pattern.split("|"))
 
@@ -138,11 +149,12 @@ def entries(repo: str, branches: list[str]) -> Iterator[tuple[str, int, str, str
     seen: set[tuple[str, int, str]] = set()
     for branch in branches:
         log = git(repo, "log", "--first-parent", "--reverse", "--format=%H %cs", branch, "--",
-                  "recipe/meta.yaml", "recipe/build.sh", ".ci_support")
+                  "recipe/meta.yaml", "recipe/build.sh", "recipe/bld.bat", ".ci_support")
         for row in log.splitlines():
             commit, date = row.split()
             meta = show(repo, commit, "recipe/meta.yaml")
             script = show(repo, commit, "recipe/build.sh")
+            batch = show(repo, commit, "recipe/bld.bat") or ""
             if meta is None or script is None:
                 continue
             version, build = _VERSION.search(meta), _BUILD.search(meta)
@@ -150,9 +162,11 @@ def entries(repo: str, branches: list[str]) -> Iterator[tuple[str, int, str, str
                 continue
             cudas = built_cudas(repo, commit)
             table: dict[str, dict[str, str]] = {}
+            rules = arch_rules(script)
+            windows = bat_rules(batch)
             for platform in PLATFORMS:
                 for cuda in sorted(cudas[platform], key=lambda c: tuple(int(p) for p in c.split("."))):
-                    found = [a for p, where, a in arch_rules(script)
+                    found = [a for p, where, a in (windows if platform == "win-64" else rules)
                              if matches(p, cuda) and where in (None, platform)]
                     if found:
                         table.setdefault(platform, {})[cuda] = found[0]

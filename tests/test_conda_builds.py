@@ -80,23 +80,33 @@ def _torch(version: str, build: str, subdir: str = "linux-64") -> conda_builds.C
 
 def test_the_table_gives_each_builds_architectures() -> None:
     """2.7.1's build 0 for CUDA 12.6 ends at 9.0+PTX (an RTX 5090 gets PTX, a K80 nothing); its builds 1 to 4 for
-    CUDA 12.8 carry sm_120 code (feedstock recipe/build.sh, cited per entry)."""
+    CUDA 12.9 (12.8 on win-64) carry sm_120 code (feedstock recipe/build.sh and bld.bat, cited per entry)."""
     archs, entry = conda_builds.archs_of(TABLE, _torch("2.7.1", "cuda126_mkl_py312_h30b5a27_300")) or ((), None)
     assert entry is not None and entry.builds == (0, 0) and "pytorch-cpu-feedstock/blob/" in entry.source
     assert tb.coverage(archs, (12, 0)) == "ptx-jit"
     assert tb.coverage(archs, (3, 7)) == "none"
     assert tb.coverage(archs, (9, 0)) == "native"
-    newer, _ = conda_builds.archs_of(TABLE, _torch("2.7.1", "cuda128_mkl_py312_habcdef0_301")) or ((), None)
+    # pixi.lock of matthewfeickert/pytorch-gpu-pixi-example at f6d486002274526f5a02c14615b42275a6dc90ee
+    newer, _ = conda_builds.archs_of(TABLE, _torch("2.7.1", "cuda129_mkl_py312_hfde4d7d_304")) or ((), None)
     assert tb.coverage(newer, (12, 0)) == "native"
+    windows, _ = conda_builds.archs_of(TABLE, _torch("2.7.1", "cuda128_mkl_py312_hd1c3b22_302", "win-64")) or ((), None)
+    assert tb.coverage(windows, (12, 0)) == "native"
+    assert conda_builds.archs_of(TABLE, _torch("2.7.1", "cuda128_mkl_py312_hd1c3b22_302")) is None  # not on linux
     assert conda_builds.archs_of(TABLE, _torch("2.7.1", "cuda126_mkl_py312_h30b5a27_399")) is None  # build 99
     assert conda_builds.archs_of(TABLE, _torch("2.7.1", "cpu_mkl_py312_h0_100")) is None
 
 
 def test_native_build_keeps_the_release_and_the_drivers_cuda() -> None:
-    """For an sm_120 GPU the installed release's own CUDA 12.8 build is named when the driver runs 12.8; a Kepler
-    GPU with a 470 driver (CUDA 11.4) gets the newest build that still has sm_35 code for CUDA 11.2."""
-    chosen = conda_builds.native_build(TABLE, "linux-64", [(12, 0)], (12, 8), keep="2.7.1")
-    assert chosen is not None and (str(chosen.release.version), chosen.cuda) == ("2.7.1", (12, 8))
+    """For an sm_120 GPU the installed release's own CUDA 12.9 build is named on linux-64 (also for a driver that
+    runs 12.8 only: conda-forge built 2.7.1 for 12.9 there, which runs through minor version compatibility), its
+    CUDA 12.8 build on win-64; a Kepler GPU with a 470 driver (CUDA 11.4) gets the newest build that still has
+    sm_35 code, for CUDA 11.2."""
+    for driver in ((12, 9), (12, 8)):
+        chosen = conda_builds.native_build(TABLE, "linux-64", [(12, 0)], driver, keep="2.7.1")
+        assert chosen is not None and (str(chosen.release.version), chosen.cuda) == ("2.7.1", (12, 9))
+    windows = conda_builds.native_build(TABLE, "win-64", [(12, 0)], (12, 8), keep="2.7.1")
+    assert windows is not None and windows.cuda == (12, 8)
+    assert conda_builds.native_build(TABLE, "linux-64", [(12, 0)], (11, 8), keep="2.7.1") is None
     kepler = conda_builds.native_build(TABLE, "linux-64", [(3, 7)], (11, 4))
     assert kepler is not None and kepler.cuda == (11, 2) and "sm_35" in kepler.archs
     assert conda_builds.native_build(TABLE, "linux-64", [(3, 0)], None) is None
@@ -106,7 +116,7 @@ def test_native_build_keeps_the_release_and_the_drivers_cuda() -> None:
     pytest.param({"builds": [0, 100]}, "release[0].builds", id="build-number-with-offset"),
     pytest.param({"linux-64": {"12.6": "5.0;9.0+PTX;9.0"}}, "release[0].linux-64.12.6", id="arch-twice"),
     pytest.param({"linux-64": {"twelve": "5.0"}}, "release[0].linux-64.twelve", id="bad-cuda"),
-    pytest.param({"win-64": {"12.6": "5.0"}}, "release[0].win-64", id="unknown-subdir"),
+    pytest.param({"osx-arm64": {"12.6": "5.0"}}, "release[0].osx-arm64", id="unknown-subdir"),
 ])
 def test_a_malformed_table_names_the_key(change: dict[str, object], key: str) -> None:
     """Each mistake in the table is one RuleError naming the file and the key."""
@@ -147,11 +157,14 @@ def test_the_script_regenerates_the_table_from_a_feedstock_history(tmp_path: Pat
            '            export TORCH_CUDA_ARCH_LIST="7.5;12.0+PTX"\n        fi\n        ;;\nesac\n')
     configs_21 = ["linux_64_cuda_compiler_version11.8.yaml", "linux_64_cuda_compiler_version12.0.yaml"]
     configs_29 = ["linux_64_cuda_compiler_version12.8.yaml", "linux_aarch64_cuda_compiler_version13.0.yaml",
-                  "linux_64_cuda_compiler_version13.0.yaml"]
+                  "linux_64_cuda_compiler_version13.0.yaml", "win_64_cuda_compiler_version12.8.yaml"]
+    batch = ('if "%cuda_compiler_version:~0,2%"=="12" (\n    set "TORCH_CUDA_ARCH_LIST=5.0;9.0;12.0+PTX"\n'
+             ') else if "%cuda_compiler_version%" == "13.0" (\n    set "TORCH_CUDA_ARCH_LIST=7.5;12.0+PTX"\n)\n')
     steps = [("2.1.0", 0, old, configs_21), ("2.1.0", 1, old, configs_21), ("2.9.0", 0, new, configs_29)]
     for version, build, script, configs in steps:
         (repo / "recipe" / "meta.yaml").write_text(meta.replace("VERSION", version).replace("BUILD", str(build)))
         (repo / "recipe" / "build.sh").write_text(script)
+        (repo / "recipe" / "bld.bat").write_text(batch if version == "2.9.0" else "")
         for old_config in (repo / ".ci_support").iterdir():
             old_config.unlink()
         for config in configs:
@@ -168,6 +181,8 @@ def test_the_script_regenerates_the_table_from_a_feedstock_history(tmp_path: Pat
     assert second.archs["linux-64"][(12, 8)] == ("sm_50", "sm_120", "compute_120")
     assert second.archs["linux-64"][(13, 0)] == ("sm_75", "sm_120", "compute_120")
     assert second.archs["linux-aarch64"][(13, 0)] == ("sm_75", "sm_87", "sm_120", "compute_120")
+    assert second.archs["win-64"] == {(12, 8): ("sm_50", "sm_90", "sm_120", "compute_120")}
+    assert "win-64" not in first.archs
 
 
 def _report(tmp_path: Path, gpu: str, driver: str) -> Facts:

@@ -28,7 +28,7 @@ from envcheck.support.versions import parse_version
 __all__ = ["CONDA_FORGE", "DERIVATIONS", "CondaForgeRelease", "CondaForgeTable", "CondaTorch", "archs_of", "installed",
            "native_build", "parse", "subdir_of", "system_requirements", "unmet_system_requirements"]
 
-SUBDIRS = ("linux-64", "linux-aarch64")
+SUBDIRS = ("linux-64", "linux-aarch64", "win-64")
 # conda's platform names (subdirs) for the build matrix's platforms
 _SUBDIR = {"linux-x86_64": "linux-64", "linux-aarch64": "linux-aarch64", "windows-x86_64": "win-64",
            "macos-arm64": "osx-arm64", "macos-x86_64": "osx-64"}
@@ -171,7 +171,7 @@ def archs_of(table: CondaForgeTable, torch: CondaTorch) -> tuple[tuple[str, ...]
                 return None if found is None else (found, release)
             # The platform is not stated (a pasted `conda list`): an answer only where every recorded platform's
             # build of this CUDA has the same list.
-            lists = {by_cuda.get((cuda[0], cuda[1])) for by_cuda in release.archs.values()}
+            lists = {found for by_cuda in release.archs.values() if (found := by_cuda.get((cuda[0], cuda[1])))}
             agreed = lists.pop() if len(lists) == 1 else None
             return None if agreed is None else (agreed, release)
     return None
@@ -201,19 +201,22 @@ class NativeBuild:
 def native_build(table: CondaForgeTable, subdir: str, capabilities: Sequence[tb.Capability],
                  driver_cuda: tuple[int, int] | None, keep: str | None = None) -> NativeBuild | None:
     """The conda-forge build with native code (a cubin) for every capability on `subdir`: of release `keep` when one
-    of its builds has it, else the newest release that does; the newest CUDA the driver supports (`driver_cuda`: the
-    newest CUDA it runs, None: unknown, any) among that release's. None when no recorded build has."""
+    of its builds has it, else the newest release that does; among its CUDA builds the newest the driver runs in
+    full (`driver_cuda`: the newest CUDA it runs; None: unknown), else one of the same major, which conda-forge's
+    `cuda-version` lets a driver of that major install (CUDA minor version compatibility: native code runs, only
+    PTX of the newer minor does not). None when no recorded build has native code for them all."""
     try:
         kept = Version(keep) if keep else None
     except InvalidVersion:
         kept = None
-    candidates: list[tuple[tuple[bool, Version, int, tuple[int, int]], NativeBuild]] = []
+    candidates: list[tuple[tuple[bool, bool, Version, int, tuple[int, int]], NativeBuild]] = []
     for release in table.releases:
         for cuda, archs in release.archs.get(subdir, {}).items():
-            if driver_cuda is not None and cuda > driver_cuda:
+            if driver_cuda is not None and cuda[0] > driver_cuda[0]:
                 continue
             if all(tb.coverage(archs, c) == "native" for c in capabilities):
-                rank = (release.version == kept, release.version, release.builds[1], cuda)
+                full = driver_cuda is None or cuda <= driver_cuda
+                rank = (release.version == kept, full, release.version, release.builds[1], cuda)
                 candidates.append((rank, NativeBuild(release, cuda, archs)))
     return max(candidates, key=lambda c: c[0])[1] if candidates else None
 

@@ -66,8 +66,12 @@ def conda_recommendation(facts: Facts, table: CondaForgeTable,
         if cap is not None:
             because.append(f"{name[0].upper()}{name[1:]} (compute capability {cap[0]}.{cap[1]}) runs it with native "
                            "code.")
-    if driver is not None:
+    if driver is not None and chosen.cuda <= driver:
         because.append(f"The driver runs CUDA {driver[0]}.{driver[1]}, so the newest CUDA build it runs is chosen.")
+    elif driver is not None:
+        because.append(f"The driver runs CUDA {driver[0]}.{driver[1]}: conda-forge has no such build of it, and the "
+                       f"CUDA {chosen.cuda_text} build runs through CUDA minor version compatibility (its native code "
+                       "does; a newer driver runs it in full).")
     if not torch.conda_forge:
         because.append(f"The installed torch came from the {torch.package.channel or 'unnamed'} channel; "
                        "PyTorch no longer publishes conda packages, so the build comes from conda-forge.")
