@@ -300,3 +300,17 @@ def test_a_variant_json_of_another_format_is_not_read(tmp_path: Path) -> None:
     assert facts.torch is not None and facts.torch.variant is not None
     assert "not the draft format" in (facts.torch.variant["problem"] or "")
     assert builds.wheel_variant_archs(facts.torch.variant) is None
+
+
+def test_recommend_names_conda_forges_build_where_conda_installed_torch() -> None:
+    """`envcheck recommend` for a conda environment plans conda-forge's build (one that exists on conda-forge, for
+    CUDA 12.9 on linux-64), in mamba's command, not PyPI's cu128 wheel."""
+    from envcheck.derived.tables import load as load_tables
+    from envcheck.remedy import recommend as recommend_mod
+
+    plan = recommend_mod.plan(_conda_facts(), recommend_mod.Described(), load_tables([resources.data_dir().parent]))
+    text = recommend_mod.render_text(plan)
+    assert text.startswith("recommended: conda-forge's pytorch 2.7.1 for CUDA 12.9")
+    assert plan.command == ("/opt/conda/bin/mamba", "install", "-p", "/opt/conda/envs/ml", "-c", "conda-forge", "-y",
+                            "pytorch-gpu=2.7.1", "cuda-version=12.9")
+    assert "download.pytorch.org" not in text
