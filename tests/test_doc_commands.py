@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 import pytest
+import tomllib
 
 from envcheck.cli.click_cli import cli
 
