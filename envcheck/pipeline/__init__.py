@@ -276,7 +276,7 @@ class Check:
             facts = joined(facts, explain(self.rules))
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
         return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
-                       facts_file=_path(self.options.facts_file))
+                       facts_file=_path(self.options.facts_file), facts=facts if self.snapshot is None else None)
 
 
 class Checked(NamedTuple):
