@@ -3,7 +3,7 @@
 envcheck is often installed where it cannot see the project: `pipx install`, `uv tool install`, `uvx` and
 pre-commit each give it an isolated environment of its own. Checking that environment would report on envcheck's
 few dependencies and say nothing about the project. So the interpreter is chosen in this order, the first that
-applies winning (README.md, "Which environment is checked"):
+applies winning (docs/usage.md, "Which environment is checked"):
 
 1. `--python PATH` (the library's `python=`);
 2. an activated environment: `$VIRTUAL_ENV`, then `$CONDA_PREFIX` unless it is conda's base environment;

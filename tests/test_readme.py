@@ -196,3 +196,41 @@ def test_configuration_example_is_accepted(tmp_path: Path, where_block: tuple[st
                            "--python", sys.executable], cwd=tmp_path, env=clean_env({"NO_COLOR": "1"}),
                           capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
     assert proc.returncode in (0, 1), f"{where}: {proc.stdout}{proc.stderr}"
+
+
+# --- links ----------------------------------------------------------------------------------------------------------
+
+_LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a markdown heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(doc: Path) -> set[str]:
+    text = _FENCED.sub("", doc.read_text(encoding="utf-8"))
+    return {_anchor(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.MULTILINE)}
+
+
+def test_relative_links_reach_a_file_and_heading() -> None:
+    """Every relative link of the README, CONTRIBUTING and docs/ names a file that exists and, after `#`, one of
+    its headings: moving a section cannot leave a link behind."""
+    broken = []
+    for doc in [*DOCS, ROOT / "CONTRIBUTING.md"]:
+        for match in _LINK.finditer(_FENCED.sub("", doc.read_text(encoding="utf-8"))):
+            target = match.group("target")
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            if not file.exists() or (anchor and file.suffix == ".md" and anchor not in _anchors(file)):
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
+def test_anchor_is_githubs() -> None:
+    """The anchor rule the link check relies on, on headings of this repository."""
+    assert _anchor("Which environment is checked") == "which-environment-is-checked"
+    assert _anchor("The project's own requirements and lock") == "the-projects-own-requirements-and-lock"
+    assert _anchor("`envcheck recommend --machine NAME`") == "envcheck-recommend---machine-name"

@@ -77,7 +77,7 @@ class CheckOptions:
     def from_command(cls, params: Mapping[str, Any], project: Mapping[str, Any]) -> CheckOptions:
         """The options of a command line's check: `params` as click names them (--config is `config_file`,
         --no-cache `no_cache`; --select and --ignore repeated or comma-separated), `project` the four project
-        options. The interpreter is discovered as the README says, unless --python names one."""
+        options. The interpreter is discovered as docs/usage.md says, unless --python names one."""
         from envcheck.support.output_text import split
 
         return cls(require=params.get("require", ()), forbid=params.get("forbid", ()),
