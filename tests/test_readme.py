@@ -186,10 +186,13 @@ def test_pytest_setup_runs_as_pasted(tmp_path: Path) -> None:
 # --- configuration --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("where_block", _blocks("toml", "[tool.envcheck]", [README]), ids=lambda wb: wb[0])
+MANUAL = ROOT / "docs" / "usage.md"
+
+
+@pytest.mark.parametrize("where_block", _blocks("toml", "tool.envcheck", [README, MANUAL]), ids=lambda wb: wb[0])
 def test_configuration_example_is_accepted(tmp_path: Path, where_block: tuple[str, str]) -> None:
-    """The README's [tool.envcheck] example, as a project's pyproject.toml, is a configuration a real static check
-    accepts (its rule names exist, its values parse): exit 0 or 1, never 2."""
+    """Each [tool.envcheck] example of the README and the manual, as a project's pyproject.toml, is a configuration
+    a real static check accepts (its rule names exist, its values parse): exit 0 or 1, never 2."""
     where, block = where_block
     (tmp_path / "pyproject.toml").write_text(block, encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "envcheck", "check", "--static", "--no-cache",
@@ -234,3 +237,17 @@ def test_anchor_is_githubs() -> None:
     assert _anchor("Which environment is checked") == "which-environment-is-checked"
     assert _anchor("The project's own requirements and lock") == "the-projects-own-requirements-and-lock"
     assert _anchor("`envcheck recommend --machine NAME`") == "envcheck-recommend---machine-name"
+
+
+def test_install_script_example_runs(tmp_path: Path) -> None:
+    """The manual's install-script example runs as written: this environment has no torch, so it prints the
+    unmet requirement with its fix and command on standard error and exits 1."""
+    ((where, script),) = _blocks("python", "envcheck.check(", [MANUAL])
+    (tmp_path / "install_check.py").write_text(script, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "install_check.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=_TIMEOUT_S, check=False)
+    assert proc.returncode == 1, f"{where}: {proc.stdout}{proc.stderr}"
+    assert proc.stdout == ""
+    assert re.search(r"^EC99\d\d .*torch>=2\.6.*\n  fix: .*\n  \$ .* -m pip install .*torch", proc.stderr,
+                     re.MULTILINE), proc.stderr
+
