@@ -115,9 +115,11 @@ def _run(command: str, project: Path, home: Path) -> str:
     argv = shlex.split(command)
     assert argv[0] == "envcheck", command
     argv[0] = str(Path(sys.executable).parent / ("envcheck.exe" if os.name == "nt" else "envcheck"))
-    env = clean_env({"ENVCHECK_CACHE_DIR": str(home / "cache"), "NO_COLOR": "1", "HOME": str(home)})
-    for name in ("COLUMNS", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "UV_PROJECT_ENVIRONMENT", "CUDA_VISIBLE_DEVICES"):
-        env.pop(name, None)
+    # A user's shell, not this run's: rules read variables (CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH, CONDA_PREFIX...)
+    # that a CI runner or a developer's shell may set, so only what a program needs to start is passed on.
+    env = {name: os.environ[name] for name in ("PATH", "SYSTEMROOT", "TMPDIR", "TEMP", "TMP") if name in os.environ}
+    env.update({"ENVCHECK_CACHE_DIR": str(home / "cache"), "NO_COLOR": "1", "HOME": str(home),
+                "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"})
     proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, encoding="utf-8",
                           timeout=_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
     return proc.stdout + proc.stderr
