@@ -2,8 +2,10 @@
 
 The same file serves two ways:
 - in the envcheck process, `collect(request)` is called directly (the checked interpreter is envcheck's own);
-- for `--python PATH`, its source is piped to `PATH -` and `main()` writes the facts to a file. envcheck need not be
-  installed there, so this module imports nothing from envcheck and keeps to syntax that Python 3.8 accepts.
+- for `--python PATH`, its source is written to a file in a folder of envcheck's own and run as `PATH FILE` (so
+  nothing of the working folder is on its sys.path: envcheck/facts/raw.py), and `main()` writes the facts to a file.
+  envcheck need not be installed there, so this module imports nothing from envcheck and keeps to syntax that Python
+  3.8 accepts.
 
 Principle: no third-party code runs. Distributions are read through `importlib.metadata` (files only), torch's build
 comes from `torch/version.py` read as text, and modules are located with `PathFinder`, which never executes a
@@ -92,8 +94,9 @@ def canonical_name(name: str) -> str:
 def search_path() -> list[str]:
     """The import path a program started in the current directory would see.
 
-    `sys.path[0]` is the directory of whatever started this process (envcheck's console script, or '' for `-`):
-    replace it with the working directory, which is what `python -m project` or `python -c` would put there.
+    `sys.path[0]` is the directory of whatever started this process (envcheck's console script, or the folder the
+    collector was written to): replace it with the working directory, which is what `python -m project` or
+    `python -c` would put there.
     """
     rest = [p for p in sys.path[1:] if p]
     return [os.getcwd(), *rest]
@@ -595,9 +598,15 @@ def _ensurepip_has_pip() -> bool:
 
 def tool_command(name: str, scripts: str | None) -> str | None:
     """How to invoke a tool: its bare name when the PATH finds it (the command then runs as printed in this
-    shell), else its absolute path in the environment's own scripts folder, else None."""
-    if shutil.which(name):
-        return name
+    shell), else its absolute path in the environment's own scripts folder, else None.
+
+    Only PATH's absolute entries count: a relative one (`.`, `bin`, an empty entry) would make a program of the
+    working folder, a cloned project's `./uv`, "the uv found". Where the whole PATH finds another file first (a
+    relative entry comes before), the absolute path of the one found is given, never the bare name."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    found = shutil.which(name, path=os.pathsep.join(p for p in entries if p and os.path.isabs(p)))
+    if found:
+        return name if shutil.which(name) == found else found
     if scripts:
         found = shutil.which(name, path=scripts)
         if found:
@@ -915,7 +924,7 @@ def collect(request: dict[str, Any] | None = None, path: list[str] | None = None
 
 
 def main(argv: list[str]) -> None:
-    """`python - REQUEST_JSON OUT_FILE`: write the facts of this interpreter to OUT_FILE."""
+    """`python COLLECTOR_FILE REQUEST_JSON OUT_FILE`: write the facts of this interpreter to OUT_FILE."""
     request = json.loads(argv[1]) if len(argv) > 1 and argv[1] else {}
     facts = collect(request)
     with open(argv[2], "w", encoding="utf-8") as fh:
