@@ -38,7 +38,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError
@@ -115,7 +115,7 @@ def tool_environment(prefix: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def pytest_plugin_note(target: Target | None, installed: Collection[str], own_prefix: str | None = None) -> str:
+def pytest_plugin_note(target: Target | None, installed: set[str], own_prefix: str | None = None) -> str:
     """A sentence for the report when `pytest --envcheck` cannot work in the checked environment although pytest
     is there: envcheck runs from an isolated tool environment (pipx, `uv tool`, uvx) and is not installed beside
     pytest, whose plugins are those of its own environment (`installed`: its distributions' canonical names).

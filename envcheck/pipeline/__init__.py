@@ -275,8 +275,16 @@ class Check:
 
             facts = joined(facts, explain(self.rules))
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
-        return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
-                       facts_file=_path(self.options.facts_file), facts=facts if self.snapshot is None else None)
+        report = checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
+                         facts_file=_path(self.options.facts_file))
+        if self.snapshot is not None:  # a snapshot is no environment pytest runs in
+            return report
+        import dataclasses
+
+        from envcheck.target import pytest_plugin_note
+
+        note = pytest_plugin_note(report.target, {d.canonical_name for d in facts.distributions})
+        return dataclasses.replace(report, notes=(*report.notes, note)) if note else report
 
 
 class Checked(NamedTuple):

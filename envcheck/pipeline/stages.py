@@ -200,17 +200,9 @@ def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
     return SignedMemo(avoid=(facts.python.prefix,))
 
 
-def checked(report: Report, target: Target | None, *, facts_file: str | None = None,
-            facts: Facts | None = None) -> Report:
-    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names; with
-    the `facts` it was made from, the notes about using envcheck there (envcheck.target.pytest_plugin_note)."""
+def checked(report: Report, target: Target | None, *, facts_file: str | None = None) -> Report:
+    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names."""
     if target is None and facts_file is not None:
         target = Target(python=report.python, source="snapshot", reason=f"from the snapshot {facts_file}",
                         in_process=False)
-    notes = report.notes
-    if facts is not None:
-        from envcheck.target import pytest_plugin_note
-
-        note = pytest_plugin_note(target, {d.canonical_name for d in facts.distributions})
-        notes = (*notes, note) if note else notes
-    return dataclasses.replace(report, target=target, notes=notes)
+    return dataclasses.replace(report, target=target)
