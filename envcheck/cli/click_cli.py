@@ -130,7 +130,7 @@ _python_option = click.option(
     "--python", "python", metavar="PATH",
     help="The interpreter to check (a venv's bin/python); envcheck need not be installed there. Default: "
          "$VIRTUAL_ENV, $CONDA_PREFIX, the project's .venv / venv at or above the working directory, else "
-         "envcheck's own interpreter (see the README: which environment is checked).",
+         "envcheck's own interpreter (docs/usage.md: which environment is checked).",
 )
 
 

@@ -9,7 +9,8 @@
   changes only the variant when that suffices; the installed companions (torchvision, torchaudio, ...) move with
   torch in the same install, each pinned to the release made for the chosen torch.
 
-This module exports them as derived facts (`DERIVATIONS`); `envcheck plan` asks `recommend` for a described machine.
+This module exports them as derived facts (`DERIVATIONS`); `envcheck recommend` prints the same, also for a
+described machine (`--gpu`, `--driver`).
 """
 
 from __future__ import annotations
@@ -470,7 +471,7 @@ _COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_arch
 
 DERIVATIONS: list[Derivation] = [
     Derivation("torch.recommended-build",
-               "one item, the torch-family install that runs this machine (`envcheck plan` prints the same): "
+               "one item, the torch-family install that runs this machine (`envcheck recommend` prints the same): "
                "`install` (space-separated requirements: torch pinned to release and variant, "
                "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
                "to the release made for it; when the installed torch is that build, only the companions that "

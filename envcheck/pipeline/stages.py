@@ -100,7 +100,7 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
 
 @record
 class ProjectOptions:
-    """Which project files to read (README: the project's own requirements)."""
+    """Which project files to read (docs/usage.md: the project's own requirements)."""
 
     use: bool = True  # False: --no-project
     requirements: Sequence[str | os.PathLike[str]] = ()  # --requirements: these instead of requirements.txt
