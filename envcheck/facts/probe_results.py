@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 # ok: the probe ran and what it tried worked; error: it ran and what it tried raised (the error is the finding);
 # crashed: the child died (signal or exit code); timeout: killed after --probe-timeout; skipped: not run, and
@@ -14,7 +13,7 @@ from envcheck.support.records import record
 PROBE_STATUSES = ("ok", "error", "crashed", "timeout", "skipped")
 
 
-@record
+@dataclass(frozen=True)
 class ProbeResult:
     """One probe's outcome. `cases` holds per-case outcomes for probes that try several things (SDPA's matrix)."""
 

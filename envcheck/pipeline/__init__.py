@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
-
-from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.config import Config
@@ -44,7 +43,7 @@ class ProgressLine(Protocol):
     def clear(self) -> None: ...
 
 
-@record
+@dataclass(frozen=True)
 class CheckOptions:
     """What a check reads and how: the options of `envcheck check`, and the keyword arguments of `envcheck.check()`.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,6 @@ from envcheck.model import Report, Rule, Target
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
-from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.derived.walk_memo import Memo
@@ -46,7 +46,7 @@ def collection_request(rules: Iterable[Rule]) -> dict[str, Any]:
     return collect_mod.request_for(modules, sources)
 
 
-@record
+@dataclass(frozen=True)
 class ProbeOptions:
     """Whether and how to run the live probes."""
 
@@ -98,7 +98,7 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
     return dataclasses.replace(facts, probes=probed.results, problems=facts.problems + probed.problems)
 
 
-@record
+@dataclass(frozen=True)
 class ProjectOptions:
     """Which project files to read (README: the project's own requirements)."""
 
@@ -139,7 +139,7 @@ def with_project(facts: Facts, project: Project | None) -> Facts:
     return dataclasses.replace(facts, project=project.facts(marker_env(facts)))
 
 
-@record
+@dataclass(frozen=True)
 class RuleSet:
     """The rules of one check: facts are collected for `every` rule (a saved snapshot then serves any selection),
     `chosen` are evaluated. Both carry the pack's data tables."""

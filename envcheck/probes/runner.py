@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -34,7 +34,6 @@ from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.probes import guard
 from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
-from envcheck.support.records import record
 
 CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
 _POLL_S = 0.02
@@ -48,8 +47,10 @@ class Progress(Protocol):
     def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
 
 
-@record
+@dataclass(frozen=True)
 class RunOptions:
+    """How the probe child runs: the interpreter, its time limits, environment and progress."""
+
     python: str  # the checked interpreter
     timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
     # Starting the child and importing torch, before the first probe starts; None: timeout_s, the user's one bound.
@@ -58,7 +59,7 @@ class RunOptions:
     progress: Progress | None = None
 
 
-@record
+@dataclass(frozen=True)
 class Program:
     """What probe children run: envcheck/probes/_child.py with `extra` probe functions inserted before its entry
     point, and the specs of the probes those define."""

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 CONDA = ("conda", "mamba", "micromamba")
 PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and including the installer's subcommand
@@ -41,7 +41,7 @@ _CONDA_SPEC = lazy(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`;
 _OUTSIDE = "a rule from outside envcheck's pack"
 
 
-@record
+@dataclass(frozen=True)
 class Found:
     """The uv and conda envcheck found for the checked environment, each as the file the OS runs for it."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,14 +22,13 @@ from envcheck.derived.tables import GPUS, TORCH_BUILDS, Tables
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 
 
 class DescribeError(EnvcheckError):
     """A described machine that cannot be used (an unknown GPU name, a malformed driver or Python version)."""
 
 
-@record
+@dataclass(frozen=True)
 class Described:
     """What the user described; None / () keeps what the facts say."""
 
@@ -43,7 +43,7 @@ class Described:
         return self == Described()
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
     """The recommendation for a machine, and the command that installs it in the checked environment."""
 
