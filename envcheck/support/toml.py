@@ -12,7 +12,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tomllib import TOMLDecodeError as TOMLDecodeError
+    if sys.version_info >= (3, 11):
+        from tomllib import TOMLDecodeError as TOMLDecodeError
+    else:
+        from tomli import TOMLDecodeError as TOMLDecodeError
 
 __all__ = ["TOMLDecodeError", "loads"]
 
