@@ -56,6 +56,10 @@ def check(options: CheckOptions | None = None, /, **overrides: Any) -> Report:
         requirements: requirements files (or lock files) to read instead of the project's requirements.txt.
         extras: optional-dependencies of the project to check too.
         groups: dependency groups (PEP 735) of the project to check too.
+        error_output: error output to explain, as `envcheck explain` does: an
+            `envcheck.pipeline.stages.ErrorOutput(text, name)`, or the text itself. The failures it shows are
+            recognised with the rules' error signatures and joined with the facts; `report.explained` says what
+            was read and recognised.
 
     Returns:
         The `envcheck.model.Report`: one `Finding` per rule (or per item), with `status`, `summary`, `fix` and

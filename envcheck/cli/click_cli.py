@@ -27,10 +27,8 @@ from envcheck.version import __version__
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.facts.observed import Observation
     from envcheck.model import Report
     from envcheck.pipeline import CheckOptions
-    from envcheck.pipeline.stages import RuleSet
     from envcheck.remedy.fix import Step
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -316,23 +314,14 @@ def explain(source: str, fmt: str, output: str | None, fail_on: str | None, sele
     """
     import dataclasses
 
-    from envcheck.evidence.join import summary
-    from envcheck.evidence.signatures import scan
     from envcheck.pipeline import run
+    from envcheck.pipeline.stages import ErrorOutput
     from envcheck.report import render
 
     if report_file == "-" and source == "-":
         raise click.UsageError("explain: standard input cannot be both the error output and --report")
-    text, name = _error_output(source)
-    seen: list[Observation] = []
-
-    def recognise(rules: RuleSet) -> list[Observation]:
-        seen.extend(scan(text, [s for rule in rules.every for s in rule.signatures], source=name))
-        return seen
-
-    report, rules = run(_check_options(), progress=_ProgressLine(), explain=recognise)
-    report = dataclasses.replace(report, explained=summary(name, text.count("\n") + (not text.endswith("\n")),
-                                                            seen))
+    options = dataclasses.replace(_check_options(), error_output=ErrorOutput(*_error_output(source)))
+    report, rules = run(options, progress=_ProgressLine())
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
 

@@ -1,6 +1,7 @@
 """The check pipeline: its options (`CheckOptions`, one frozen dataclass) and the one way a check runs from them
 (`run`): configuration -> rule set -> interpreter -> facts (collected, with the probes unless static, or read from
-a saved snapshot or a pasted report) -> evaluation -> report.
+a saved snapshot or a pasted report) -> error output explained (recognised and joined with the facts), if given ->
+evaluation -> report.
 
 Every entry point builds a `CheckOptions` and calls in here: `envcheck.check()` (api.py), `envcheck check`,
 `explain`, `facts` and `fix` (cli/click_cli.py), the click-free `envcheck --static` (cli/plain_cli.py), `recommend`,
@@ -16,17 +17,16 @@ click-free `envcheck --static` imports it on every run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     from envcheck.config import Config
-    from envcheck.facts.observed import Observation
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Report, Target
     from envcheck.pipeline.replay import Recording
-    from envcheck.pipeline.stages import ProbeOptions, ProjectOptions, RuleSet
+    from envcheck.pipeline.stages import ErrorOutput, ProbeOptions, ProjectOptions, RuleSet
     from envcheck.probes.runner import Started
     from envcheck.project.discover import Project
     from envcheck.rule_pack import RulePack
@@ -71,6 +71,9 @@ class CheckOptions:
     extras: Sequence[str] = ()  # optional-dependencies of the project to check too
     groups: Sequence[str] = ()  # dependency groups (PEP 735) to check too
     python_named_by: str = "the python argument"  # how the target line names where `python` came from
+    # Error output to explain (`envcheck explain`): its failures recognised with the rules' error signatures and
+    # joined with the facts as evidence; the report says what was read (`Report.explained`). A str is the text.
+    error_output: ErrorOutput | str | None = None
 
     @classmethod
     def from_command(cls, params: Mapping[str, Any], project: Mapping[str, Any]) -> CheckOptions:
@@ -205,9 +208,6 @@ def from_report(options: CheckOptions, rules: RulePack) -> tuple[Facts, Target]:
                                    "(`envcheck facts` run on that machine states it)", in_process=False)
 
 
-Explain: TypeAlias = "Callable[[RuleSet], Sequence[Observation]]"
-
-
 class Check:
     """One check under way: its project, rules and interpreter, and the facts where they were given (a saved
     snapshot, a pasted report); `facts()` gathers the rest, `report()` evaluates.
@@ -263,19 +263,18 @@ class Check:
             if progress is not None:
                 progress.clear()
 
-    def report(self, facts: Facts, explain: Explain | None = None) -> Report:
-        """The chosen rules' verdicts on `facts`, about the check's interpreter; `explain`: what error output shows,
-        recognised with the rules' signatures (`envcheck explain`), joined with the facts as evidence."""
+    def report(self, facts: Facts) -> Report:
+        """The chosen rules' verdicts on `facts`, about the check's interpreter; with the options' error output, the
+        failures it shows (recognised with every rule's signatures) joined with the facts as evidence first."""
         from envcheck.engine import evaluate
-        from envcheck.pipeline.stages import checked, memo_for
+        from envcheck.pipeline.stages import checked, explained, memo_for
 
-        if explain is not None:
-            from envcheck.evidence.join import joined
-
-            facts = joined(facts, explain(self.rules))
+        summary = ""
+        if self.options.error_output is not None:
+            facts, summary = explained(facts, self.rules.every, self.options.error_output)
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
         return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
-                       facts_file=_path(self.options.facts_file))
+                       facts_file=_path(self.options.facts_file), explained=summary)
 
 
 class Checked(NamedTuple):
@@ -285,9 +284,8 @@ class Checked(NamedTuple):
     rules: RuleSet
 
 
-def run(options: CheckOptions, *, progress: ProgressLine | None = None, recording: Recording | None = None,
-        explain: Explain | None = None) -> Checked:
+def run(options: CheckOptions, *, progress: ProgressLine | None = None, recording: Recording | None = None) -> Checked:
     """Run the check `options` describe: its report, with the rules it was made with. `progress` is called as each
-    probe starts; `recording`, `explain`: see `Check`."""
+    probe starts; `recording`: see `Check`."""
     check = Check(options, recording=recording)
-    return Checked(check.report(check.facts(progress), explain), check.rules)
+    return Checked(check.report(check.facts(progress)), check.rules)

@@ -1,5 +1,5 @@
 """The stages a check is made of (envcheck/pipeline/ runs them in order): the rule set, the project, the
-facts (collected or loaded), the report's interpreter. No printing, no exit codes.
+facts (collected or loaded), the error output explained, the report's interpreter. No printing, no exit codes.
 
 Entry points that need one stage alone (`envcheck facts` gathers, `envcheck fleet` takes the rule set) call it here;
 everything else goes through the pipeline's `run`.
@@ -190,6 +190,30 @@ def rule_set(
     return RuleSet(every=every, chosen=chosen, config=config)
 
 
+@dataclass(frozen=True)
+class ErrorOutput:
+    """Error output to explain (a traceback, a CI log, `envcheck explain`): its text, and the name the report gives
+    it (a file's name, `<stdin>`)."""
+
+    text: str
+    name: str = "error output"
+
+
+def explained(facts: Facts, rules: RulePack, error_output: ErrorOutput | str) -> tuple[Facts, str]:
+    """`facts` joined with the failures that `rules`' error signatures recognise in `error_output` (a str is the
+    text itself), and the report's sentence that says what was read and what was recognised in it."""
+    from envcheck.evidence.join import joined, summary
+    from envcheck.evidence.signatures import scan
+
+    if isinstance(error_output, str):
+        error_output = ErrorOutput(error_output)
+    text, name = error_output.text, error_output.name
+    observations = scan(text, [s for rule in rules for s in rule.signatures], source=name)
+    # Lines as a reader counts them: a last line without its newline is a line, an empty text has none.
+    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    return joined(facts, observations), summary(name, lines, observations)
+
+
 def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
     """Where the evaluation of collected `facts` remembers its costly derived results between runs (the signed user
     cache, never the checked environment); None with the cache off (--no-cache)."""
@@ -200,9 +224,10 @@ def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
     return SignedMemo(avoid=(facts.python.prefix,))
 
 
-def checked(report: Report, target: Target | None, *, facts_file: str | None = None) -> Report:
-    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names."""
+def checked(report: Report, target: Target | None, *, facts_file: str | None = None, explained: str = "") -> Report:
+    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names; and
+    `explained`, what error output was read and recognised (see `explained`)."""
     if target is None and facts_file is not None:
         target = Target(python=report.python, source="snapshot", reason=f"from the snapshot {facts_file}",
                         in_process=False)
-    return dataclasses.replace(report, target=target)
+    return dataclasses.replace(report, target=target, explained=explained or report.explained)
