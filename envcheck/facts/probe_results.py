@@ -11,6 +11,10 @@ from envcheck.facts._reader import Reader
 # crashed: the child died (signal or exit code); timeout: killed after --probe-timeout; skipped: not run, and
 # `message` says why (no CUDA device, apex absent, torch failed to import, ...).
 PROBE_STATUSES = ("ok", "error", "crashed", "timeout", "skipped")
+# How long a probe may take before it (and what it started) is killed, unless --probe-timeout says otherwise: the
+# default of the command line, of `envcheck.check()` and of the probe runner. The first CUDA use can take a minute
+# (context creation, PTX JIT).
+PROBE_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)

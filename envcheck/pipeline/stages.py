@@ -19,6 +19,7 @@ from envcheck.conditions import Module, Source
 from envcheck.config import Config
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Rule, Target
@@ -51,7 +52,7 @@ class ProbeOptions:
     """Whether and how to run the live probes."""
 
     run: bool = True  # False: the static tier only (--static)
-    timeout_s: float = 120.0  # per probe (--probe-timeout)
+    timeout_s: float = PROBE_TIMEOUT_S  # per probe (--probe-timeout)
     use_cache: bool = True  # False: --no-cache
     progress: Progress | None = None  # called as each probe starts (the CLI draws a line on a terminal)
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.probes.catalog import PROBE_NAMES
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def run_probes(
     facts: Facts,
     names: Sequence[str] = PROBE_NAMES,
     *,
-    timeout_s: float = 120.0,
+    timeout_s: float = PROBE_TIMEOUT_S,
     use_cache: bool = True,
     progress: Progress | None = None,
     started: Started | None = None,

@@ -31,7 +31,7 @@ from typing import IO, Any, Protocol
 
 from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
-from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S, ProbeResult
 from envcheck.probes import guard
 from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
 
@@ -52,7 +52,7 @@ class RunOptions:
     """How the probe child runs: the interpreter, its time limits, environment and progress."""
 
     python: str  # the checked interpreter
-    timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
+    timeout_s: float = PROBE_TIMEOUT_S  # per probe (envcheck/facts/probe_results.py says why that long)
     # Starting the child and importing torch, before the first probe starts; None: timeout_s, the user's one bound.
     import_timeout_s: float | None = None
     env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
