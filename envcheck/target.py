@@ -39,13 +39,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError
 from envcheck.model import Target
 from envcheck.support import input_files
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 _UV_CACHE_BUCKET = lazy(r"archive-v\d+")
 _UV_WORKSPACE = lazy(r"^\s*\[tool\.uv\.workspace\]", re.MULTILINE)
@@ -58,7 +58,7 @@ class TargetError(EnvcheckError):
     """The interpreter to check cannot be decided, or what names it holds none (exit 2, one line)."""
 
 
-@record
+@dataclass(frozen=True)
 class Surroundings:
     """What discovery reads besides the file system: the working directory, the environment variables, and the
     interpreter envcheck runs in. `current()` gives the real ones; tests give their own."""

@@ -16,6 +16,7 @@ described machine (`--gpu`, `--driver`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -27,7 +28,6 @@ from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, with
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import major_minor, parse_version
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
@@ -41,7 +41,7 @@ RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evid
 COVERAGE_FIELDS = ("index", "name", "compute_capability", "coverage", "build_archs", *RECOMMENDATION_FIELDS)
 
 
-@record
+@dataclass(frozen=True)
 class Machine:
     """What the recommendation depends on: the platform, Python, GPUs and driver, and what is installed."""
 
@@ -57,7 +57,7 @@ class Machine:
     installed: tuple[tuple[str, str], ...] = ()
 
 
-@record
+@dataclass(frozen=True)
 class Recommendation:
     """The install `recommend` chose, or why there is none (`choice` None)."""
 

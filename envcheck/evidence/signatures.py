@@ -29,7 +29,7 @@ import re
 import sys
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -37,7 +37,6 @@ from envcheck.conditions import Where
 from envcheck.evidence.facts import YIELDS, normalised
 from envcheck.facts.observed import Observation
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 if sys.version_info >= (3, 11):
     from re import _parser as sre_parse
@@ -58,7 +57,7 @@ _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 
 
-@record
+@dataclass(frozen=True)
 class Signature:
     """One message a rule's failure produces (see the module's docstring for the keys)."""
 

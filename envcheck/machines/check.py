@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -29,14 +30,13 @@ from envcheck.model import Finding, Report
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
-from envcheck.support.records import record
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
 _TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})
 _ITEM_NAMES = ("name", "dependency", "package", "distribution", "companion")
 
 
-@record
+@dataclass(frozen=True)
 class MachineReport:
     """One machine's verdicts, and the pin each finding is about."""
 
@@ -46,7 +46,7 @@ class MachineReport:
     about: tuple[Pin | None, ...]  # per finding of `report`, in order: the pin it is about, or None
 
 
-@record
+@dataclass(frozen=True)
 class MachinesReport:
     """Every checked machine's report, in declaration order."""
 

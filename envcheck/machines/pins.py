@@ -13,7 +13,7 @@ variable a declaration does not state (`python_full_version`) leaves the version
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -28,7 +28,6 @@ from envcheck.project.discover import Project
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import marker_holds, parse_requirement
 
 # platform key -> (sys_platform, platform_machine, platform_system, os_name)
@@ -43,7 +42,7 @@ PLATFORM_MARKERS = {
 _INDEX_VARIANT = lazy(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
 
 
-@record
+@dataclass(frozen=True)
 class Pin:
     """One package the project would install on the machine, and where the project says so."""
 
@@ -65,7 +64,7 @@ class Pin:
         return f"{self.name}=={self.version}" if self.version is not None else self.written
 
 
-@record
+@dataclass(frozen=True)
 class Pins:
     """Everything the project would install on one machine."""
 

@@ -54,7 +54,6 @@ from envcheck.remedy.consent import installer as _installer
 from envcheck.report.common import problems, tally
 from envcheck.support import specifiers
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 from envcheck.support.versions import parse_requirement, parse_version
 
 _REMOVE = ("uninstall", "remove")
@@ -62,7 +61,7 @@ _REMOVE = ("uninstall", "remove")
 _MERGEABLE_FLAGS = PLAIN_FLAGS
 
 
-@record
+@dataclass(frozen=True)
 class Step:
     """One command of the plan."""
 
@@ -79,8 +78,10 @@ class Step:
         return self.installer is None or bool(self.held)
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
+    """What `fix` would run, in order, and what it leaves to be done by hand."""
+
     python: str  # the checked interpreter
     steps: tuple[Step, ...]  # in the order they run
     by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
