@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from envcheck.facts._collector import SCHEMA
 from envcheck.facts._reader import Reader
@@ -22,10 +22,12 @@ from envcheck.facts.native import NativeFacts
 from envcheck.facts.network import NetworkFacts
 from envcheck.facts.observed import Observation
 from envcheck.facts.probe_results import ProbeResult
-from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
 from envcheck.support.patterns import lazy
+
+if TYPE_CHECKING:
+    from envcheck.facts.project import ProjectFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "canonical_name", "check_schema"]
@@ -308,7 +310,7 @@ class Facts:
             host=r.opt_text("host") or "",
             origin=origin,
             installer=_optional(r.opt_obj("installer"), InstallerFacts.from_reader),  # absent before the field
-            project=_optional(r.opt_obj("project"), ProjectFacts.from_reader),  # absent before schema 3
+            project=_optional(r.opt_obj("project"), _project),  # absent before schema 3
             distributions_complete=r.flag("distributions_complete", default=True),  # absent before schema 3
             unknown=r.texts("unknown"),
             provenance=r.text_map("provenance"),
@@ -319,6 +321,14 @@ class Facts:
             observed=r.list_of("observed", Observation.from_reader, optional=True),
             conda=_optional(r.opt_obj("conda"), CondaFacts.from_reader),
         )
+
+
+def _project(r: Reader) -> ProjectFacts:
+    """A snapshot's project, read; its classes are imported only here (a check where there is no project and no
+    snapshot never imports them)."""
+    from envcheck.facts.project import ProjectFacts
+
+    return ProjectFacts.from_reader(r)
 
 
 def _json_shape(value: Any) -> Any:

@@ -20,14 +20,13 @@ from envcheck.config import Config
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S
-from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Rule, Target
-from envcheck.project import generated_rules as project_rules
-from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
 
 if TYPE_CHECKING:
+    from envcheck.facts.project import ProjectFacts
+    from envcheck.project.discover import Project
     from envcheck.derived.walk_memo import Memo
     from envcheck.pipeline.replay import Recording
     from envcheck.probes.runner import Progress, Started
@@ -125,9 +124,14 @@ def read_project(options: ProjectOptions = ProjectOptions(), *, start: str | os.
         if options.named():
             raise EnvcheckError("--no-project excludes --requirements, --extra and --group")
         return None
+    from envcheck.project.root import find_root
+
+    where = Path(start) if start is not None else Path.cwd()
+    if find_root(where) is None and not options.named():
+        return None  # no project here: the readers of its files are never imported
     from envcheck.project.discover import discover
 
-    return discover(Path(start) if start is not None else Path.cwd(), requirements=options.requirements,
+    return discover(where, requirements=options.requirements,
                     extras=options.extras, groups=options.groups)
 
 
@@ -174,7 +178,11 @@ def rule_set(
     comes from the configuration.
     """
     pack = rule_pack.load([*config.rule_dirs, *rule_dirs], use_cache=use_cache)
-    project_set = [*policy.rules(config, require=require, forbid=forbid), *project_rules.rules(project)]
+    project_set = policy.rules(config, require=require, forbid=forbid)
+    if project is not None:  # rules generated from a project's files: their module is imported only for one
+        from envcheck.project import generated_rules
+
+        project_set = [*project_set, *generated_rules.rules(project)]
     every = pack.only(policy.merge(pack.rules, project_set))
     unknown = rule_pack.unknown_selectors(every, [*select, *ignore])
     if unknown:

@@ -34,12 +34,9 @@ from envcheck.project import locks as locks_mod
 from envcheck.project import pixi
 from envcheck.project import requirements as req_mod
 from envcheck.project.errors import ProjectError
+from envcheck.project.root import CONDA, LOCKS, PYPROJECT, REQUIREMENTS, SETUP_CFG, find_root
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-
-PYPROJECT, SETUP_CFG, REQUIREMENTS = "pyproject.toml", "setup.cfg", "requirements.txt"
-CONDA = ("environment.yml", "environment.yaml")
-MARKERS = (PYPROJECT, SETUP_CFG, REQUIREMENTS, *CONDA, *locks_mod.LOCKS)
 
 
 @dataclass(frozen=True)
@@ -79,15 +76,6 @@ def read_lock(path: Path, display: str) -> locks_mod.LockFile:
     if path.name == pixi.LOCK:
         return pixi.lock_file(path, display)
     return locks_mod.read(path, display)
-
-
-def find_root(start: Path) -> Path | None:
-    """The nearest folder at or above `start` that holds a project file."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if any((folder / name).is_file() for name in MARKERS):
-            return folder
-    return None
 
 
 def _line(text: str, needle: str) -> int | None:
@@ -351,7 +339,7 @@ def discover(start: Path, *, requirements: Sequence[str | os.PathLike[str]] = ()
         for path in named:
             if not path.is_file():
                 raise ProjectError(str(path), "--requirements: no such file")
-            if path.name in locks_mod.LOCKS:
+            if path.name in LOCKS:
                 reading.add_file(path)
                 reading.locks.append(read_lock(path, reading.display(path)))
             elif path.name in CONDA or path.suffix in (".yml", ".yaml"):
@@ -366,7 +354,7 @@ def discover(start: Path, *, requirements: Sequence[str | os.PathLike[str]] = ()
                 _conda(reading, folder / conda)
                 break
     if root is not None:
-        for lock in locks_mod.LOCKS:
+        for lock in LOCKS:
             path = folder / lock
             if path.is_file() and reading.display(path) not in reading.files:
                 reading.add_file(path)

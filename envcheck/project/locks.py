@@ -22,17 +22,10 @@ from packaging.markers import InvalidMarker, Marker, UndefinedComparison, Undefi
 
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
+from envcheck.project.root import LOCKS
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
 
-# file name -> (tool, the command that syncs the environment to the lock in that tool)
-LOCKS = {
-    "uv.lock": ("uv", "uv sync"),
-    "pylock.toml": ("pylock", "uv pip sync pylock.toml"),
-    "poetry.lock": ("poetry", "poetry sync"),
-    "pdm.lock": ("pdm", "pdm sync"),
-    "pixi.lock": ("pixi", "pixi install"),  # YAML: read by project/pixi.py (discover.read_lock chooses)
-}
 # tool -> (the key holding the format version, the major versions read). uv.lock's `version` is an integer.
 _VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
                 "poetry": ("metadata.lock-version", ("1", "2")), "pdm": ("metadata.lock_version", ("4",))}
