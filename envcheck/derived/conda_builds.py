@@ -14,16 +14,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
 from envcheck.derived.common import Derivation, Table, of_facts
 from envcheck.errors import RuleError
-from envcheck.facts.conda import CondaBuild, CondaPackage, parse_build
 from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import parse_version
+
+if TYPE_CHECKING:
+    from envcheck.facts.conda import CondaBuild, CondaPackage
 
 __all__ = ["CONDA_FORGE", "DERIVATIONS", "CondaForgeRelease", "CondaForgeTable", "CondaTorch", "archs_of", "installed",
            "native_build", "parse", "subdir_of", "system_requirements", "unmet_system_requirements"]
@@ -152,6 +154,8 @@ def installed(facts: Facts, platform: str | None = None) -> CondaTorch | None:
     package = None if conda is None else conda.get("pytorch")
     if package is None:
         return None
+    from envcheck.facts.conda import parse_build  # only where conda installed torch: a pip stack never imports it
+
     return CondaTorch(package, parse_build(package.build), package.subdir or subdir_of(platform))
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from envcheck.facts._collector import SCHEMA
 from envcheck.facts._reader import Reader
-from envcheck.facts.conda import CondaFacts
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.native import NativeFacts
@@ -27,6 +26,7 @@ from envcheck.facts.toolchain import ToolchainFacts
 from envcheck.support.patterns import lazy
 
 if TYPE_CHECKING:
+    from envcheck.facts.conda import CondaFacts
     from envcheck.facts.project import ProjectFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
@@ -319,7 +319,7 @@ class Facts:
             toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
             native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
             observed=r.list_of("observed", Observation.from_reader, optional=True),
-            conda=_optional(r.opt_obj("conda"), CondaFacts.from_reader),
+            conda=_optional(r.opt_obj("conda"), _conda),
         )
 
 
@@ -329,6 +329,14 @@ def _project(r: Reader) -> ProjectFacts:
     from envcheck.facts.project import ProjectFacts
 
     return ProjectFacts.from_reader(r)
+
+
+def _conda(r: Reader) -> CondaFacts:
+    """A snapshot's conda records, read; their classes are imported only here and where conda is found (a pip
+    environment's check never imports them)."""
+    from envcheck.facts.conda import CondaFacts
+
+    return CondaFacts.from_reader(r)
 
 
 def _json_shape(value: Any) -> Any:
