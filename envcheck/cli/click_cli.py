@@ -27,7 +27,7 @@ from envcheck.version import __version__
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.facts.observed import Observation
+    from envcheck.evidence.origin import Log
     from envcheck.model import Report
     from envcheck.pipeline import CheckOptions
     from envcheck.pipeline.stages import RuleSet
@@ -314,25 +314,22 @@ def explain(source: str, fmt: str, output: str | None, fail_on: str | None, sele
 
     `python train.py 2>&1 | envcheck explain`, or `envcheck explain build.log`.
     """
-    import dataclasses
-
-    from envcheck.evidence.join import summary
-    from envcheck.evidence.signatures import scan
+    from envcheck.derived.nvidia_gpus import GpuNames
+    from envcheck.intake.log import read_log
     from envcheck.pipeline import run
     from envcheck.report import render
 
     if report_file == "-" and source == "-":
         raise click.UsageError("explain: standard input cannot be both the error output and --report")
     text, name = _error_output(source)
-    seen: list[Observation] = []
 
-    def recognise(rules: RuleSet) -> list[Observation]:
-        seen.extend(scan(text, [s for rule in rules.every for s in rule.signatures], source=name))
-        return seen
+    def recognise(rules: RuleSet) -> Log:
+        # GPU names are read through the pack's rules/data/gpus.toml, as a pasted report's are.
+        table = rules.every.tables.parsed.get("gpus")
+        return read_log(text, name, [s for rule in rules.every for s in rule.signatures],
+                        table if isinstance(table, GpuNames) else None)
 
     report, rules = run(_check_options(), progress=_ProgressLine(), explain=recognise)
-    report = dataclasses.replace(report, explained=summary(name, text.count("\n") + (not text.endswith("\n")),
-                                                            seen))
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
 

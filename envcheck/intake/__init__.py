@@ -19,8 +19,18 @@ from envcheck.intake.detect import recognise_all
 from envcheck.intake.errors import found_of
 from envcheck.intake.found import Found
 from envcheck.intake.text import ReportError, blocks, decode
+from envcheck.support.patterns import lazy
 
-__all__ = ["ReportError", "read", "read_report"]
+__all__ = ["ReportError", "read", "read_report", "read_text", "scannable"]
+
+# A markdown quote's markers at the start of a line ("> ", "> > "): a message quoted in an issue is the same message.
+_QUOTED = lazy(r"(?m)^[ \t]{0,3}(?:>[ \t]?){1,8}")
+
+
+def scannable(text: str) -> str:
+    """`text` as error signatures read it: markdown quote markers taken off each line, the lines kept (a match's
+    line number is the line in `text`)."""
+    return _QUOTED.sub("", text) if ">" in text else text
 
 
 def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
@@ -29,9 +39,14 @@ def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
     `signatures` recognise in its error output (and what those state); GPU names are read through `gpu_names` (the
     rule pack's rules/data/gpus.toml; the shipped one by default). ReportError for input that is not text or is too
     large. The report is decoded and read once: the snapshot and the line naming what was read both come from it."""
-    text = decode(data, file)
+    return read_text(decode(data, file), file, signatures, gpu_names)
+
+
+def read_text(text: str, file: str, signatures: Iterable[Signature] = (),
+              gpu_names: GpuNames | None = None) -> tuple[Facts, list[Found]]:
+    """`read`, of text already decoded."""
     founds = recognise_all(blocks(text))
-    observed = scan(text, signatures, source=file)
+    observed = scan(scannable(text), signatures, source=file)
     stated = found_of(observed)
     facts = facts_of([*founds, *([] if stated is None else [stated])], file, gpu_names)
     if not observed:

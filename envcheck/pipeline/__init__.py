@@ -15,6 +15,7 @@ click-free `envcheck --static` imports it on every run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
@@ -23,7 +24,7 @@ from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.config import Config
-    from envcheck.facts.observed import Observation
+    from envcheck.evidence.origin import Log
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Report, Target
     from envcheck.pipeline.replay import Recording
@@ -206,7 +207,7 @@ def from_report(options: CheckOptions, rules: RulePack) -> tuple[Facts, Target]:
                                    "(`envcheck facts` run on that machine states it)", in_process=False)
 
 
-Explain: TypeAlias = "Callable[[RuleSet], Sequence[Observation]]"
+Explain: TypeAlias = "Callable[[RuleSet], Log]"
 
 
 class Check:
@@ -270,13 +271,17 @@ class Check:
         from envcheck.engine import evaluate
         from envcheck.pipeline.stages import checked, memo_for
 
+        foreign = None
+        explained = ""
         if explain is not None:
             from envcheck.evidence.join import joined
 
-            facts = joined(facts, explain(self.rules))
+            join = joined(facts, explain(self.rules))
+            facts, foreign, explained = join.facts, join.foreign, join.explained
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
-        return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
-                       facts_file=_path(self.options.facts_file))
+        report = checked(evaluate(self.rules.chosen, facts, memo=memo, foreign=foreign), self.target,
+                         facts_file=_path(self.options.facts_file))
+        return dataclasses.replace(report, explained=explained) if explained else report
 
 
 class Checked(NamedTuple):
