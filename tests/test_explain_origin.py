@@ -160,3 +160,28 @@ def test_a_log_that_names_this_gpu_and_paths_is_tied(tmp_path: Path) -> None:
     assert "is from the checked environment" in out
     ec0401 = [f for f in _found(report) if f["id"] == "EC0401"]
     assert ec0401 and "not from the checked environment" not in ec0401[0]["evidence"]
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    pytest.param("operator torchvision::nms does not exist\n", "EC0701", id="nms-without-prefix"),
+    pytest.param("> RuntimeError: operator torchvision::nms does not exist\n", "EC0701", id="nms-markdown-quote"),
+    pytest.param("> > `RuntimeError: operator torchvision::roi_align does not exist`\n", "EC0701", id="nms-nested"),
+    pytest.param("2025-03-01 10:22:01,553 ERROR [worker] operator torchvision::nms does not exist\n", "EC0701",
+                 id="nms-log-prefix"),
+    pytest.param("NVIDIA GeForce RTX 5090 D with CUDA capability sm_120 is not compatible with the current PyTorch "
+                 "installation.\n", "EC0401", id="arch-warning-alone-newer-gpu"),
+    pytest.param("ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\n", "EC0501",
+                 id="libcudnn"),
+    pytest.param("OSError: libnccl.so.2: cannot open shared object file: No such file or directory\n", "EC0501",
+                 id="libnccl"),
+    pytest.param("ERROR: No matching distribution found for torch==2.1.0+cu121\n", "EC1602", id="pip-no-match"),
+    pytest.param("      nvcc fatal   : Unsupported gpu architecture 'compute_120a'\n", "EC1303", id="nvcc"),
+])
+def test_a_family_is_recognised_whatever_surrounds_it(tmp_path: Path, text: str, rule: str) -> None:
+    """The stable core of each message is recognised without its usual prefix, inside markdown quoting, code
+    spans or a log prefix, and with a GPU name newer than the signatures' examples."""
+    (tmp_path / "pasted.md").write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["check", "--report", str(tmp_path / "pasted.md"), "--format", "json",
+                                      "--no-config"])
+    assert result.exit_code in (0, 1), result.output
+    assert rule in {f["id"] for f in _found(json.loads(result.stdout))}
