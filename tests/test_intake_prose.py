@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
 from envcheck.facts.snapshot import Facts
-from envcheck.intake import read_report
 from envcheck.intake import read, read_report
 
 PROSE = Path(__file__).parent / "fixtures" / "reports" / "prose"

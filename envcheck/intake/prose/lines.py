@@ -121,7 +121,9 @@ def _banner_rest(text: str) -> bool:
     """Whether what follows "Python X.Y" is a banner's or nothing: "(main, ...)", "[GCC ...]", a `:` or a word such
     as "64-bit", rather than a list of other facts after a comma."""
     rest = text.split(None, 2)
-    return len(rest) < 3 and not rest[-1].endswith((",", ";")) or len(rest) == 3 and rest[2][:1] in "([:"
+    if len(rest) < 3:
+        return not rest[-1].endswith((",", ";"))
+    return rest[2][:1] in ("(", "[", ":")
 
 
 def _bare(words: list[str], number: int, tier: int) -> Iterator[Said]:
