@@ -5,7 +5,10 @@ and gets no command for the checked environment. Messages that are usually the c
 
 from __future__ import annotations
 
+import gc
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from click.testing import CliRunner
 from conftest import SITE, dist_dict, facts_dict, gpu_dict, nvml_dict, torch_dict
 
 from envcheck.cli.click_cli import cli
+from envcheck.evidence.origin import site_dirs
 
 # A CPU venv (Python 3.11, torch 2.13.0+cpu) with a torchvision built for another torch: EC0701 of its own.
 CPU_VENV = facts_dict(dists=[dist_dict("torch", "2.13.0+cpu"), dist_dict("torchvision", "0.20.1+cpu")],
@@ -185,3 +189,32 @@ def test_a_family_is_recognised_whatever_surrounds_it(tmp_path: Path, text: str,
                                       "--no-config"])
     assert result.exit_code in (0, 1), result.output
     assert rule in {f["id"] for f in _found(json.loads(result.stdout))}
+
+
+def _site_dirs_time(text: str, repeat: int) -> float:
+    start = time.perf_counter()
+    for _ in range(repeat):
+        site_dirs(text)
+    return time.perf_counter() - start
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda n: '  File "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1\n' * n,
+                 id="one-folder-on-every-frame"),
+    pytest.param(lambda n: "".join(f"x{i}/site-packages " for i in range(n)), id="relative-paths"),
+    pytest.param(lambda n: "a" * (50 * n) + "site-packages" * n, id="a-long-run-before-it"),
+])
+def test_finding_the_site_folders_grows_linearly(make: Callable[[int], str]) -> None:
+    """Text four times as long takes well under sixteen times as long to read for site-packages folders."""
+    small, large = make(2000), make(8000)
+    gc.disable()
+    try:
+        repeat = 1
+        while _site_dirs_time(small, repeat) < 0.05:
+            repeat *= 2
+        ratio = min(_site_dirs_time(large, repeat) for _ in range(3)) / min(_site_dirs_time(small, repeat)
+                                                                            for _ in range(3))
+    finally:
+        gc.enable()
+    assert ratio < 10.0

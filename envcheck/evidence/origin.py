@@ -23,8 +23,9 @@ TIED, FOREIGN, UNTIED = "tied", "foreign", "untied"
 _SITES = ("site-packages", "dist-packages")
 MAX_SITES = 20  # distinct folders kept: a log quoting more is no clearer about where it ran
 _PY_IN_PATH = lazy(r"(?i)(?:[/\\]lib[/\\]python(\d)\.(\d{1,2})[/\\]|[/\\]python(\d)(\d{1,2})[/\\])")
+MAX_PATH = 400  # characters of a path read back from its site-packages
 # What ends a path in running text: whitespace, quotes, brackets and the separators tracebacks put around one.
-_PATH_STOP = frozenset(" \t\r\n\"'`()[]<>,;|=")
+_PATH_STOP = tuple(" \t\r\n\"'`()[]<>,;|=")
 
 
 @dataclass(frozen=True)
@@ -59,20 +60,27 @@ class Foreign:
 
 def site_dirs(text: str) -> tuple[str, ...]:
     """The site-packages and dist-packages folders that paths in `text` name, in order of first mention (a folder
-    as written, up to and including `site-packages`). Linear: each mention is found with `str.find` and its path
-    walked back to where the path starts."""
+    as written, up to and including `site-packages`). Linear: each mention is found with `str.find` and the path
+    before it read back over at most MAX_PATH characters."""
     found: dict[str, None] = {}
     for name in _SITES:
         at = text.find(name)
         while at >= 0 and len(found) < MAX_SITES:
-            start = at
-            while start > 0 and text[start - 1] not in _PATH_STOP and at - start < 400:
-                start -= 1
-            path = text[start:at + len(name)]
-            if path[:1] in ("/", "\\", "~") or path[1:3] in (":\\", ":/"):
-                found.setdefault(path, None)
-            at = text.find(name, at + len(name))
+            end = at + len(name)
+            if not any(_names(text, known, end) for known in found):  # a traceback names one folder on every frame
+                start = max(0, at - MAX_PATH)
+                window = text[start:at]
+                path = text[start + max(window.rfind(c) for c in _PATH_STOP) + 1:end]
+                if path[:1] in ("/", "\\", "~") or path[1:3] in (":\\", ":/"):
+                    found.setdefault(path, None)
+            at = text.find(name, end)
     return tuple(found)
+
+
+def _names(text: str, path: str, end: int) -> bool:
+    """Whether `text` names exactly `path` just before `end`."""
+    begin = end - len(path)
+    return begin >= 0 and text.startswith(path, begin) and (begin == 0 or text[begin - 1] in _PATH_STOP)
 
 
 def _folder(path: str) -> str:
