@@ -166,6 +166,11 @@ def test_a_log_that_names_this_gpu_and_paths_is_tied(tmp_path: Path) -> None:
     assert ec0401 and "not from the checked environment" not in ec0401[0]["evidence"]
 
 
+_WARNING = ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+            "installation.")
+WRAPPED_AT_80 = f"{_WARNING[:80]}\n{_WARNING[80:]}\n"  # as an 80-column terminal shows it, copied
+
+
 @pytest.mark.parametrize(("text", "rule"), [
     pytest.param("operator torchvision::nms does not exist\n", "EC0701", id="nms-without-prefix"),
     pytest.param("> RuntimeError: operator torchvision::nms does not exist\n", "EC0701", id="nms-markdown-quote"),
@@ -180,6 +185,9 @@ def test_a_log_that_names_this_gpu_and_paths_is_tied(tmp_path: Path) -> None:
                  id="libnccl"),
     pytest.param("ERROR: No matching distribution found for torch==2.1.0+cu121\n", "EC1602", id="pip-no-match"),
     pytest.param("      nvcc fatal   : Unsupported gpu architecture 'compute_120a'\n", "EC1303", id="nvcc"),
+    pytest.param(WRAPPED_AT_80, "EC0401", id="wrapped-by-a-terminal"),
+    pytest.param("`flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: "
+                 "_ZN3c104impl3cow11cow_deleterEPv`\n", "EC1101", id="wrapped-by-hand"),
 ])
 def test_a_family_is_recognised_whatever_surrounds_it(tmp_path: Path, text: str, rule: str) -> None:
     """The stable core of each message is recognised without its usual prefix, inside markdown quoting, code
@@ -218,3 +226,15 @@ def test_finding_the_site_folders_grows_linearly(make: Callable[[int], str]) -> 
     finally:
         gc.enable()
     assert ratio < 10.0
+
+
+def test_a_message_on_both_lines_of_a_pair_is_found_once() -> None:
+    """A line broken in two is read again as one line, but a message either line already shows is not counted a
+    second time, and line numbers stay the text's."""
+    from envcheck.intake.messages import recognised, wrapped_pairs
+    from envcheck.rule_pack import load
+
+    text = f"{'x' * 80}\nRuntimeError: operator torchvision::nms does not exist\n{WRAPPED_AT_80}"
+    assert [n for n, _ in wrapped_pairs(text)] == [0, 2]
+    seen = recognised(text, [s for rule in load(()) for s in rule.signatures])
+    assert [(o.rule_id, o.line) for o in seen] == [("EC0701", 2), ("EC0401", 3)]

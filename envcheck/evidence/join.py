@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from envcheck.evidence.origin import TIED, Foreign, Log, Tie, tie
 from envcheck.facts.observed import Observation
@@ -21,8 +22,7 @@ from envcheck.facts.snapshot import Facts
 __all__ = ["Joined", "joined", "summary", "with_observations"]
 
 
-@dataclasses.dataclass(frozen=True)
-class Joined:
+class Joined(NamedTuple):
     """What the rules are judged on after error output is read: the checked environment's facts (with the log's
     observations where the log is tied to it), the log's own facts where it is not, and the line that says which."""
 

@@ -10,7 +10,7 @@ untied one is judged on its own facts, and no command for this environment is pr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from envcheck.facts.gpus import GpuDevice
 from envcheck.facts.observed import Observation
@@ -28,8 +28,7 @@ MAX_PATH = 400  # characters of a path read back from its site-packages
 _PATH_STOP = tuple(" \t\r\n\"'`()[]<>,;|=")
 
 
-@dataclass(frozen=True)
-class Log:
+class Log(NamedTuple):
     """Error output as read for `envcheck explain`: what was read, the failures recognised in it, the facts the log
     itself states (the snapshot `check --report` would make of it, the observations included), and the
     site-packages folders its paths name."""
@@ -41,16 +40,14 @@ class Log:
     sites: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Tie:
+class Tie(NamedTuple):
     """Whether a log came from the checked environment (`TIED`, `FOREIGN`, `UNTIED`), and why, in words."""
 
     status: str
     reason: str
 
 
-@dataclass(frozen=True)
-class Foreign:
+class Foreign(NamedTuple):
     """A log not tied to the checked environment: its own facts (its observations among them), and why, in words.
     The engine judges the rules it shows on these facts alone and writes no command for the checked environment."""
 

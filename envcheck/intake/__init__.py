@@ -12,26 +12,16 @@ import dataclasses
 from collections.abc import Iterable
 
 from envcheck.derived.nvidia_gpus import GpuNames
-from envcheck.evidence.signatures import Signature, scan
+from envcheck.evidence.signatures import Signature
 from envcheck.facts.snapshot import Facts
 from envcheck.intake.build import NOTHING_READ, facts_of
 from envcheck.intake.detect import recognise_all
 from envcheck.intake.errors import found_of
 from envcheck.intake.found import Found
+from envcheck.intake.messages import recognised
 from envcheck.intake.text import ReportError, blocks, decode
-from envcheck.support.patterns import lazy
 
-__all__ = ["ReportError", "read", "read_report", "read_text", "scannable"]
-
-# A markdown quote's markers at the start of a line ("> ", "> > "): a message quoted in an issue is the same message.
-_QUOTED = lazy(r"(?m)^[ \t]{0,3}(?:>[ \t]?){1,8}")
-
-
-def scannable(text: str) -> str:
-    """`text` as error signatures read it: markdown quote markers taken off each line, the lines kept (a match's
-    line number is the line in `text`)."""
-    return _QUOTED.sub("", text) if ">" in text else text
-
+__all__ = ["ReportError", "read", "read_report", "read_text"]
 
 def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
          gpu_names: GpuNames | None = None) -> tuple[Facts, list[Found]]:
@@ -46,7 +36,7 @@ def read_text(text: str, file: str, signatures: Iterable[Signature] = (),
               gpu_names: GpuNames | None = None) -> tuple[Facts, list[Found]]:
     """`read`, of text already decoded."""
     founds = recognise_all(blocks(text))
-    observed = scan(scannable(text), signatures, source=file)
+    observed = recognised(text, signatures, source=file)
     stated = found_of(observed)
     facts = facts_of([*founds, *([] if stated is None else [stated])], file, gpu_names)
     if not observed:
