@@ -185,6 +185,17 @@ WRAPPED_AT_80 = f"{_WARNING[:80]}\n{_WARNING[80:]}\n"  # as an 80-column termina
                  id="libnccl"),
     pytest.param("ERROR: No matching distribution found for torch==2.1.0+cu121\n", "EC1602", id="pip-no-match"),
     pytest.param("      nvcc fatal   : Unsupported gpu architecture 'compute_120a'\n", "EC1303", id="nvcc"),
+    pytest.param('OSError: [WinError 126] The specified module could not be found. Error loading "C:\\Python311\\Lib'
+                 '\\site-packages\\torch\\lib\\shm.dll" or one of its dependencies.\n', "EC0814", id="winerror-126"),
+    pytest.param('    from torch._C import *\nImportError: DLL load failed while importing _C: The specified module '
+                 'could not be found.\n', "EC0814", id="dll-load-failed"),
+    pytest.param("error: Distribution `torch==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it "
+                 "doesn't have a source distribution or wheel for the current platform\n", "EC1601", id="uv-no-wheel"),
+    pytest.param("OSError: Could not load this library: /home/u/.venv/lib/python3.11/site-packages/torchaudio/lib/"
+                 "libtorchaudio.so\n", "EC0701", id="libtorchaudio"),
+    pytest.param("RuntimeError: Could not load libtorchcodec. Likely causes:\n", "EC1812", id="torchcodec"),
+    pytest.param("/root/anaconda3/lib/python3.9/site-packages/bitsandbytes/cextension.py:31: UserWarning: The installed "
+                 "version of bitsandbytes was compiled without GPU support.\n", "EC1808", id="bitsandbytes-cpu"),
     pytest.param(WRAPPED_AT_80, "EC0401", id="wrapped-by-a-terminal"),
     pytest.param("`flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: "
                  "_ZN3c104impl3cow11cow_deleterEPv`\n", "EC1101", id="wrapped-by-hand"),
