@@ -195,7 +195,8 @@ WRAPPED_AT_80 = f"{_WARNING[:80]}\n{_WARNING[80:]}\n"  # as an 80-column termina
                  "libtorchaudio.so\n", "EC0701", id="libtorchaudio"),
     pytest.param("RuntimeError: Could not load libtorchcodec. Likely causes:\n", "EC1812", id="torchcodec"),
     pytest.param("/root/anaconda3/lib/python3.9/site-packages/bitsandbytes/cextension.py:31: UserWarning: The "
-                 "installed version of bitsandbytes was compiled without GPU support.\n", "EC1808", id="bitsandbytes-cpu"),
+                 "installed version of bitsandbytes was compiled without GPU support.\n", "EC1808",
+                 id="bitsandbytes-cpu"),
     pytest.param(WRAPPED_AT_80, "EC0401", id="wrapped-by-a-terminal"),
     pytest.param("`flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: "
                  "_ZN3c104impl3cow11cow_deleterEPv`\n", "EC1101", id="wrapped-by-hand"),
