@@ -250,3 +250,19 @@ def test_a_message_on_both_lines_of_a_pair_is_found_once() -> None:
     assert [n for n, _ in wrapped_pairs(text)] == [0, 2]
     seen = recognised(text, [s for rule in load(()) for s in rule.signatures])
     assert [(o.rule_id, o.line) for o in seen] == [("EC0701", 2), ("EC0401", 3)]
+
+
+def test_a_tied_log_the_facts_contradict_is_told_as_the_log_s(tmp_path: Path) -> None:
+    """This venv's paths and GPU, but a torch whose build probe lists sm_120: the facts say EC0401 does not fire
+    here, so the finding tells what the output shows without the rule's own text about this torch, and writes no
+    command."""
+    facts = facts_dict(dists=[dist_dict("torch", "2.7.0+cu128")], torch=torch_dict("2.7.0+cu128", "12.8"),
+                       nvml=nvml_dict(gpu_dict(name="NVIDIA GeForce RTX 5090", capability="12.0"), cuda="12.8"),
+                       probes={"torch-build": {"status": "ok", "details": {
+                           "arch_list": ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]}}})
+    here = RTX5090.replace("/home/u/miniconda3/envs/x/lib/python3.10/site-packages", SITE)
+    out, report = _explain(tmp_path, here, facts)
+    assert "is from the checked environment" in out
+    ec0401 = [f for f in _found(report) if f["id"] == "EC0401"]
+    assert ec0401 and not ec0401[0]["commands"], ec0401
+    assert "this environment's facts say otherwise" in ec0401[0]["evidence"]
