@@ -197,6 +197,11 @@ WRAPPED_AT_80 = f"{_WARNING[:80]}\n{_WARNING[80:]}\n"  # as an 80-column termina
     pytest.param("/root/anaconda3/lib/python3.9/site-packages/bitsandbytes/cextension.py:31: UserWarning: The "
                  "installed version of bitsandbytes was compiled without GPU support.\n", "EC1808",
                  id="bitsandbytes-cpu"),
+    pytest.param('{"name": "OSError", "message": "[WinError 126] The specified module could not be found. Error '
+                 'loading \\"c:\\\\Users\\\\Noor\\\\anaconda3\\\\Lib\\\\site-packages\\\\torch\\\\lib\\\\fbgemm.dll\\" or '
+                 'one of its dependencies."}\n', "EC0813", id="escaped-in-json"),
+    pytest.param('"traceback": "Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nRuntimeError: '
+                 'operator torchvision::nms does not exist\\n"\n', "EC0701", id="lines-escaped-in-json"),
     pytest.param(WRAPPED_AT_80, "EC0401", id="wrapped-by-a-terminal"),
     pytest.param("`flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined\n symbol: "
                  "_ZN3c104impl3cow11cow_deleterEPv`\n", "EC1101", id="wrapped-by-hand"),
