@@ -198,7 +198,8 @@ WRAPPED_AT_80 = f"{_WARNING[:80]}\n{_WARNING[80:]}\n"  # as an 80-column termina
                  "installed version of bitsandbytes was compiled without GPU support.\n", "EC1808",
                  id="bitsandbytes-cpu"),
     pytest.param('{"name": "OSError", "message": "[WinError 126] The specified module could not be found. Error '
-                 'loading \\"c:\\\\Users\\\\Noor\\\\anaconda3\\\\Lib\\\\site-packages\\\\torch\\\\lib\\\\fbgemm.dll\\" or '
+                 'loading \\"c:\\\\Users\\\\Noor\\\\anaconda3\\\\Lib\\\\site-packages\\\\torch\\\\lib'
+                 '\\\\fbgemm.dll\\" or '
                  'one of its dependencies."}\n', "EC0813", id="escaped-in-json"),
     pytest.param('"traceback": "Traceback (most recent call last):\\n  File \\"x.py\\", line 1\\nRuntimeError: '
                  'operator torchvision::nms does not exist\\n"\n', "EC0701", id="lines-escaped-in-json"),
