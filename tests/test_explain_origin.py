@@ -137,7 +137,10 @@ def test_a_dtype_message_blames_nothing_no_fact_supports(tmp_path: Path, text: s
 @pytest.mark.parametrize(("text", "rule"), [
     pytest.param("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
                  "cuda:0 and cpu!", "EC2001", id="device-mismatch"),
+    pytest.param("RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the "
+                 "same", "EC2001", id="input-left-on-the-cpu"),
     pytest.param("RuntimeError: Placeholder storage has not been allocated on MPS device!", "EC2002", id="mps"),
+    pytest.param("IndexError: index out of range in self", "EC2003", id="embedding-index"),
     pytest.param("../aten/src/ATen/native/cuda/NLLLoss2d.cu:103: nll_loss2d_forward_kernel: block: [5,0,0], "
                  "thread: [996,0,0] Assertion `t >= 0 && t < n_classes` failed.", "EC2003", id="labels"),
     pytest.param("RuntimeError: mat1 and mat2 shapes cannot be multiplied (2708x7 and 256x256)", "EC2004",
