@@ -220,11 +220,24 @@ def test_a_family_is_recognised_whatever_surrounds_it(tmp_path: Path, text: str,
     assert rule in {f["id"] for f in _found(json.loads(result.stdout))}
 
 
-def _site_dirs_time(text: str, repeat: int) -> float:
+def _timed(read: Callable[[str], object], text: str, repeat: int) -> float:
     start = time.perf_counter()
     for _ in range(repeat):
-        site_dirs(text)
+        read(text)
     return time.perf_counter() - start
+
+
+def _growth(read: Callable[[str], object], small: str, large: str) -> float:
+    """How many times longer `read` takes on `large` than on `small`: each timing repeats until it lasts 0.05 s,
+    best of three (a shared machine's noise is small against that)."""
+    gc.disable()
+    try:
+        repeat = 1
+        while _timed(read, small, repeat) < 0.05:
+            repeat *= 2
+        return min(_timed(read, large, repeat) for _ in range(3)) / min(_timed(read, small, repeat) for _ in range(3))
+    finally:
+        gc.enable()
 
 
 @pytest.mark.timing
@@ -236,17 +249,21 @@ def _site_dirs_time(text: str, repeat: int) -> float:
 ])
 def test_finding_the_site_folders_grows_linearly(make: Callable[[int], str]) -> None:
     """Text four times as long takes well under sixteen times as long to read for site-packages folders."""
-    small, large = make(2000), make(8000)
-    gc.disable()
-    try:
-        repeat = 1
-        while _site_dirs_time(small, repeat) < 0.05:
-            repeat *= 2
-        ratio = min(_site_dirs_time(large, repeat) for _ in range(3)) / min(_site_dirs_time(small, repeat)
-                                                                            for _ in range(3))
-    finally:
-        gc.enable()
-    assert ratio < 10.0
+    assert _growth(site_dirs, make(2000), make(8000)) < 10.0
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda n: ("x" * 80 + "\n") * n, id="every-line-at-a-terminal-width"),
+    pytest.param(lambda n: "word\n continued\n" * n, id="every-line-continued-by-hand"),
+    pytest.param(lambda n: ('"a\\\\b \\"c\\" \\n d \\n e"\n') * n, id="every-line-escaped"),
+    pytest.param(lambda n: "\\" * (40 * n) + "\n", id="one-long-escaped-line"),
+])
+def test_reading_broken_and_escaped_lines_again_grows_linearly(make: Callable[[int], str]) -> None:
+    """The lines read a second time (broken in two, escaped in JSON) cost time linear in the text."""
+    from envcheck.intake.messages import escaped_lines, wrapped_pairs
+
+    assert _growth(lambda t: (wrapped_pairs(t), escaped_lines(t)), make(2000), make(8000)) < 10.0
 
 
 def test_a_message_on_both_lines_of_a_pair_is_found_once() -> None:
