@@ -104,6 +104,14 @@ def test_a_flash_attn_log_from_another_python_is_not_judged_with_this_torch(tmp_
         assert "Python 3.10" in finding["evidence"] or "python3.10" in finding["evidence"]
 
 
+def test_the_python_a_log_s_paths_name_is_the_log_s(tmp_path: Path) -> None:
+    """Where every site-packages path of a log names one Python, that is the log's Python (its own facts)."""
+    from envcheck.intake.log import read_log
+
+    log = read_log(FLASH, "log.txt", [])
+    assert log.facts.python.version == "3.10" and log.sites == ("/opt/conda/lib/python3.10/site-packages",)
+
+
 def test_apex_message_is_ec0301_where_the_facts_confirm_it(tmp_path: Path) -> None:
     """The seed message in this venv's traceback, with NVIDIA apex's CUDA norms next to transformers: EC0301's
     finding, first, with the line as evidence; the "several causes" reading (EC2006) is not added."""

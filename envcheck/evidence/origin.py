@@ -17,7 +17,7 @@ from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
 
-__all__ = ["FOREIGN", "TIED", "UNTIED", "Foreign", "Log", "Tie", "site_dirs", "tie"]
+__all__ = ["FOREIGN", "TIED", "UNTIED", "Foreign", "Log", "Tie", "python_of", "site_dirs", "tie"]
 
 TIED, FOREIGN, UNTIED = "tied", "foreign", "untied"
 _SITES = ("site-packages", "dist-packages")
@@ -86,7 +86,7 @@ def _folder(path: str) -> str:
     return norm.lower() if norm[1:3] == ":/" else norm
 
 
-def _python_of(path: str) -> str | None:
+def python_of(path: str) -> str | None:
     """The Python version a site-packages path names ("lib/python3.10/", "Python310\\"), or None."""
     match = _PY_IN_PATH.search(path.replace("\\", "/") + "/")
     if match is None:
@@ -125,7 +125,7 @@ def _evidence(log: Log, facts: Facts) -> tuple[list[str], list[str]]:
             agree.append(f"its paths are this environment's ({site})")
         elif live:
             conflict.append(f"its paths name {site}, not this environment's site-packages")
-        said = _python_of(site)
+        said = python_of(site)
         if said is not None and python and said != python:
             conflict.append(f"its paths are Python {said}'s, this environment runs Python {python}")
     said_python = log.facts.python.version

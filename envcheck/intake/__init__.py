@@ -9,7 +9,7 @@ and where each fact came from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from envcheck.derived.nvidia_gpus import GpuNames
 from envcheck.evidence.signatures import Signature
@@ -33,9 +33,10 @@ def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
 
 
 def read_text(text: str, file: str, signatures: Iterable[Signature] = (),
-              gpu_names: GpuNames | None = None) -> tuple[Facts, list[Found]]:
-    """`read`, of text already decoded."""
-    founds = recognise_all(blocks(text))
+              gpu_names: GpuNames | None = None, beside: Sequence[Found] = ()) -> tuple[Facts, list[Found]]:
+    """`read`, of text already decoded; `beside`: what else the text states, read by the caller (ranked after the
+    outputs and error messages)."""
+    founds = [*recognise_all(blocks(text)), *beside]
     observed = recognised(text, signatures, source=file)
     stated = found_of(observed)
     facts = facts_of([*founds, *([] if stated is None else [stated])], file, gpu_names)

@@ -7,16 +7,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from envcheck.derived.nvidia_gpus import GpuNames
-from envcheck.evidence.origin import Log, site_dirs
+from envcheck.evidence.origin import Log, python_of, site_dirs
 from envcheck.evidence.signatures import Signature
 from envcheck.intake import read_text
+from envcheck.intake.found import Found
 
 __all__ = ["read_log"]
 
 
 def read_log(text: str, source: str, signatures: Iterable[Signature],
              gpu_names: GpuNames | None = None) -> Log:
-    """The log `text` (read from `source`) with what it shows and states."""
-    facts, _ = read_text(text, source, signatures, gpu_names)
+    """The log `text` (read from `source`) with what it shows and states: the Python its site-packages paths name
+    is the log's Python where they name one and nothing else states it."""
+    sites = site_dirs(text)
+    pythons: dict[str, str] = {}
+    for site in sites:
+        version = python_of(site)
+        if version is not None:
+            pythons.setdefault(version, site)
+    beside: tuple[Found, ...] = ()
+    if len(pythons) == 1:
+        (version, site), = pythons.items()
+        beside = (Found(fmt="paths", where=f"the paths it names ({site})", python_version=version),)
+    facts, _ = read_text(text, source, signatures, gpu_names, beside)
     lines = text.count("\n") + (not text.endswith("\n"))
-    return Log(source=source, lines=lines, observations=facts.observed, facts=facts, sites=site_dirs(text))
+    return Log(source=source, lines=lines, observations=facts.observed, facts=facts, sites=sites)
