@@ -190,7 +190,7 @@ def _machines(value: object, cfg: Config, key: str) -> tuple[DeclaredMachine, ..
     return parse(value, cfg.error, key, cfg.file or "<configuration>", cfg.prefix)
 
 
-# TOML key -> (Config field, parser). The README's configuration table documents each one.
+# TOML key -> (Config field, parser). The configuration table of docs/usage.md documents each one.
 KEYS: dict[str, tuple[str, Parser]] = {
     "require": ("require", _requirements),
     "forbid": ("forbid", _requirements),

@@ -130,6 +130,8 @@ class Report:
     explained: str = ""  # `envcheck explain`: the error output read and what was recognised in it, in words
     unseen: tuple[str, ...] = ()  # what the verdicts could not see, a sentence each (envcheck/unseen.py): "torch
     # is not installed here, so 60 rules about torch were not checked"; the tally says it
+    notes: tuple[str, ...] = ()  # about using envcheck with this environment, a sentence each, shown above the
+    # tally (envcheck.target.pytest_plugin_note: the pytest plugin out of pytest's reach)
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.status is status)

@@ -39,7 +39,7 @@ _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundr
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
 _OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fix_without_plan")
-# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck plan` answers).
+# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck recommend` answers).
 # A rule names one as `plan`, never as `foreach`: a finding never waits for its fix to be plannable.
 PLANS = ("torch.recommended-build", "rocm.recommended-build")
 

@@ -113,7 +113,8 @@ _rules_option = click.option(
 )
 _probe_timeout_option = click.option(
     "--probe-timeout", type=_Seconds(0.5), default=120.0, show_default=True, metavar="SECONDS",
-    help="Kill a probe that has not finished after this long (its process group goes with it).",
+    help="Kill a probe that has not finished after this long (its process group goes with it); the same bound holds "
+         "for the fact collector in another interpreter.",
 )
 _no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
 
@@ -129,7 +130,7 @@ _python_option = click.option(
     "--python", "python", metavar="PATH",
     help="The interpreter to check (a venv's bin/python); envcheck need not be installed there. Default: "
          "$VIRTUAL_ENV, $CONDA_PREFIX, the project's .venv / venv at or above the working directory, else "
-         "envcheck's own interpreter (see the README: which environment is checked).",
+         "envcheck's own interpreter (docs/usage.md: which environment is checked).",
 )
 
 
@@ -445,18 +446,34 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
 
 
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
-    """Run each step, its output going straight to the terminal; the first that fails, and how, or None."""
-    import subprocess
+    """Run each step, its output going straight to the terminal; the first that fails, and how, or None.
 
+    Each runs in a process group of its own, held by the guard (envcheck/probes/children.py): Ctrl-C or a signal that
+    ends envcheck ends it and all it started (SIGTERM first, so that the installer can clean up, then SIGKILL). No
+    time bound: downloading a CUDA torch can legitimately take half an hour. A bare program name is looked up on
+    PATH's absolute entries only, as consent.py vetted it, and `python -m MODULE` runs without the working folder on
+    sys.path (fix_mod.as_run)."""
+    from envcheck.probes.children import GRACE_S, Spawned, which
+    from envcheck.remedy import fix as fix_mod
     from envcheck.support.output_text import shell
 
     for i, step in enumerate(steps, 1):
         click.echo(f"[{i}/{len(steps)}] $ {shell(step.argv)}")
         sys.stdout.flush()
+        argv = fix_mod.as_run(step.argv)
+        if argv and os.sep not in argv[0] and not (os.altsep and os.altsep in argv[0]):
+            found = which(argv[0])
+            if found is None:
+                return step, f"cannot be run ({argv[0]} is not found on PATH's absolute entries)"
+            argv = (found, *argv[1:])
         try:
-            code = subprocess.run(step.argv, check=False).returncode
+            child = Spawned(argv, stdin=None, stdout=None, stderr=None, grace_s=GRACE_S)
         except OSError as exc:
             return step, f"cannot be run ({exc.strerror or exc})"
+        try:
+            code = child.wait()
+        finally:
+            child.close()
         if code != 0:
             return step, f"exited {code}"
     return None

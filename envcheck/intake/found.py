@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from envcheck.facts.conda import CondaPackage
 from envcheck.support.patterns import lazy
 from envcheck.support.records import record
 
@@ -58,6 +59,7 @@ class Found:
     arch_list: tuple[str, ...] | None = None  # torch's compiled architectures, from torch's own warning
     amd_gpus: tuple[str, ...] | None = None  # a ROCm torch's GPUs as gfx targets ("gfx1100"); None: not listed
     conda: bool = False  # the output shows a conda environment
+    conda_packages: tuple[CondaPackage, ...] = ()  # its rows of the torch stack as conda records (conda list)
     problems: tuple[str, ...] = ()  # what looked wrong in this output (cut short, implausible)
     # (field, where) for a field read from its own line rather than from `where` as a whole (free text states each
     # fact on a line of its own): ("torch_version", "prose, line 4"); a package's field is "package:NAME".

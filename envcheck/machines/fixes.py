@@ -86,6 +86,8 @@ def regenerate(pins: Pins, names: Sequence[str]) -> str:
                 "wrote it)")
     if tool == "poetry":
         return f"poetry update --lock {' '.join(names)}"
+    if tool == "pixi":  # pixi.toml's [pypi-dependencies] (or its conda dependencies) changed, the lock re-solved
+        return f"pixi update {' '.join(names)}"
     return f"pdm update --no-sync {' '.join(names)}"
 
 

@@ -78,7 +78,7 @@ class CheckOptions:
     def from_command(cls, params: Mapping[str, Any], project: Mapping[str, Any]) -> CheckOptions:
         """The options of a command line's check: `params` as click names them (--config is `config_file`,
         --no-cache `no_cache`; --select and --ignore repeated or comma-separated), `project` the four project
-        options. The interpreter is discovered as the README says, unless --python names one."""
+        options. The interpreter is discovered as docs/usage.md says, unless --python names one."""
         from envcheck.support.output_text import split
 
         return cls(require=params.get("require", ()), forbid=params.get("forbid", ()),
@@ -281,7 +281,14 @@ class Check:
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
         report = checked(evaluate(self.rules.chosen, facts, memo=memo, foreign=foreign), self.target,
                          facts_file=_path(self.options.facts_file))
-        return dataclasses.replace(report, explained=explained) if explained else report
+        if explained:
+            report = dataclasses.replace(report, explained=explained)
+        if self.snapshot is not None:  # a snapshot is no environment pytest runs in
+            return report
+        from envcheck.target import pytest_plugin_note
+
+        note = pytest_plugin_note(report.target, {d.canonical_name for d in facts.distributions})
+        return dataclasses.replace(report, notes=(*report.notes, note)) if note else report
 
 
 class Checked(NamedTuple):

@@ -51,7 +51,7 @@ class ProbeOptions:
     """Whether and how to run the live probes."""
 
     run: bool = True  # False: the static tier only (--static)
-    timeout_s: float = 120.0  # per probe (--probe-timeout)
+    timeout_s: float = 120.0  # per probe, and for the collector in another interpreter (--probe-timeout)
     use_cache: bool = True  # False: --no-cache
     progress: Progress | None = None  # called as each probe starts (the CLI draws a line on a terminal)
 
@@ -79,14 +79,14 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
         if started is not None:
             started.close()
         return collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
-                                   recording=recording)
+                                   recording=recording, timeout_s=probes.timeout_s)
     from envcheck.probes import begin_probes, run_probes  # only when probes run: --static never loads the runner
 
     if started is None:
         started = begin_probes(python, recording=recording)
     try:
         facts = collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
-                                    recording=recording)
+                                    recording=recording, timeout_s=probes.timeout_s)
     except BaseException:
         if started is not None:
             started.close()
@@ -100,7 +100,7 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
 
 @record
 class ProjectOptions:
-    """Which project files to read (README: the project's own requirements)."""
+    """Which project files to read (docs/usage.md: the project's own requirements)."""
 
     use: bool = True  # False: --no-project
     requirements: Sequence[str | os.PathLike[str]] = ()  # --requirements: these instead of requirements.txt

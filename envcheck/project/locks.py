@@ -31,6 +31,7 @@ LOCKS = {
     "pylock.toml": ("pylock", "uv pip sync pylock.toml"),
     "poetry.lock": ("poetry", "poetry sync"),
     "pdm.lock": ("pdm", "pdm sync"),
+    "pixi.lock": ("pixi", "pixi install"),  # YAML: read by project/pixi.py (discover.read_lock chooses)
 }
 # tool -> (the key holding the format version, the major versions read). uv.lock's `version` is an integer.
 _VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
@@ -158,8 +159,11 @@ def _parse(text: str) -> dict[str, Any]:
 
 
 def read(path: Path, display: str) -> LockFile:
-    """The lock at `path` (its tool chosen by its file name); `display` names it in messages."""
+    """The lock at `path` (its tool chosen by its file name); `display` names it in messages. Not pixi.lock,
+    which is YAML: project/pixi.py's lock_file reads it."""
     tool, sync = LOCKS[path.name]
+    if tool == "pixi":
+        raise ProjectError(display, "is pixi's lock: envcheck.project.pixi reads it")
     try:
         text = path.read_text(encoding="utf-8")
         data = _parse(text)
