@@ -9,6 +9,7 @@
     why = "..."         # optional: the mechanism, where the rule's own why names what only the facts know
     fix = "Install a torch build with sm_{cc}."     # optional; required where the rule's fix needs {item.*}
     severity = "error"  # optional: where the message proves worse than the rule's own severity guesses
+    decides = false     # optional (default true): the message alone does not decide this rule, the facts must
     source = "https://github.com/pytorch/pytorch/blob/v2.13.0/torch/cuda/__init__.py#L427"   # the emitting line
     thread = "https://github.com/pytorch/pytorch/issues/150733"        # one real thread that shows it
     example = "..."     # real text it matches (the loader and the tests check it does)
@@ -50,9 +51,8 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
-_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "source", "thread",
-         "example",
-         "near_miss"}
+_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "decides", "source",
+         "thread", "example", "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 
@@ -79,6 +79,9 @@ class Signature:
     # Two groups that must capture different text for the line to mean this failure (a regex cannot compare its
     # captures without a backreference): xformers "built for 2.0.1 (you have 2.0.1)" is not "built for another torch".
     differ: tuple[str, ...] = ()
+    # False: the message has several causes (a dtype error may be apex, an old torch or the code), and it is this
+    # rule's failure only where the facts of the environment it came from fire the rule: it never fires it alone.
+    decides: bool = True
     source: str = ""
     thread: str = ""
     example: str = ""
@@ -193,6 +196,9 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
     differ = raw.get("differ", [])
     if not isinstance(differ, list) or len(differ) not in (0, 2) or not all(g in groups for g in differ):
         raise where.at("differ").error("expected two of the pattern's group names")
+    decides = raw.get("decides", True)
+    if not isinstance(decides, bool):
+        raise where.at("decides").error("expected true or false")
     if severity not in ("", "error", "warning", "info"):
         raise where.at("severity").error(f"expected error, warning or info, got {severity!r}")
     for key, text in (("summary", summary), ("why", why), ("fix", fix)):
@@ -201,7 +207,7 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
                 raise where.at(key).error(f"{{{name}}}: the pattern has no group (?P<{name}>...)")
     signature = Signature(rule_id=rule_id, index=index, anchor=anchor, regex=source, lines=lines,
                           yields=dict(yields), summary=summary, why=why, fix=fix, severity=severity,
-                          differ=tuple(differ),
+                          differ=tuple(differ), decides=decides,
                           source=_url(raw, "source", where),
                           thread=_url(raw, "thread", where), example=_text(raw, "example", where),
                           near_miss=_text(raw, "near_miss", where))
