@@ -52,7 +52,14 @@ def _raw(**changes: Any) -> dict[str, Any]:
     ("changes", "key", "message"),
     [
         pytest.param({"pattern": r"the ((\w+)+) went wrong"}, "pattern", "exponential", id="nested-quantifier"),
-        pytest.param({"pattern": r"(?P<thing>\w+) (?P=thing) went wrong"}, "pattern", "exponential", id="backref"),
+        pytest.param({"pattern": r"(?P<thing>\w+) (?P=thing) went wrong"}, "pattern", "backreference", id="backref"),
+        # issue 33: this one loaded, then took over a minute on a 54-byte line
+        pytest.param({"pattern": r"the (?:\w|\w\w)* went wrong"}, "pattern", "exponential", id="overlapping-branches"),
+        pytest.param({"pattern": r"the (?:\w{1,9} ?)+ went wrong"}, "pattern", "exponential", id="ambiguous-group"),
+        pytest.param({"pattern": r"the (?:e?)* ?\w+ went wrong"}, "pattern", "match nothing", id="empty-repeat"),
+        pytest.param({"pattern": r".*the.*(?P<thing>\w+) went wrong"}, "pattern", "ways", id="polynomial"),
+        pytest.param({"pattern": r"(?i)the (?P<thing>\w+) went wrong"}, "pattern", "(?i:...)", id="global-flags"),
+        pytest.param({"pattern": r"the (?P<_envcheck_match>\w+) went wrong"}, "pattern", "scan's own", id="our-group"),
         pytest.param({"pattern": "the ( went wrong"}, "pattern", "not a regular expression", id="bad-regex"),
         pytest.param({"example": "all is well"}, "example", "does not match its own example", id="example-missed"),
         pytest.param({"near_miss": "the engine went wrong"}, "near_miss", "matches its near miss", id="near-miss"),
