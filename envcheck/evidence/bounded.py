@@ -4,7 +4,7 @@ A backtracking matcher explodes in two ways, and both need a repetition that can
 one way:
 
 - exponentially, when a repetition's body can match one text in several ways: `(a+)+`, `(?:\\w|\\w\\w)*`,
-  `(?:ab|a)*`. Refused outright: a quantifier that may repeat more than once repeats one character or class
+  `(?:ab|a|b)*`. Refused outright: a quantifier that may repeat more than once repeats one character or class
   (`\\w{1,40}`, `[^\\n:]{0,200}?`, `(?:x)+`), never a group of several items or an alternation.
 - polynomially, when repetitions follow one another and the text they cover can be split between them in many
   ways: `\\w*\\w*`, `.*:.*:`, `[^\\n]{0,200}?python[^\\n]{0,60}?:`. A repetition is *open* when the text right after
@@ -72,7 +72,7 @@ def paths(pattern: str, window: int, line: int) -> int:
     the longest one that stays on a line may."""
     parsed = sre_parse.parse(pattern)
     walk = _Walk(parsed.state.flags, _alphabet(parsed), window, line)
-    _first, count = walk.sequence(list(parsed), _END)
+    _first, count = walk.sequence(list(parsed.data), _END)
     if count > MAX_PATHS:
         raise Unbounded(f"its repetitions can split a line in about {count:,} ways (at most {MAX_PATHS:,}): "
                         "end each repetition where the next character cannot continue it ([^:]{1,80}:), or bound "
