@@ -4,8 +4,9 @@ A backtracking matcher explodes in two ways, and both need a repetition that can
 one way:
 
 - exponentially, when a repetition's body can match one text in several ways: `(a+)+`, `(?:\\w|\\w\\w)*`,
-  `(?:ab|a|b)*`. Refused outright: a quantifier that may repeat more than once repeats one character or class
-  (`\\w{1,40}`, `[^\\n:]{0,200}?`, `(?:x)+`), never a group of several items or an alternation.
+  `(?:ab|a|b)*`. Refused outright: what a quantifier repeats more than once must match any text in one way at
+  most, and never nothing: one character or class (`\\w{1,40}`), or a group whose alternatives begin with
+  different characters and whose own repetitions the next character closes (`(?:(?:sm|compute)_\\d\\d ){0,12}`).
 - polynomially, when repetitions follow one another and the text they cover can be split between them in many
   ways: `\\w*\\w*`, `.*:.*:`, `[^\\n]{0,200}?python[^\\n]{0,60}?:`. A repetition is *open* when the text right after
   it may begin with a character it repeats: the matcher then tries each of its lengths (up to the whole window)
@@ -26,8 +27,7 @@ most a constant: MAX_PATHS paths of at most a window's length, for each start.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 if sys.version_info >= (3, 11):
     from re import _compiler as sre_compile
@@ -51,8 +51,7 @@ class Unbounded(ValueError):
     """A pattern that could backtrack without a useful bound: the message says which part, in words."""
 
 
-@dataclass(frozen=True)
-class _Next:
+class _Next(NamedTuple):
     """What may come right after a point in the pattern: the characters (of the sample alphabet) that may start it,
     whether the pattern may end there, the literal text it must start with, and whether it always matches (an
     optional part, then the end: a repetition before it is tried at its first length only)."""

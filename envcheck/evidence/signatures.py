@@ -44,8 +44,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import Any, NamedTuple
 
 from envcheck.conditions import Where
 from envcheck.evidence.bounded import Unbounded, paths
@@ -301,8 +301,7 @@ def _clipped(window: str, offset: int, count: int) -> str:
     return window if end < 0 else window[:end]
 
 
-@dataclass(frozen=True)
-class _Seen:
+class _Seen(NamedTuple):
     """What a signature's pattern found in one window: the same for every line whose window is the same."""
 
     text: str
