@@ -141,9 +141,14 @@ class _Walk:
             ahead = first.chars if av[0] == 1 else frozenset()
             return _Next(after.chars | ahead, after.end, after.literal if av[0] != 1 else ""), count
         if op == "SUBPATTERN":
-            flags = av[1] if len(av) == 4 else 0
-            first, count = self.sequence(list(av[-1]), after)
-            if flags & sre_parse.SRE_FLAG_IGNORECASE:
+            outer = self.flags
+            if len(av) == 4:  # (?i:...), (?s:...): flags for this group alone
+                self.flags = (outer | av[1]) & ~av[2]
+            try:
+                first, count = self.sequence(list(av[-1]), after)
+            finally:
+                self.flags = outer
+            if len(av) == 4 and av[1] & sre_parse.SRE_FLAG_IGNORECASE:
                 first = _Next(first.chars, first.end, "", first.certain)
             return first, count
         if op == "ATOMIC_GROUP":
@@ -204,7 +209,25 @@ class _Walk:
 
 def _members(flags: int, alphabet: str, item: Any) -> frozenset[str]:
     """The characters of `alphabet` the one-character `item` matches (compiled as re compiles it, flags included)."""
-    state = sre_parse.State()
-    state.flags = flags
-    matcher = sre_compile.compile(sre_parse.SubPattern(state, [item]), flags)
-    return frozenset(matcher.findall(alphabet))
+    op, av = str(item[0]), item[1]
+    if not flags & (sre_parse.SRE_FLAG_IGNORECASE | sre_parse.SRE_FLAG_DOTALL):
+        if op == "LITERAL":
+            return frozenset(chr(av))
+        if op == "NOT_LITERAL":
+            return frozenset(alphabet.replace(chr(av), ""))
+        if op == "ANY":
+            return frozenset(alphabet.replace("\n", ""))
+    return _compiled_members(flags, alphabet, repr(item), item)
+
+
+_MEMBERS: dict[tuple[int, str, str], frozenset[str]] = {}  # the classes patterns share ([^\n], \d, \w) compile once
+
+
+def _compiled_members(flags: int, alphabet: str, key: str, item: Any) -> frozenset[str]:
+    found = _MEMBERS.get((flags, alphabet, key))
+    if found is None:
+        state = sre_parse.State()
+        state.flags = flags
+        matcher = sre_compile.compile(sre_parse.SubPattern(state, [item]), flags)
+        found = _MEMBERS[(flags, alphabet, key)] = frozenset(matcher.findall(alphabet))
+    return found

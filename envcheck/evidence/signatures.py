@@ -61,6 +61,7 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
+MAX_REMEMBERED = 4_000_000  # characters of windows the scan keeps with their answers (a repeated warning's is one)
 _KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "source", "thread",
          "example",
          "near_miss"}
@@ -252,6 +253,7 @@ def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[O
             at = -1 if end < 0 else find(anchor, end + 1)
     hits.sort()
     memo: dict[tuple[str, str, int], list[tuple[int, Signature, _Seen | None]]] = {}
+    remembered = 0  # characters of the windows in `memo`
     out: list[tuple[int, int, Observation]] = []
     line, counted = 1, 0
     for begin, at, anchor in hits:
@@ -262,6 +264,10 @@ def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[O
         key = (anchor, window, offset)
         seen = memo.get(key)
         if seen is None:
+            remembered += len(window)
+            if remembered > MAX_REMEMBERED:  # a log of windows all different: memory stays bounded, not the answer
+                memo.clear()
+                remembered = len(window)
             seen = memo[key] = [(order, s, _match(_clipped(window, offset, s.lines), offset, s))
                                 for order, s in members]
         out.extend((line, order, Observation(rule_id=s.rule_id, signature=s.index, line=line, text=found.text,
