@@ -9,6 +9,11 @@ run over pasted error output) on large logs of three kinds, and print MB/s and p
 - `warning3`: torch's three-line "sm_120 is not compatible with the current PyTorch installation" warning (EC0401's
   first example), repeated.
 - `corpus`: the quoted text of tests/fixtures/corpus files (real issue bodies), concatenated until the size asked.
+- `packed`: hostile lines of 1,300 characters, each packed with 40 of the pack's anchors and a number that makes it
+  unlike every other: the most windows per MB, none answered from memory.
+
+`--explain` times the whole command instead, `envcheck explain FILE --static --no-config` in a child (start-up,
+the check and the report included), with its peak RSS.
 
 Each case runs in a fresh child process (the scan's caches start empty, and the peak RSS is that case's alone). The
 rule pack is loaded before the clock starts; the time is the scan's alone. `--tree DIR` imports envcheck from another
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -28,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "fixtures" / "corpus"
-KINDS = ("noise", "warning", "warning3", "corpus")
+KINDS = ("noise", "warning", "warning3", "corpus", "packed")
 MB = 1_000_000
 
 
@@ -78,12 +84,45 @@ def corpus(size: int, signatures: list) -> str:  # type: ignore[type-arg]
     return _repeated("\n".join(texts), size)
 
 
-def _child(kind: str, size: int) -> dict[str, float]:
+def packed(size: int, signatures: list) -> str:  # type: ignore[type-arg]
+    anchors = sorted({s.anchor for s in signatures})
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        index = len(lines)
+        line = " ".join(anchors[(index + j) % len(anchors)] for j in range(40))[:1300] + f" {index}"
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines) + "\n"
+
+
+_MAKERS = {"noise": noise, "warning": warning, "warning3": warning3, "corpus": corpus, "packed": packed}
+
+
+def _explain(text: str) -> dict[str, float]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder, "log.txt")
+        log.write_text(text, encoding="utf-8")
+        begun = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "envcheck", "explain", str(log), "--static", "--no-config",
+                                  "-o", os.devnull], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        took = time.perf_counter() - begun
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"envcheck explain failed: {child.stderr.read().decode() if child.stderr else status}")
+    return {"bytes": len(text.encode()), "seconds": took, "observations": -1, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def _child(kind: str, size: int, explain: bool = False) -> dict[str, float]:
     from envcheck.evidence.signatures import scan
     from envcheck.rule_pack import load
 
     signatures = [s for rule in load(()) for s in rule.signatures]
-    text = {"noise": noise, "warning": warning, "warning3": warning3, "corpus": corpus}[kind](size, signatures)
+    text = _MAKERS[kind](size, signatures)
+    if explain:
+        return _explain(text)
     begun = time.perf_counter()
     seen = scan(text, signatures)
     took = time.perf_counter() - begun
@@ -93,21 +132,24 @@ def _child(kind: str, size: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated: noise, warning, warning3, corpus")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated: " + ", ".join(KINDS))
     parser.add_argument("--sizes", default="1,4,8", help="comma-separated sizes in MB (default 1,4,8)")
     parser.add_argument("--tree", type=Path, default=REPO, help="the source tree envcheck is imported from")
-    parser.add_argument("--child", nargs=2, metavar=("KIND", "BYTES"), help=argparse.SUPPRESS)
+    parser.add_argument("--explain", action="store_true", help="time the whole `envcheck explain` command")
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "BYTES", "EXPLAIN"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child[0], int(args.child[1]))))
+        print(json.dumps(_child(args.child[0], int(args.child[1]), args.child[2] == "1")))
         return
     print(f"envcheck from {args.tree}")
     for kind in args.kinds.split(","):
         for size in (float(s) for s in args.sizes.split(",")):
             code = (f"import sys; sys.path[:0] = [{str(args.tree)!r}, {str(REPO / 'bench')!r}]; "
-                    f"sys.argv = ['scan.py', '--child', {kind!r}, '{int(size * MB)}']; import scan; scan.main()")
+                    f"sys.argv = ['scan.py', '--child', {kind!r}, '{int(size * MB)}', '{int(args.explain)}']; "
+                    "import scan; scan.main()")
+            env = {**os.environ, "PYTHONPATH": str(args.tree)}  # the explain child imports the same tree
             done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                  cwd=args.tree)
+                                  cwd=args.tree, env=env)
             got = json.loads(done.stdout.splitlines()[-1])
             print(f"{kind:8} {got['bytes'] / MB:5.1f} MB  {got['seconds']:7.2f} s  "
                   f"{got['bytes'] / MB / max(got['seconds'], 1e-9):6.2f} MB/s  {int(got['observations']):7d} seen  "

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import field
 from typing import Any, NamedTuple
@@ -53,6 +54,11 @@ from envcheck.evidence.facts import YIELDS, normalised
 from envcheck.facts.observed import Observation
 from envcheck.support.patterns import lazy
 from envcheck.support.records import record
+
+if sys.version_info >= (3, 11):
+    from re import _parser as sre_parse
+else:  # pragma: no cover - 3.10
+    import sre_parse
 
 __all__ = ["MAX_LINE", "MAX_LINES", "Signature", "parse_signatures", "scan"]
 
@@ -102,6 +108,12 @@ class Signature:
         return _compiled(self.regex)
 
     @property
+    def required(self) -> tuple[str, ...]:
+        """Literal text every match holds (the pattern's longest fixed runs): a window without one of them is
+        answered without running the pattern."""
+        return _required(self.regex)
+
+    @property
     def anchored(self) -> re.Pattern[str]:
         """The pattern tried at each of the first MAX_BEFORE + 1 starts of a window, leftmost first, in one call."""
         return _anchored(self.regex)
@@ -132,6 +144,29 @@ def _anchored(regex: str) -> re.Pattern[str]:
     # `.{0,N}?` skips the fewest characters that let the pattern match: the leftmost start, as a loop over the
     # starts would find it, with the loop in C. Lookbehinds still see the characters before the start.
     return re.compile(f"(?s:.{{0,{MAX_BEFORE}}}?)(?P<{_START}>{regex})")
+
+
+@functools.cache
+def _required(regex: str) -> tuple[str, ...]:
+    runs: list[str] = []
+
+    def walk(items: Any) -> None:
+        run: list[str] = []
+        for op, av in items:
+            if str(op) == "LITERAL":
+                run.append(chr(av))
+                continue
+            runs.append("".join(run))
+            run = []
+            # A group's text is part of every match; an alternative's, a repetition's or a lookaround's may not be.
+            if str(op) == "SUBPATTERN" and not av[1] & re.IGNORECASE:
+                walk(av[-1])
+        runs.append("".join(run))
+
+    parsed = sre_parse.parse(regex)
+    if not parsed.state.flags & re.IGNORECASE:
+        walk(parsed)
+    return tuple(sorted((r for r in runs if len(r) > 1), key=len, reverse=True)[:3])
 
 
 def _filled(text: str, captures: dict[str, str]) -> str:
@@ -318,6 +353,8 @@ class _Seen(NamedTuple):
 def _match(window: str, offset: int, signature: Signature) -> _Seen | None:
     # A match holds the anchor, so it starts at or before it: the pattern is tried at those starts alone
     # (leftmost first, as search would), in one call (`_anchored`), not through the rest of the window.
+    if any(literal not in window for literal in signature.required):
+        return None
     match = signature.anchored.match(window)
     if match is None or match.start(_START) > offset:
         return None
