@@ -63,6 +63,8 @@ def _raw(**changes: Any) -> dict[str, Any]:
         pytest.param({"pattern": r"(?i)the (?P<thing>\w+) went wrong"}, "pattern", "(?i:...)", id="global-flags"),
         pytest.param({"pattern": r"the (?P<_envcheck_match>\w+) went wrong"}, "pattern", "scan's own", id="our-group"),
         pytest.param({"pattern": "the ( went wrong"}, "pattern", "not a regular expression", id="bad-regex"),
+        pytest.param({"pattern": "a{4294967296} went wrong"}, "pattern", "not a regular expression", id="huge-count"),
+        pytest.param({"pattern": "(?:" * 2000 + "went wrong" + ")" * 2000}, "pattern", "deep", id="deep-groups"),
         pytest.param({"example": "all is well"}, "example", "does not match its own example", id="example-missed"),
         pytest.param({"near_miss": "the engine went wrong"}, "near_miss", "matches its near miss", id="near-miss"),
         pytest.param({"yields": {"gpu.colour": "thing"}}, "yields.gpu.colour", "unknown fact", id="unknown-fact"),
@@ -325,3 +327,21 @@ def test_a_refused_pattern_really_explodes() -> None:
         slow.match("a" * size)
         counts.append(time.perf_counter() - begun)
     assert counts[1] > 4 * counts[0]
+
+
+def test_a_user_rule_that_could_backtrack_is_one_error_line(tmp_path: Path) -> None:
+    """Issue 33: a rule file's signature `(?:\\w|\\w\\w)*` loaded, then took over a minute on a 54-byte line. It is
+    refused where the pack loads: exit 2 and one line naming the file, the rule and the key, before anything runs."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "mine.toml").write_text(
+        '[[rule]]\nid = "EC9990"\nname = "odd"\nseverity = "error"\nsummary = "s"\nwhy = "w"\nfix = "f"\n'
+        'references = ["https://example.org/1"]\n\n[[rule.signatures]]\nanchor = "went wrong"\n'
+        "pattern = '(?:\\w|\\w\\w)* went wrong'\nsource = \"https://example.org/src\"\n"
+        'thread = "https://example.org/issues/1"\nexample = "it went wrong"\nnear_miss = "all is well"\n',
+        encoding="utf-8")
+    facts = Path(__file__).parent / "fixtures" / "clean-cuda-venv.json"
+    result = CliRunner().invoke(cli, ["check", "--facts", str(facts), "--rules", str(rules)])
+    assert result.exit_code == 2, result.output
+    (line,) = [line for line in result.output.splitlines() if line.strip()]
+    assert "mine.toml" in line and "EC9990" in line and "signatures.0.pattern" in line and "exponential" in line

@@ -46,6 +46,7 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from envcheck.conditions import Where
@@ -202,6 +203,10 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
         pattern = re.compile(source)
     except re.error as exc:
         raise where.at("pattern").error(f"not a regular expression: {exc}") from None
+    except OverflowError as exc:  # a{4294967296}
+        raise where.at("pattern").error(f"not a regular expression: {exc}") from None
+    except RecursionError:  # groups nested thousands deep
+        raise where.at("pattern").error("not a regular expression: groups nested too deeply") from None
     lines = raw.get("lines", 0)
     if not isinstance(lines, int) or isinstance(lines, bool) or not 0 <= lines <= MAX_LINES:
         raise where.at("lines").error(f"expected a whole number from 0 to {MAX_LINES}")
@@ -214,6 +219,8 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
         paths(source, window=MAX_BEFORE + MAX_AFTER + lines * (MAX_LINE + 1), line=MAX_LINE)
     except Unbounded as exc:
         raise where.at("pattern").error(f"could backtrack without a useful bound: it {exc}") from None
+    except RecursionError:
+        raise where.at("pattern").error("groups nested too deeply to be bounded") from None
     groups = set(pattern.groupindex)
     yields = raw.get("yields", {})
     if not isinstance(yields, dict) or not all(isinstance(v, str) for v in yields.values()):
@@ -278,6 +285,7 @@ def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[O
     groups: dict[str, list[tuple[int, Signature]]] = {}
     for order, signature in enumerate(signatures):
         groups.setdefault(signature.anchor, []).append((order, signature))
+    widest = {anchor: max(s.lines for _, s in members) for anchor, members in groups.items()}
     hits: list[tuple[int, int, str]] = []  # (where the line begins, where the anchor is, the anchor)
     find, rfind, size = text.find, text.rfind, len(text)
     for anchor in groups:
@@ -295,7 +303,7 @@ def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[O
         line += text.count("\n", counted, begin)
         counted = begin
         members = groups[anchor]
-        window, offset = _window(text, size, begin, at, max(s.lines for _, s in members))
+        window, offset = _window(text, size, begin, at, widest[anchor])
         key = (anchor, window, offset)
         seen = memo.get(key)
         if seen is None:
@@ -309,7 +317,7 @@ def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[O
                                              captures=dict(found.captures), facts=dict(found.facts),
                                              source=source))
                    for order, s, found in seen if found is not None)
-    out.sort(key=lambda entry: entry[:2])
+    out.sort(key=itemgetter(0, 1))
     return [observation for _, _, observation in out]
 
 
