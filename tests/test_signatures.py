@@ -282,6 +282,16 @@ def _mixed_log() -> str:
                                                                       SIGNATURES)] * 2)
 
 
+def test_what_the_scan_forgets_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room to remember almost no window, the scan finds the same: memory bounds the cost, never the answer."""
+    import envcheck.evidence.signatures as signatures
+
+    text = _mixed_log()
+    want = scan(text, SIGNATURES)
+    monkeypatch.setattr(signatures, "MAX_REMEMBERED", 3000)
+    assert scan(text, SIGNATURES) == want
+
+
 def test_the_scan_finds_what_the_plain_loop_finds() -> None:
     """One pass for each anchor, the starts tried in one call and repeated windows answered from memory change
     nothing: on real threads and every signature's texts, the scan finds what the plain loop over lines and starts
