@@ -198,6 +198,13 @@ class _Walk:
             counts.append(count)
         chars = frozenset().union(*(f.chars for f in firsts))
         disjoint = sum(len(f.chars) for f in firsts) == len(chars) and not any(f.end for f in firsts)
+        if not disjoint and not self.flags & sre_parse.SRE_FLAG_IGNORECASE:
+            # Words none of which begins another (torchaudio|torchvision|pyg_lib): one at most matches where the
+            # alternation stands, whatever their first letters share.
+            words = ["".join(chr(av) for _, av in a) for a in alternatives
+                     if a and all(str(op) == "LITERAL" for op, _ in a)]
+            disjoint = len(words) == len(alternatives) and not any(
+                a != b and b.startswith(a) for a in words for b in words)
         literal = firsts[0].literal if len({f.literal for f in firsts}) == 1 else ""
         works = [f.work for f in firsts]
         work = max(works) + len(works) if disjoint else sum(works)
