@@ -26,13 +26,10 @@ def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Repor
     `memo`: where derived results that are costly and keyed by exactly their inputs (the requirement walk) are
     remembered between runs (envcheck.cache.signed.SignedMemo); the verdicts are the same with or without it."""
     ctx = Context(facts, pack.tables, memo)
-    observed: dict[str, list[Observation]] = {}  # by rule, read once: a long log holds thousands
-    for observation in facts.observed:
-        observed.setdefault(observation.rule_id, []).append(observation)
     findings: list[Finding] = []
     for rule in sorted(pack.rules, key=lambda r: r.id):
         try:
-            findings.extend(_verdicts(rule, ctx, observed.get(rule.id, [])))
+            findings.extend(_verdicts(rule, ctx))
         except Exception as exc:  # noqa: BLE001 - one bad rule or odd fact must not cost the other verdicts
             detail = f"{type(exc).__name__}: {exc}"
             findings.append(_plain(rule, Status.ERROR, f"could not be evaluated: {detail}", detail=detail))
@@ -103,9 +100,8 @@ def _plan(rule: Rule, ctx: Context) -> dict[str, str] | None:
     return dict(items[0]) if items else None
 
 
-def _verdicts(rule: Rule, ctx: Context, seen: list[Observation] | None = None) -> list[Finding]:
-    if seen is None:
-        seen = [o for o in ctx.facts.observed if o.rule_id == rule.id]
+def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
+    seen = [o for o in ctx.facts.observed if o.rule_id == rule.id] if ctx.facts.observed else []
     if seen:
         return _observed(rule, ctx, seen)
     if rule.evidence_only:

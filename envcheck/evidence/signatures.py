@@ -72,13 +72,13 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
-MAX_REMEMBERED = 4_000_000  # characters of windows the scan keeps with their answers (a repeated warning's is one)
 _KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "source", "thread",
          "example",
          "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = lazy(r"\{([^{}]*)\}")
 _PLAIN = re.UNICODE  # a str pattern's flags when it sets none of its own
+MAX_REMEMBERED = 4_000_000  # characters of windows the scan keeps with their answers (a repeated warning's is one)
 
 
 @record
