@@ -13,6 +13,7 @@ mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
 from envcheck.support import input_files
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.resources import builtin_rules_dir
 from envcheck.templates import invalid_placeholder, placeholders
 
@@ -39,12 +39,12 @@ _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundr
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
 _OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fix_without_plan")
-# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck plan` answers).
+# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck recommend` answers).
 # A rule names one as `plan`, never as `foreach`: a finding never waits for its fix to be plannable.
 PLANS = ("torch.recommended-build", "rocm.recommended-build")
 
 
-@record
+@dataclass(frozen=True)
 class RuleFile:
     """One file of the pack: its area (the file's stem), a title for the docs, and its rules."""
 
@@ -55,7 +55,7 @@ class RuleFile:
     rules: tuple[Rule, ...]
 
 
-@record
+@dataclass(frozen=True)
 class RulePack:
     """Rules and the data tables their derived facts read, loaded and validated together: everything an
     evaluation needs besides the facts. Iterating it gives the rules."""

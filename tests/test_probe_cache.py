@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +17,7 @@ from envcheck.cache import probe_results
 from envcheck.cache.signed import cache_dir
 from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.snapshot import Facts
 from envcheck.probes import run_probes
 
 
@@ -233,3 +235,88 @@ def test_an_amd_gpu_is_part_of_the_fingerprint() -> None:
         dataclasses.replace(rocm, devices=(dataclasses.replace(gpu, gfx_target="gfx1030",
                                                                gfx_target_version=100300),)))}
     assert len(keys) == 4
+
+
+def _torch_tree(site: Path) -> Facts:
+    """A torch-like package as an installed one is laid out (its __init__, version.py, the extension module and
+    torch/lib's libraries), collected by the real collector: the facts name its location."""
+    from conftest import POISON, collect_facts, write_tree
+
+    write_tree(site, {"torch/__init__.py": POISON, "torch/version.py": "__version__ = '2.13.0'\n",
+                      "torch/_C.cpython-311-x86_64-linux-gnu.so": b"\x7fELF extension",
+                      "torch/lib/libtorch_cpu.so": b"\x7fELF library", "torch/lib/libc10.so.2": b"\x7fELF c10"})
+    facts = collect_facts(site)
+    assert facts.torch is not None and Path(facts.torch.location) == site / "torch"
+    return facts
+
+
+def _replaced(path: Path, content: bytes) -> None:
+    """`path` rewritten as installers and builds do: a new file renamed over the old one (a new inode)."""
+    new = path.with_name(path.name + ".new")
+    new.write_bytes(content)
+    os.replace(new, path)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda t: (t / "__init__.py").write_text("import sys  # edited in an editable install\n"),
+                     id="init-edited"),
+        pytest.param(lambda t: _replaced(t / "_C.cpython-311-x86_64-linux-gnu.so", b"\x7fELF extension"),
+                     id="extension-rebuilt-same-size"),
+        pytest.param(lambda t: _replaced(t / "lib" / "libtorch_cpu.so", b"\x7fELF library, rebuilt"),
+                     id="library-rebuilt"),
+        pytest.param(lambda t: (t / "lib" / "libtorch_cuda.so").write_bytes(b"\x7fELF"), id="library-added"),
+        pytest.param(lambda t: (t / "version.py").write_text("__version__ = '2.13.0'  # regenerated\n"),
+                     id="version-py-rewritten"),
+        pytest.param(lambda t: (t.parent.parent / "conda-meta").mkdir(), id="conda-transaction"),
+    ],
+)
+def test_a_changed_torch_file_is_a_new_fingerprint(tmp_path: Path, change: Any) -> None:
+    """A cached result holds only while the files importing torch runs and loads are unchanged: no distribution's
+    version or metadata changes when an editable torch is edited or its extension rebuilt, yet EC0501 must see it."""
+    prefix = tmp_path / "env"
+    site = prefix / "site"
+    site.mkdir(parents=True)
+    facts = _torch_tree(site)
+    facts = dataclasses.replace(facts, python=dataclasses.replace(facts.python, prefix=str(prefix)))
+    before = probe_results.fingerprint(facts, ["torch-import"], "code")
+    assert probe_results.fingerprint(facts, ["torch-import"], "code") == before  # stable while nothing changes
+    change(site / "torch")
+    assert probe_results.fingerprint(facts, ["torch-import"], "code") != before
+
+
+SELF_KILLED = '''
+def probe_killed_once(ctx):
+    import os, signal
+    marker = os.environ["KILLED_ONCE_MARKER"]
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer ends a child under a passing load
+    return {"status": "ok"}
+'''
+
+
+def test_a_child_killed_by_sigkill_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real probe child killed by SIGKILL gives a `crashed` result that is reported but not cached: the next run
+    runs the probe again (and its passing result is cached)."""
+    from envcheck.probes import runner
+    from envcheck.probes.catalog import ProbeSpec
+
+    monkeypatch.setattr(runner, "PROGRAM", runner.Program(SELF_KILLED, {
+        "killed-once": ProbeSpec("killed-once", "killed by SIGKILL the first time", needs_torch=False)}))
+    monkeypatch.setenv("KILLED_ONCE_MARKER", str(tmp_path / "killed"))
+    facts = dataclasses.replace(_facts(), python=dataclasses.replace(_facts().python, executable=sys.executable))
+    first = run_probes(facts, ["killed-once"], timeout_s=30)
+    assert first.results["killed-once"].status == "crashed"
+    assert first.results["killed-once"].error_class == "SIGKILL"
+    second = run_probes(facts, ["killed-once"], timeout_s=30)
+    assert not second.cached and second.results["killed-once"].status == "ok"
+    assert run_probes(facts, ["killed-once"], timeout_s=30).cached
+
+
+def test_a_crash_of_its_own_is_cached() -> None:
+    """A segfault is what torch does here, not what happened to the process: it stays cached."""
+    key = probe_results.fingerprint(_facts(), ["torch-import"], "code")
+    probe_results.store(key, _segfault())
+    assert probe_results.load(key) == _segfault()

@@ -314,8 +314,8 @@ def test_a_child_started_early_runs_the_probes(tmp_path: Path, monkeypatch: pyte
     (child,) = started.children
     time.sleep(1.0)  # the caller's own work; the child imports meanwhile
     spawned: list[object] = []
-    real_spawn = runner._spawn
-    monkeypatch.setattr(runner, "_spawn", lambda *a: spawned.append(a) or real_spawn(*a))
+    real_spawn = runner.Spawned
+    monkeypatch.setattr(runner, "Spawned", lambda *a, **k: spawned.append(a) or real_spawn(*a, **k))
     early = run(["after-import"], opts, started)
     assert spawned == []  # no second child
     assert early["after-import"].details == {"torch": "0+slow"}

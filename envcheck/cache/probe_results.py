@@ -2,8 +2,16 @@
 
 The fingerprint covers everything that can change a probe's outcome: the interpreter, every installed
 distribution (name, version, location), the driver and GPU UUIDs, AMD GPUs (PCI address, gfx target, access), the
-relevant environment variables, envcheck's version and the probe code itself. Any change means a fresh run.
-Timeouts are never cached (a slow first CUDA start may not repeat).
+relevant environment variables, envcheck's version and the probe code itself, and the files of torch that importing
+it runs and loads, by their stat (size, modification time, inode: no file is read, so the cost is a few dozen system
+calls, not hashing gigabytes of libraries): `torch/__init__.py` edited in an editable install, `torch/_C*.so` or a
+library under `torch/lib/` rebuilt, a conda transaction in a conda environment (its `conda-meta` folder changes: conda
+installs torch's libraries beside the environment's other libraries, not in torch/lib). Any change means a fresh run.
+
+Timeouts are never cached (a slow first CUDA start may not repeat), nor a child killed by a signal that came from
+outside it (SIGKILL, most often the kernel's out-of-memory killer under a passing load, SIGTERM, SIGINT, SIGHUP):
+that is what happened to the process, not what torch does. A crash of torch's own (SIGSEGV, SIGABRT, SIGBUS, SIGILL)
+is a verdict, kept until what it ran changes.
 
 An entry is believed only when its signature verifies (envcheck.cache.signed: HMAC with the user's key, in a folder that
 is the user's alone and outside every Python environment): a cached result turns a segfaulting torch into a pass, so an
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -26,6 +35,10 @@ from envcheck.facts.snapshot import Facts
 from envcheck.version import __version__
 
 _FORMAT = 2  # 2: signed entries (envcheck.cache.signed); format 1's plain JSON files are never read
+# Signals sent to a probe child from outside it: its result says nothing about torch (see the module's docstring).
+_FROM_OUTSIDE = frozenset({"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP"})
+# Extensions of the native files importing torch loads from torch/ and torch/lib/ (Linux, macOS, Windows).
+_NATIVE = (".so", ".dylib", ".dll", ".pyd")
 
 
 def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:
@@ -44,11 +57,39 @@ def fingerprint(facts: Facts, names: Sequence[str], probe_source: str) -> str:
         "amd": None if facts.rocm is None else [
             facts.rocm.status, facts.rocm.kfd_access, facts.rocm.driver_version, facts.rocm.rocm_version,
             sorted((g.pci_bus_id or str(g.index), g.gfx_target, g.render_access or "") for g in facts.rocm.devices)],
+        "torch_files": _torch_files(facts),
         "env": sorted((k, v) for k, v in facts.env.items() if k != "PATH"),
         "probes": sorted(names),
         "code": hashlib.sha256(probe_source.encode("utf-8")).hexdigest(),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
+def _torch_files(facts: Facts) -> list[list[object]]:
+    """[name, size, mtime_ns, inode] of what importing torch runs and loads: torch/__init__.py, version.py, the
+    extension modules beside them (`_C.cpython-311-x86_64-linux-gnu.so`), every native library in torch/lib, and the
+    conda-meta folder of a conda environment. A file that cannot be read is listed without its stat."""
+    paths: list[Path] = []
+    if facts.torch is not None and facts.torch.location:
+        root = Path(facts.torch.location)
+        paths += [root / "__init__.py", root / "version.py"]
+        for folder, wanted in ((root, lambda n: n.startswith("_C")), (root / "lib", lambda n: True)):
+            try:
+                names = sorted(e.name for e in os.scandir(folder))
+            except OSError:
+                continue
+            paths += [folder / n for n in names if wanted(n) and (n.endswith(_NATIVE) or ".so." in n)]
+    if facts.python.prefix:
+        paths.append(Path(facts.python.prefix) / "conda-meta")
+    out: list[list[object]] = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out.append([str(path)])
+            continue
+        out.append([str(path), st.st_size, st.st_mtime_ns, st.st_ino])
+    return out
 
 
 def _installed_at(metadata_dir: str) -> int | None:
@@ -86,9 +127,10 @@ def load(key: str, avoid: Iterable[str] = (), problems: list[str] | None = None)
 
 
 def store(key: str, results: Mapping[str, ProbeResult], avoid: Iterable[str] = ()) -> None:
-    """Write results signed and atomically, never under `avoid`; skip it when any probe timed out. Failing to write
-    is not an error."""
-    if any(r.status == "timeout" for r in results.values()):
+    """Write results signed and atomically, never under `avoid`; skip it when any probe timed out or its child was
+    killed from outside (see the module's docstring). Failing to write is not an error."""
+    if any(r.status == "timeout" or (r.status == "crashed" and r.error_class in _FROM_OUTSIDE)
+           for r in results.values()):
         return
     payload = json.dumps({"format": _FORMAT, "results": {k: asdict(v) for k, v in results.items()}})
     store_signed(_name(key), key, payload.encode("utf-8"), avoid)

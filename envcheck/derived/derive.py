@@ -18,6 +18,7 @@ from envcheck.derived import (
     attention,
     builds,
     companions,
+    conda_builds,
     distributions,
     extensions,
     gpu_compat,
@@ -41,8 +42,8 @@ T = TypeVar("T")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
-    for module in (requirements, layers, distributions, project, gpu_compat, builds, companions, extensions, wheels,
-                   multigpu, toolchain, native_libs, attention, system_libs, rocm)
+    for module in (requirements, layers, distributions, project, gpu_compat, builds, conda_builds, companions,
+                   extensions, wheels, multigpu, toolchain, native_libs, attention, system_libs, rocm)
     for d in module.DERIVATIONS
 }
 

@@ -49,7 +49,7 @@ import functools
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -58,7 +58,6 @@ from envcheck.evidence.bounded import Unbounded, paths
 from envcheck.evidence.facts import YIELDS, normalised
 from envcheck.facts.observed import Observation
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 if sys.version_info >= (3, 11):
     from re import _parser as sre_parse
@@ -81,7 +80,7 @@ _PLAIN = re.UNICODE  # a str pattern's flags when it sets none of its own
 MAX_REMEMBERED = 4_000_000  # characters of windows the scan keeps with their answers (a repeated warning's is one)
 
 
-@record
+@dataclass(frozen=True)
 class Signature:
     """One message a rule's failure produces (see the module's docstring for the keys)."""
 

@@ -13,7 +13,7 @@ from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.native_scan import collect_native
 from envcheck.facts.network import NetworkFacts, collect_network
 from envcheck.facts.nvml import collect_nvml
-from envcheck.facts.raw import collect_raw
+from envcheck.facts.raw import DEFAULT_TIMEOUT_S, collect_raw
 from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
 from envcheck.facts.toolchain_scan import collect_toolchain
@@ -39,7 +39,7 @@ def request_for(modules: set[str], sources: dict[str, set[str]]) -> dict[str, An
 
 
 def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bool = True,
-            recording: Recorder | None = None) -> Facts:
+            recording: Recorder | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Facts:
     """Static facts of this interpreter, or of the interpreter at `python` (which need not have envcheck).
 
     NVML facts are machine-wide and always come from envcheck's own process: the checked interpreter need not
@@ -49,6 +49,8 @@ def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bo
     `recording` (a static check that may be replayed, envcheck/pipeline/replay.py) is told the collector's answer and
     the NVML and network facts: a replay collects those again and compares. What the other readers read (the KFD
     topology, the toolchain's and native libraries' files) it witnesses file by file.
+
+    `timeout_s` bounds the other interpreter (the user's --probe-timeout): see envcheck.facts.raw.collect_raw.
     """
     with nullcontext() if recording is None else recording.paused():
         nvml = _Background(collect_nvml)
@@ -59,7 +61,7 @@ def collect(request: dict[str, Any], python: str | None = None, *, use_cache: bo
             directory = usable_dir()
             if directory is not None:
                 request = {**request, "cache_dir": str(directory)}
-        raw = collect_raw(request, python)
+        raw = collect_raw(request, python, timeout_s=timeout_s)
         machine = (nvml.result(), collect_network())
         if recording is not None:
             recording.collected(python, request, raw, *machine)

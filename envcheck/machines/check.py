@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -28,14 +30,13 @@ from envcheck.model import Finding, Report
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
-from envcheck.support.records import record
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
 _TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})
 _ITEM_NAMES = ("name", "dependency", "package", "distribution", "companion")
 
 
-@record
+@dataclass(frozen=True)
 class MachineReport:
     """One machine's verdicts, and the pin each finding is about."""
 
@@ -45,7 +46,7 @@ class MachineReport:
     about: tuple[Pin | None, ...]  # per finding of `report`, in order: the pin it is about, or None
 
 
-@record
+@dataclass(frozen=True)
 class MachinesReport:
     """Every checked machine's report, in declaration order."""
 
@@ -104,6 +105,11 @@ def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pin
         own = (f"The project's {pin.written} ({pin.where}) excludes Python {machine.python}, which {machine.name} "
                "is declared with: run the project there with a Python it supports, or change requires-python.")
         return dataclasses.replace(finding, summary=summary, fix=own, commands=())
+    pixi = [shlex.join(c) for c in finding.commands if tuple(c[:2]) == ("pixi", "add")]
+    if pixi:  # a pixi project: pixi changes its manifest and re-solves pixi.lock itself (commands/conda.py)
+        fix = (f"{finding.fix} Run `{'`, then `'.join(pixi)}` in the project: pixi adds the requirement to "
+               f"{pins.manifest or 'the manifest'} and re-solves {pins.lock_shown}, for every platform.").strip()
+        return dataclasses.replace(finding, summary=summary, fix=fix, commands=())
     changes = [c for c in map(read_command, finding.commands) if c is not None]
     if not changes and recommended is not None and pin is not None and pin.name in ("torch",
                                                                                     *builds.MOVES_WITH_TORCH):

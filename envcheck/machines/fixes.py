@@ -9,19 +9,19 @@ and, for a lock, the command that regenerates it in the project's tool. Pure: pi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.pins import PLATFORM_MARKERS, Pins, index_variant
-from envcheck.support.records import record
 
 _VALUED = frozenset({"-i", "--index-url", "--extra-index-url", "--default-index", "--index", "-c", "--constraint",
                      "-r", "--requirement", "-f", "--find-links", "--python", "-p", "--target", "--prefix"})
 _INDEX = frozenset({"-i", "--index-url", "--default-index", "--index", "--extra-index-url"})
 
 
-@record
+@dataclass(frozen=True)
 class Change:
     """What one command asks of the pins."""
 
@@ -86,6 +86,8 @@ def regenerate(pins: Pins, names: Sequence[str]) -> str:
                 "wrote it)")
     if tool == "poetry":
         return f"poetry update --lock {' '.join(names)}"
+    if tool == "pixi":  # pixi.toml's [pypi-dependencies] (or its conda dependencies) changed, the lock re-solved
+        return f"pixi update {' '.join(names)}"
     return f"pdm update --no-sync {' '.join(names)}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,10 +22,9 @@ from envcheck.derived.companions import pytorch_index
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.fixes import marker_for
 from envcheck.machines.pins import Pins
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Shared:
     """One torch build for a group of machines, or None when none fits them all."""
 

@@ -9,6 +9,9 @@ to init, still importing torch or holding the GPU, and its `envcheck-probe-*` fo
 SIGINT needs nothing here: Python raises KeyboardInterrupt, and the runner's `finally` blocks close the children.
 SIGKILL cannot be caught by anyone.
 
+A child is held *before* it is spawned, inside `spawning()`: a signal that arrives while the child is being started
+(its pid not yet known to whoever started it) waits until the spawn has returned, and then ends it like any other.
+
 The handlers are installed while a child lives, only from the main thread (the only one that may), never over a
 signal set to be ignored (`nohup`), and the handlers they replaced come back when the last child is closed. A
 replaced handler that was Python's (a program that embeds envcheck) is called after the cleanup; the default one
@@ -22,6 +25,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Protocol
 
@@ -36,6 +41,8 @@ class Abandonable(Protocol):
 
 _live: list[Abandonable] = []
 _replaced: dict[int, Any] = {}  # signal -> the handler installed before ours
+_spawning = 0  # spawns under way (`spawning()`): a signal meanwhile is deferred to their end
+_deferred: list[tuple[int, FrameType | None]] = []
 
 
 def _main_thread() -> bool:
@@ -63,6 +70,20 @@ def release(child: Abandonable) -> None:
         _restore()
 
 
+@contextmanager
+def spawning() -> Iterator[None]:
+    """Around starting a child already `hold`: a terminating signal that arrives meanwhile is handled when the spawn
+    has returned (and the child's pid is known), not while it is under way."""
+    global _spawning
+    _spawning += 1
+    try:
+        yield
+    finally:
+        _spawning -= 1
+        if not _spawning and _deferred:
+            _on_signal(*_deferred.pop(0))
+
+
 def _restore() -> None:
     if not _main_thread():
         return
@@ -72,6 +93,9 @@ def _restore() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _spawning:
+        _deferred.append((signum, frame))
+        return
     previous = _replaced.get(signum, signal.SIG_DFL)
     while _live:
         _live.pop().abandon()

@@ -19,22 +19,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
-from envcheck.facts.probe_results import ProbeResult
-from envcheck.probes import guard
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S, ProbeResult
 from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
-from envcheck.support.records import record
+from envcheck.probes.children import Spawned, kill_group
 
 CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
 _POLL_S = 0.02
@@ -48,17 +45,19 @@ class Progress(Protocol):
     def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
 
 
-@record
+@dataclass(frozen=True)
 class RunOptions:
+    """How the probe child runs: the interpreter, its time limits, environment and progress."""
+
     python: str  # the checked interpreter
-    timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
+    timeout_s: float = PROBE_TIMEOUT_S  # per probe (envcheck/facts/probe_results.py says why that long)
     # Starting the child and importing torch, before the first probe starts; None: timeout_s, the user's one bound.
     import_timeout_s: float | None = None
     env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
     progress: Progress | None = None
 
 
-@record
+@dataclass(frozen=True)
 class Program:
     """What probe children run: envcheck/probes/_child.py with `extra` probe functions inserted before its entry
     point, and the specs of the probes those define."""
@@ -123,16 +122,6 @@ def _tail(path: Path) -> str:
         return ""
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        if sys.platform != "win32":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - no process groups there; the child alone
-            proc.kill()
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 class _Lines:
     """Reads the complete JSON lines a child has appended to its results file so far."""
 
@@ -170,47 +159,45 @@ def _result(raw: object, name: str) -> ProbeResult:
 
 
 class Child:
-    """A probe child started, with the folder its results come through; `close` ends it and removes the folder, and
-    so does a signal that ends envcheck meanwhile (envcheck/probes/guard.py)."""
+    """A probe child started, with the folder its program and results live in; `close` ends it and removes the
+    folder, and so does a signal that ends envcheck meanwhile (envcheck/probes/children.py, guard.py).
+
+    The program is a file in that folder, run with the folder as the working directory: nothing is written to the
+    child's standard input (an interpreter whose start-up stalls would block envcheck in that write, before any bound
+    runs), and nothing of envcheck's working folder is on the child's `sys.path` or resolves a relative path."""
 
     def __init__(self, opts: RunOptions, request: str) -> None:
         self.python, self.request = opts.python, request
         self._tmp = tempfile.TemporaryDirectory(prefix="envcheck-probe-")
         self.folder = Path(self._tmp.name)
+        self.quiet: Callable[[], AbstractContextManager[object]] = nullcontext
         try:
             self.out_path, self.err_path = self.folder / "results.jsonl", self.folder / "stderr.txt"
             self.out_path.touch()
+            program = self.folder / "envcheck_probe_child.py"
+            program.write_text(child_source(PROGRAM.extra), encoding="utf-8")
             with self.err_path.open("wb") as err:
-                self.proc = _spawn(opts, request, self.out_path, err)
+                self.spawned = Spawned(
+                    [opts.python, "-X", "faulthandler", str(program), request, str(self.out_path)],
+                    cwd=self.folder, env=_child_env(opts.env), stderr=err, after=self._remove_folder)
         except BaseException:
             self._tmp.cleanup()
             raise
-        guard.hold(self)
+        assert self.spawned.proc is not None
+        self.proc = self.spawned.proc
         # Before the first start event the child starts Python and imports torch: the import bound applies, counted
-        # from here (a child begun ahead of the run has been importing since then).
-        self.began = time.monotonic()
-        self.quiet: Callable[[], AbstractContextManager[object]] = nullcontext
+        # from the spawn (a child begun ahead of the run has been importing since then).
+        self.began = self.spawned.began
 
-    def close(self) -> None:
-        _kill_group(self.proc)  # whatever the probes started (a leftover worker) goes with them
-        self.proc.wait()
+    def _remove_folder(self) -> None:
         with self.quiet():  # removing its own folder is no read of the check's (envcheck/pipeline/replay.py)
             self._tmp.cleanup()
-        guard.release(self)
+
+    def close(self) -> None:
+        self.spawned.close()  # whatever the probes started (a leftover worker) goes with them
 
     def abandon(self) -> None:
-        """`close` from a signal handler, as envcheck ends: the interrupted code may be inside `Popen.wait`, whose
-        lock is not reentrant, so the child is reaped with waitpid directly (for up to a second: SIGKILL is not
-        instantaneous, and a child still alive could write into the folder after it is gone)."""
-        _kill_group(self.proc)
-        for _ in range(100):
-            try:
-                if os.waitpid(self.proc.pid, os.WNOHANG)[0]:
-                    break
-            except ChildProcessError:
-                break  # reaped already
-            time.sleep(0.01)
-        self._tmp.cleanup()
+        self.spawned.abandon()
 
 
 def _request(specs: Sequence[ProbeSpec]) -> str:
@@ -304,7 +291,7 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
                 opts.progress(specs[0].name, done + 1, total, waited=(now - child.began, import_limit))
             if now > deadline:
                 killed = True
-                _kill_group(proc)
+                kill_group(proc.pid)
                 proc.wait()
                 late = current or next(sp.name for sp in specs if sp.name not in finished)
                 if probing or current is not None:
@@ -341,23 +328,6 @@ def _run_child(specs: Sequence[ProbeSpec], opts: RunOptions, done: int, total: i
     finally:
         child.close()
     return [s for s in specs if s.name not in finished]
-
-
-def _spawn(opts: RunOptions, request: str, out_path: Path, err: IO[bytes]) -> subprocess.Popen[bytes]:
-    kwargs: dict[str, Any] = {}
-    if sys.platform != "win32":
-        kwargs["start_new_session"] = True  # its own process group, so a timeout kills everything it started
-    proc = subprocess.Popen(
-        [opts.python, "-X", "faulthandler", "-", request, str(out_path)],
-        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=_child_env(opts.env), **kwargs,
-    )
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(child_source(PROGRAM.extra).encode("utf-8"))
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass  # the interpreter died at once; the exit code tells why
-    return proc
 
 
 # Probes asked first of the shared child, in this order: torch-import, then extension-imports. The child starts

@@ -15,20 +15,23 @@ envcheck/remedy/fix.py asks for each step of its plan.
   link (`-e .`, `pkg @ git+https://...`) or read a requirements file. The one index it may name is a PyTorch
   variant index, which the planner writes itself into torch-family installs (envcheck/commands/planner.py). What is
   allowed is listed, not what is refused: pip accepts abbreviated and clustered options (`--extra`, `-Ue .`).
+- Whichever rule asks for it, an installer command whose requirement an installer would read as a file or folder
+  waits for --allow-other (`file_named`): a name can come from a project's `require` or from an installed
+  distribution's metadata, and `evil-1.0-py3-none-any.whl` is a valid PEP 508 name that pip installs from the
+  working folder when such a file is there.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 CONDA = ("conda", "mamba", "micromamba")
 PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and including the installer's subcommand
@@ -39,9 +42,13 @@ PLAIN_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "-
 _VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/commands/installers.py)
 _CONDA_SPEC = lazy(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`; never `chan::pkg` or a path
 _OUTSIDE = "a rule from outside envcheck's pack"
+# What pip reads as an archive file (pip/_internal/utils/filetypes.py, ARCHIVE_EXTENSIONS), what uv reads so too
+# (.tar.zst) and conda's package files (.conda, .tar.bz2 already among them).
+ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz", ".tar.xz", ".txz", ".tlz",
+                    ".tar.lz", ".tar.lzma", ".tar.zst", ".conda")
 
 
-@record
+@dataclass(frozen=True)
 class Found:
     """The uv and conda envcheck found for the checked environment, each as the file the OS runs for it."""
 
@@ -58,10 +65,13 @@ class Found:
 
 
 def _resolved(executable: str) -> str:
-    """The file `executable` runs: a bare name as PATH finds it (as the command is started), a path from the
-    working directory, symbolic links followed. A bare name PATH does not find stays bare: no path equals it."""
+    """The file `executable` runs: a bare name as PATH's absolute entries find it (as `envcheck fix` starts it: a
+    relative entry such as `.` would make a project's `./uv` the one found), a path from the working directory,
+    symbolic links followed. A bare name PATH does not find stays bare: no path equals it."""
     if os.sep not in executable and not (os.altsep and os.altsep in executable):
-        on_path = shutil.which(executable)
+        from envcheck.probes.children import which  # not at import: the reports' listing never looks on PATH
+
+        on_path = which(executable)
         if on_path is None:
             return executable
         executable = on_path
@@ -134,9 +144,48 @@ def _vetted_option(option: str, value: str, kind: str, python: str, prefix: str 
 def _by_name(arg: str) -> bool:
     """A PEP 508 requirement without a URL: what an index serves, not a path, an archive or a VCS link."""
     try:
-        return Requirement(arg).url is None
+        return Requirement(arg).url is None and not names_a_file(arg)
     except InvalidRequirement:
         return False
+
+
+def names_a_file(arg: str) -> bool:
+    """Whether an installer reads `arg` as a file or folder rather than as a name an index serves.
+
+    pip (`parse_req_from_line` in pip/_internal/req/constructors.py) takes the text before a `;` marker, its extras
+    stripped, as a path when it ends like an archive (`is_archive_file`: whether or not the file exists) or, for a
+    folder, when it "looks like a path" (`_looks_like_path`: a path separator, or a leading `.`); uv reads the same
+    shapes, and `~`. A bare name stays a name for both even where a folder of that name is in the working folder
+    (`pip install datasets` beside a `datasets/` folder asks the index), so existence is not what decides."""
+    head = arg.split(";", 1)[0].strip()
+    for text in {head, head.split("[", 1)[0].strip()}:
+        if "/" in text or "\\" in text or os.sep in text or (os.altsep and os.altsep in text):
+            return True
+        if text.startswith((".", "~")) or text.lower().endswith(ARCHIVE_SUFFIXES):
+            return True
+    return False
+
+
+def file_named(argv: Sequence[str], kind: str) -> str:
+    """Why an installer command of any rule, the pack's too, waits for --allow-other: an argument shaped as a
+    requirement by name that the installer reads as a file (`evil-1.0-py3-none-any.whl`); "" when there is none.
+    The pack's rules fill names in from the project and the environment; what the pack writes itself (a path, a
+    link, an option's value) is its own choice and not shaped as a name."""
+    if kind == "ensurepip":
+        return ""
+    for arg in argv[PREFIX[kind]:]:
+        if arg.startswith("-"):
+            continue
+        if kind == "conda":
+            shaped = bool(_CONDA_SPEC.fullmatch(arg))
+        else:
+            try:
+                shaped = Requirement(arg).url is None  # `name @ URL` says what it is: the pack's links stay its own
+            except InvalidRequirement:
+                shaped = False
+        if shaped and names_a_file(arg):
+            return f"{kind} reads {arg!r} as a file, not as a requirement by name"
+    return ""
 
 
 def _pytorch_index(url: str) -> bool:

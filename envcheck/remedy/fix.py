@@ -29,7 +29,9 @@ How the plan is made:
 - So does an installer command that only rules from outside the shipped pack ask for (a project's rule-dirs,
   the rules made from its files), when it passes more than requirements by name and harmless flags: an index, a
   path or a VCS link, a requirements file. envcheck/remedy/consent.py says exactly what runs and what waits; a command
-  the shipped pack asks for too is the pack's, and runs.
+  the shipped pack asks for too is the pack's, and runs, unless a requirement it names is one an installer reads as
+  a file, a folder or a link (`evil-1.0-py3-none-any.whl` from a project's `require` or an installed package's
+  metadata): that waits for --allow-other whoever asks.
 - Each step says why (the summaries of the findings that asked for it) and, given the facts, what it keeps and
   what it changes: "keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu". torch-family commands
   were already planned by envcheck/commands/planner.py when the findings were made; this only describes them.
@@ -46,13 +48,12 @@ from packaging.specifiers import SpecifierSet
 
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
 from envcheck.model import Finding, Report
-from envcheck.remedy.consent import PLAIN_FLAGS, Found, not_an_installer, unvetted
+from envcheck.remedy.consent import PLAIN_FLAGS, Found, file_named, not_an_installer, unvetted
 from envcheck.remedy.consent import PREFIX as _PREFIX
 from envcheck.remedy.consent import installer as _installer
 from envcheck.report.common import problems, tally
 from envcheck.support import specifiers
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 from envcheck.support.versions import parse_requirement, parse_version
 
 _REMOVE = ("uninstall", "remove")
@@ -60,7 +61,7 @@ _REMOVE = ("uninstall", "remove")
 _MERGEABLE_FLAGS = PLAIN_FLAGS
 
 
-@record
+@dataclass(frozen=True)
 class Step:
     """One command of the plan."""
 
@@ -77,8 +78,10 @@ class Step:
         return self.installer is None or bool(self.held)
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
+    """What `fix` would run, in order, and what it leaves to be done by hand."""
+
     python: str  # the checked interpreter
     steps: tuple[Step, ...]  # in the order they run
     by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
@@ -90,6 +93,22 @@ class Plan:
 
     def held_back(self, allow_other: bool) -> tuple[Step, ...]:
         return () if allow_other else tuple(s for s in self.steps if s.needs_opt_in)
+
+
+# `python -m MODULE ARGS` as it runs: `-m` puts the working folder first on sys.path, so a project's `pip/` folder
+# would run instead of pip. `-c` puts it there too (as ''), but this program removes it before importing anything
+# (`sys` is built in), then runs the module as `-m` does. It works from Python 3.8 on, unlike `-P` (3.11), and
+# keeps PYTHONPATH and the user site, which `-I` would drop: pip must see the environment as its user's programs do.
+_RUN_MODULE = ("import sys; sys.path[:1] = [p for p in sys.path[:1] if p]; name = sys.argv.pop(1); "
+               "import runpy; runpy.run_module(name, run_name='__main__', alter_sys=True)")
+
+
+def as_run(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The argv that runs for a step: the step's own, except that `PYTHON -m MODULE ...` becomes the same module
+    run without the working folder on sys.path (the plan shows the command as a user would type it)."""
+    if len(argv) >= 3 and argv[1] == "-m" and not argv[2].startswith("-"):
+        return (argv[0], "-c", _RUN_MODULE, *argv[2:])
+    return argv
 
 
 def _targeted(argv: tuple[str, ...], installer: str | None, prefix: int, python: str) -> tuple[str, ...]:
@@ -192,8 +211,8 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
             held = not_an_installer(argv, found)
         elif all(rule in outside_pack for rule in sources[argv]):  # the pack asking for it too makes it the pack's
             held = unvetted(target, installer, python, prefix_dir)
-        else:
-            held = ""
+        else:  # the pack's rules fill names in from the environment and the project: none may name a file
+            held = file_named(target, installer)
         steps += [Step(target, installer, removes, tuple(sources[argv]), tuple(reasons[argv]), held=held)] * n
     # pip itself first where it has to be bootstrapped, then removals, then installs.
     first = [s for s in steps if s.installer == "ensurepip"]
