@@ -40,7 +40,8 @@ be safe on its own anyway, which the bound above makes it.
 Measured on 8 MB logs (bench/scan.py, a shared 2-core machine under load, before -> after): generated noise with
 every signature's near miss, 3-4 -> 5-8 MB/s; torch's three-line sm_XX warning repeated, 0.9-1.3 -> 6-20 MB/s;
 the corpus's real threads concatenated, 5-6 -> 6-8 MB/s; hostile lines packed with 40 anchors each, 0.1-0.4 ->
-1-3 MB/s. The whole `envcheck explain` of 8 MB: 4-14 s -> 1.4-2.7 s, under 70 MB.
+1-3 MB/s. The whole `envcheck explain` of 8 MB (start-up and the check included): 4-17 s -> 1.4-2.8 s, at most
+70 MB.
 """
 
 from __future__ import annotations
