@@ -33,9 +33,10 @@ environments, so it needs no compiled dependency to run):
   shipped pack uses them).
 
 RE2 (`google-re2`), a linear-time engine, was weighed as an optional accelerator and not taken: it has no
-lookarounds, which the shipped pack needs; its `\\w`, `\\d` and `\\s` are ASCII where `re`'s are Unicode, so a log in
-another script would match differently with and without it; and without wheels for older glibc, the fallback must
-be safe on its own anyway, which the bound above makes it.
+lookarounds (https://github.com/google/re2/wiki/Syntax), which 23 of the shipped pack's 167 signatures use; its
+`\\w`, `\\d` and `\\s` are ASCII where `re`'s are Unicode, so a log in another script would match differently with
+and without it; and without wheels for older glibc, the fallback must be safe on its own anyway, which the bound
+above makes it.
 
 Measured on 8 MB logs (bench/scan.py, a shared 2-core machine under load, before -> after): generated noise with
 every signature's near miss, 3-4 -> 5-8 MB/s; torch's three-line sm_XX warning repeated, 0.9-1.3 -> 6-20 MB/s;
