@@ -84,7 +84,7 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
         why=render(rule.why, facts, item),
         fix=f"{fix} {commands.by_hand}" if commands.by_hand else fix,
         commands=commands.commands,
-        references=rule.references,
+        references=rule.references_for(item),
         item=item,
         area=rule.area,
         evidence=evidence,
@@ -153,8 +153,14 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
 
 def _escalated(finding: Finding, rule: Rule, seen: list[Observation]) -> Finding:
     """`finding` at the severity its signatures claim, where that is higher: the message shows the failure
-    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says."""
-    claimed = [Severity(s.severity) for o in seen for s in rule.signatures[o.signature:o.signature + 1] if s.severity]
+    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says.
+    It cites first the thread of each signature that matched: a real report of this very message."""
+    matched = [s for o in seen for s in rule.signatures[o.signature:o.signature + 1]]
+    threads = tuple(dict.fromkeys(s.thread for s in matched if s.thread))
+    if threads:
+        finding = dataclasses.replace(finding, references=(*threads, *(r for r in finding.references
+                                                                       if r not in threads)))
+    claimed = [Severity(s.severity) for s in matched if s.severity]
     severity = max(claimed, key=lambda s: s.rank, default=finding.severity)
     if severity.rank <= finding.severity.rank:
         return finding

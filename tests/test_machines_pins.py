@@ -106,8 +106,8 @@ def test_a_range_that_excludes_the_new_pin_changes_with_it(here: Path) -> None:
     """pyproject.toml's torch<2.6 would refuse the 5090's torch 2.11: it changes with the pin, its marker kept."""
     project(here, '"torch<2.6; sys_platform == \'linux\'"')
     text = section(run("check", "--machine", "rtx5090").output, "rtx5090")
-    assert """torch==2.11.0; sys_platform == "linux" in place of torch<2.6; sys_platform == 'linux' (pyproject.toml:4)""" \
-        in text
+    assert ("""torch==2.11.0; sys_platform == "linux" in place of torch<2.6; sys_platform == 'linux' """
+            "(pyproject.toml:4)") in text
 
 
 def test_json_lists_every_other_requirement_of_a_pin(here: Path) -> None:

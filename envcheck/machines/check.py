@@ -30,8 +30,8 @@ from envcheck.model import Finding, Report
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
-from envcheck.unseen import said, unchecked
 from envcheck.support.records import record
+from envcheck.unseen import said, unchecked
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
 _TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})
@@ -147,9 +147,10 @@ def _no_torch(machine: DeclaredMachine, pins: Pins, facts: Facts) -> str:
         return (f"the project requires no torch on {machine.name} ({read}): whether a dependency pulls one in is "
                 "not in its files")
     if pin.version is None:
-        return f"{pin.written} ({pin.where}) pins no one torch version: which one a resolver installs is not in the files"
-    python = facts.python.version
-    return f"{pin.written} ({pin.where}) has no wheel for Python {python} on {machine.platform}: it installs no torch there"
+        return (f"{pin.written} ({pin.where}) pins no one torch version: which one a resolver installs is not in "
+                "the files")
+    return (f"{pin.written} ({pin.where}) has no wheel for Python {facts.python.version} on {machine.platform}: it "
+            "installs no torch there")
 
 
 def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | None, pack: RulePack,

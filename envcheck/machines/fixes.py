@@ -14,7 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import Version
 
 from envcheck.facts.snapshot import canonical_name
-from envcheck.machines.pins import PLATFORM_MARKERS, Pins, index_variant
+from envcheck.machines.pins import PLATFORM_MARKERS, Pin, Pins, index_variant
 from envcheck.support.records import record
 from envcheck.support.versions import parse_requirement, parse_version
 
