@@ -92,6 +92,9 @@ def test_uv_lock_gives_the_same_verdicts_as_the_requirements_file(locked: Path) 
     mac = by_machine["intel-mac"]
     assert f"intel-mac: uv.lock:{torch_line} requires torch==2.5.1+cu124" in " ".join(mac.split())
     assert "✗ EC1601" in mac
+    # Its tally says why it has no torch to look at, from the lock: not that "the snapshot does not say".
+    assert (f"torch 2.5.1+cu124 (uv.lock:{torch_line}) has no wheel for Python 3.12 on macos-x86_64: it installs "
+            "no torch there, so ") in " ".join(mac.split())
 
 
 def test_github_annotation_of_a_lock_is_on_the_pins_line(locked: Path) -> None:
