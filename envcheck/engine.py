@@ -84,7 +84,7 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
     if not commands:  # the facts are a log's own, not the checked environment's: no command is written for them
         return Finding(rule_id=rule.id, name=rule.name, severity=rule.severity, status=FINDING_STATUS[rule.severity],
                        summary=render(rule.summary, facts, item), why=render(rule.why, facts, item), fix=fix,
-                       references=rule.references, item=item, area=rule.area, evidence=evidence)
+                       references=rule.references_for(item), item=item, area=rule.area, evidence=evidence)
     planned = plan_commands(render_argvs(rule.commands, facts, item, plan), facts, ctx.derived.companions(), item,
                             matrix)
     written = for_environment(planned, facts)
@@ -97,7 +97,7 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
         why=render(rule.why, facts, item),
         fix=f"{fix} {written.by_hand}" if written.by_hand else fix,
         commands=written.commands,
-        references=rule.references,
+        references=rule.references_for(item),
         item=item,
         area=rule.area,
         evidence=evidence,
@@ -224,8 +224,14 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation], elsewhere: str 
 
 def _escalated(finding: Finding, rule: Rule, seen: list[Observation]) -> Finding:
     """`finding` at the severity its signatures claim, where that is higher: the message shows the failure
-    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says."""
-    claimed = [Severity(s.severity) for o in seen for s in rule.signatures[o.signature:o.signature + 1] if s.severity]
+    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says.
+    It cites first the thread of each signature that matched: a real report of this very message."""
+    matched = [s for o in seen for s in rule.signatures[o.signature:o.signature + 1]]
+    threads = tuple(dict.fromkeys(s.thread for s in matched if s.thread))
+    if threads:
+        finding = dataclasses.replace(finding, references=(*threads, *(r for r in finding.references
+                                                                       if r not in threads)))
+    claimed = [Severity(s.severity) for s in matched if s.severity]
     severity = max(claimed, key=lambda s: s.rank, default=finding.severity)
     if severity.rank <= finding.severity.rank:
         return finding
