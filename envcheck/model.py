@@ -68,6 +68,18 @@ class Rule:
     # one item as {plan.KEY}. It never decides a verdict: where it is unknown, the finding stands with
     # `fix_without_plan` and without the commands that name it
     fix_without_plan: str = ""  # the fix in words where the plan is unknown or empty; given exactly with `plan`
+    # (url, item field, values): a reference cited only for the findings whose item has one of the values
+    scoped_references: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def references_for(self, item: dict[str, str] | None) -> tuple[str, ...]:
+        """The references about a finding of this rule for `item`: every one, but for an item those scoped to other
+        items' values (the threads about torchaudio are not cited for a torchvision finding)."""
+        if item is None or not self.scoped_references:
+            return self.references
+        scopes: dict[str, list[bool]] = {}
+        for url, key, values in self.scoped_references:
+            scopes.setdefault(url, []).append(item.get(key, "") in values)
+        return tuple(url for url in self.references if all(scopes.get(url, [True])))
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,38 @@ def _text(rule: dict[str, Any], key: str, where: Where) -> str:
     return value.strip()
 
 
+def _references(raw: object, where: Where, item_fields: tuple[str, ...] | None,
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+    """A rule's references: https:// URLs, each a string (about every finding of the rule) or, in a `foreach`
+    rule, `{ url = "https://...", item = { FIELD = "value" or ["value", ...] } }`: cited only for the findings whose
+    item has one of those values (a thread about torchaudio is no reference for a finding about torchvision).
+    Returns every URL, and (url, field, values) for each scope."""
+    if not isinstance(raw, list) or not raw:
+        raise where.error("expected a non-empty list of https:// URLs")
+    urls: list[str] = []
+    scoped: list[tuple[str, str, tuple[str, ...]]] = []
+    for i, entry in enumerate(raw):
+        url = entry.get("url") if isinstance(entry, dict) else entry
+        if not isinstance(url, str) or not url.startswith("https://"):
+            raise where.error(f"[{i}]: expected an https:// URL, or a table "
+                              "{ url = \"https://...\", item = { FIELD = \"value\" } }")
+        if isinstance(entry, dict):
+            item = entry.get("item")
+            if set(entry) != {"url", "item"} or not isinstance(item, dict) or not item:
+                raise where.error(f"[{i}]: a table takes exactly `url` and `item` (the item fields it is about)")
+            if item_fields is None:
+                raise where.error(f"[{i}]: `item` scopes a reference to a foreach rule's items; this rule has none")
+            for field, values in item.items():
+                values = [values] if isinstance(values, str) else values
+                if field not in item_fields:
+                    raise where.error(f"[{i}]: item field {field!r} is not one of {', '.join(item_fields)}")
+                if not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values):
+                    raise where.error(f"[{i}]: item.{field}: expected a value or a list of values")
+                scoped.append((url, field, tuple(values)))
+        urls.append(url)
+    return tuple(urls), tuple(scoped)
+
+
 def _check_placeholders(text: str, where: Where, item_fields: tuple[str, ...] | None,
                         plan_fields: tuple[str, ...] | None = None) -> None:
     for name in placeholders(text):
@@ -173,10 +205,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
     if plan is not None and not any(name.lstrip("*").startswith("plan.") for name in used):
         raise at("plan").error("neither 'fix' nor 'commands' uses it (write {plan.KEY} where the plan goes)")
 
-    refs = raw["references"]
-    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.startswith("https://")
-                                                         for r in refs):
-        raise at("references").error("expected a non-empty list of https:// URLs")
+    refs, scoped = _references(raw["references"], at("references"), item_fields)
 
     return Rule(
         id=rule_id,
@@ -186,7 +215,8 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         why=texts["why"],
         fix=texts["fix"],
         commands=tuple(commands),
-        references=tuple(refs),
+        references=refs,
+        scoped_references=scoped,
         applies=parse(raw["applies"], at("applies")) if "applies" in raw else ALWAYS,
         when=parse(raw["when"], at("when")) if "when" in raw else ALWAYS,
         foreach=foreach,

@@ -78,6 +78,10 @@ class Pins:
     index_where: dict[str, str]  # an index URL -> where it is written ("requirements.txt:1")
     declared: dict[str, Pin]  # with a lock: what the project's own files require of each name (pyproject.toml)
     requires_python: Pin | None = None  # the project itself: its [project] version, `written` "requires-python SPEC"
+    # Every requirement the project's files write for each name on this machine (pyproject.toml, requirements files
+    # and their -c constraints), in the order read: a pin change changes each of them that would exclude the new
+    # version, so that no file is left to conflict with it.
+    written: dict[str, tuple[Pin, ...]] = field(default_factory=dict)
     manifest: str = ""  # a pixi project's manifest (pixi.toml, or pyproject.toml with [tool.pixi]); "" otherwise
     system_requirements: dict[str, str] = field(default_factory=dict)  # pixi's, for the environment read
     environment: str = ""  # the pixi environment whose packages these are ("default"); "" without pixi.lock
@@ -85,6 +89,11 @@ class Pins:
     def get(self, name: str) -> Pin | None:
         key = canonical_name(name)
         return next((p for p in self.pins if p.name == key), None)
+
+    def elsewhere(self, pin: Pin) -> tuple[Pin, ...]:
+        """The project's other requirements of `pin`'s name: those written in another place than the pin itself
+        (with a lock, every one: the pin is the lock's entry)."""
+        return tuple(w for w in self.written.get(pin.name, ()) if w.where != pin.where)
 
     @property
     def source(self) -> str:
@@ -177,6 +186,20 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
     return out
 
 
+def _written(project: Project, env: dict[str, str]) -> dict[str, tuple[Pin, ...]]:
+    """Every requirement of each name the project's files write that applies on the machine (its marker holds or
+    names what the declaration does not state), with its file and line."""
+    out: dict[str, list[Pin]] = {}
+    for declared in project.requirements:
+        req = parse_requirement(declared.requirement) if declared.kind != "policy" else None
+        if req is None or req.url is not None or (req.marker is not None and marker_holds(req.marker, env) is False):
+            continue
+        file, line = _where(declared.source)
+        out.setdefault(canonical_name(req.name), []).append(
+            Pin(canonical_name(req.name), declared.requirement, _exact(req), file, line))
+    return {name: tuple(pins) for name, pins in out.items()}
+
+
 # The packages PyTorch's indexes serve in variants: a requirements file's PyTorch index is where these come from.
 _FROM_TORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "triton", "pytorch-triton-rocm"})
 
@@ -222,9 +245,9 @@ def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
             raise ProjectError(shown, f"cannot be read for the machines ({exc})") from None
         declared = {pin.name: pin for pin in _from_requirements(project, env)}
         return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared,
-                    _own(project))
+                    _own(project), _written(project, env))
     return Pins(project.root, project.name, project.files, tuple(_from_requirements(project, env)), None, "",
-                project.index_options, index_where, {}, _own(project))
+                project.index_options, index_where, {}, _own(project), _written(project, env))
 
 
 # build-matrix platform -> conda subdir

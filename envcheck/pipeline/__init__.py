@@ -17,6 +17,7 @@ click-free `envcheck --static` imports it on every run, and a replayed one (repl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
@@ -207,16 +208,15 @@ class Check:
         from envcheck.engine import evaluate
         from envcheck.pipeline.stages import checked, explained, memo_for
 
+        foreign = None
         summary = ""
         if self.options.error_output is not None:
-            facts, summary = explained(facts, self.rules.every, self.options.error_output)
+            facts, foreign, summary = explained(facts, self.rules.every, self.options.error_output)
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
-        report = checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
+        report = checked(evaluate(self.rules.chosen, facts, memo=memo, foreign=foreign), self.target,
                          facts_file=_path(self.options.facts_file), explained=summary)
         if self.snapshot is not None:  # a snapshot is no environment pytest runs in
             return report
-        import dataclasses
-
         from envcheck.target import pytest_plugin_note
 
         note = pytest_plugin_note(report.target, {d.canonical_name for d in facts.distributions})

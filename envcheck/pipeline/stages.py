@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from envcheck.facts.project import ProjectFacts
     from envcheck.project.discover import Project
     from envcheck.derived.walk_memo import Memo
+    from envcheck.evidence.join import Joined
     from envcheck.pipeline.replay import Recording
     from envcheck.probes.runner import Progress, Started
 
@@ -208,19 +209,22 @@ class ErrorOutput:
     name: str = "error output"
 
 
-def explained(facts: Facts, rules: RulePack, error_output: ErrorOutput | str) -> tuple[Facts, str]:
-    """`facts` joined with the failures that `rules`' error signatures recognise in `error_output` (a str is the
-    text itself), and the report's sentence that says what was read and what was recognised in it."""
-    from envcheck.evidence.join import joined, summary
-    from envcheck.evidence.signatures import scan
+def explained(facts: Facts, rules: RulePack, error_output: ErrorOutput | str) -> Joined:
+    """What the rules are judged on once `error_output` (a str is the text itself) is read with `rules`' error
+    signatures: `facts` joined with the failures it shows where the log came from the checked environment, the log's
+    own facts beside them where it did not (envcheck.evidence.join), and the report's sentence that says what was
+    read, what was recognised in it and where it came from."""
+    from envcheck.derived.nvidia_gpus import GpuNames
+    from envcheck.evidence.join import joined
+    from envcheck.intake.log import read_log
 
     if isinstance(error_output, str):
         error_output = ErrorOutput(error_output)
-    text, name = error_output.text, error_output.name
-    observations = scan(text, [s for rule in rules for s in rule.signatures], source=name)
-    # Lines as a reader counts them: a last line without its newline is a line, an empty text has none.
-    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    return joined(facts, observations), summary(name, lines, observations)
+    # GPU names are read through the pack's rules/data/gpus.toml, as a pasted report's are.
+    table = rules.tables.parsed.get("gpus")
+    log = read_log(error_output.text, error_output.name, [s for rule in rules for s in rule.signatures],
+                   table if isinstance(table, GpuNames) else None)
+    return joined(facts, log)
 
 
 def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
