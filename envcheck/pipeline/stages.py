@@ -25,12 +25,12 @@ from envcheck.model import Report, Rule, Target
 from envcheck.rule_pack import RulePack
 
 if TYPE_CHECKING:
-    from envcheck.facts.project import ProjectFacts
-    from envcheck.project.discover import Project
     from envcheck.derived.walk_memo import Memo
     from envcheck.evidence.join import Joined
+    from envcheck.facts.project import ProjectFacts
     from envcheck.pipeline.replay import Recording
     from envcheck.probes.runner import Progress, Started
+    from envcheck.project.discover import Project
 
 
 def collection_request(rules: Iterable[Rule]) -> dict[str, Any]:
