@@ -10,6 +10,8 @@ from pathlib import Path
 
 from conftest import FIXTURES
 
+from envcheck.project.root import find_root
+
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
 UNUSED = ("envcheck.probes", "envcheck.commands.planner", "envcheck.remedy.fix", "envcheck.fleet", "difflib",
           "logging.handlers")
@@ -53,6 +55,7 @@ def test_a_static_check_where_there_is_no_project_imports_none_of_its_readers(tm
     deferral still reads a project)."""
     bare = tmp_path / "bare"
     bare.mkdir()
+    assert find_root(bare) is None, f"{bare} is inside a project: the test needs a temporary folder outside one"
     args = ["check", "--static", "--no-config", "--fail-on", "never"]
     loaded = _modules_after_check(args, cwd=bare)
     assert "envcheck.project.root" in loaded  # it did look for a project
