@@ -112,7 +112,7 @@ def test_finding_each_findings_pin_grows_linearly(tmp_path: Path) -> None:
                     for i in range(size)]
 
         def match() -> object:
-            index = check._PinIndex.of(pins)  # as check_machines builds it: once per machine
+            index = check._PinIndex(pins)  # as check_machines builds it: once per machine
             return [check._pin_of(f, index) for f in findings]
         return match
 
@@ -129,7 +129,7 @@ def test_a_finding_is_matched_to_the_pin_its_summary_names_first(tmp_path: Path)
     (machine,) = config_mod.load(root / "pyproject.toml").machines
     project = discover(root)
     assert project is not None
-    index = check._PinIndex.of(pins_for(project, machine))
+    index = check._PinIndex(pins_for(project, machine))
 
     def named(summary: str) -> str | None:
         pin = check._pin_of(finding("EC0101", Status.FAIL, summary=summary), index)

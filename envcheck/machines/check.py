@@ -10,7 +10,6 @@ reading the project's lock: no probe runs, nothing is installed.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -62,24 +61,18 @@ class MachinesReport:
 _WORD = lazy(r"[\w.-]+")
 
 
-@dataclass(frozen=True)
 class _PinIndex:
     """A machine's pins by where they are written and by name, built once: a finding is looked up in it, not by a
     scan of every pin (50,000 pinned requirements and a hundred findings)."""
 
-    pins: Pins
-    by_where: dict[str, Pin]
-    by_name: dict[str, tuple[int, Pin]]  # canonical name -> (its order, the first pin of that name)
-    longest: int  # the longest pin name: no longer word can name one
-
-    @classmethod
-    def of(cls, pins: Pins) -> _PinIndex:
-        by_where: dict[str, Pin] = {}
-        by_name: dict[str, tuple[int, Pin]] = {}
+    def __init__(self, pins: Pins) -> None:
+        self.pins = pins
+        self.by_where: dict[str, Pin] = {}
+        self.by_name: dict[str, tuple[int, Pin]] = {}  # canonical name -> (its order, the first pin of that name)
         for i, pin in enumerate(pins.pins):
-            by_where.setdefault(pin.where, pin)
-            by_name.setdefault(pin.name, (i, pin))
-        return cls(pins, by_where, by_name, max(map(len, by_name), default=0))
+            self.by_where.setdefault(pin.where, pin)
+            self.by_name.setdefault(pin.name, (i, pin))
+        self.longest = max(map(len, self.by_name), default=0)  # no longer word can name a pin
 
     def named_in(self, summary: str) -> Pin | None:
         """The pin named first in `summary` (the earlier pin where two names start at one place)."""
@@ -167,7 +160,7 @@ def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | Non
         rec = per_machine(matrix, machine, pins)
         recommended = None if not rec.requirements else Change(
             _requirements(rec.requirements), (), rec.index_url or None)
-        index = _PinIndex.of(pins)
+        index = _PinIndex(pins)
         about = tuple(_pin_of(f, index) if f.status.is_finding else None for f in report.findings)
         shared = tuple(m.name for m in machines if m.platform == machine.platform and m is not machine)
         scoped = not shared and any(m.platform != machine.platform for m in machines)
