@@ -216,6 +216,9 @@ _checking_options = _options(_fail_on_option, _select_option, _ignore_option, _s
                              _no_cache_option, _python_option)
 
 
+_MIN_MAX_BYTES = 1000  # --max-bytes: room for the title and the line saying what was cut
+
+
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
     pairs = []
     for value in values:
@@ -241,6 +244,9 @@ def cli() -> None:
 @click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
 @click.option("--also", "also", multiple=True, metavar="FORMAT=FILE", callback=_also,
               help="Also write the report in FORMAT to FILE (repeatable): --also junit=envcheck.xml.")
+@click.option("--max-bytes", "max_bytes", type=click.IntRange(min=_MIN_MAX_BYTES), metavar="N",
+              help="Cut the markdown report to at most N bytes, after a whole problem, saying what was left out "
+                   "(a GitHub comment holds 65,536 characters).")
 @_checking_options
 @click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
 @click.option("--report", "report_file", metavar="FILE|-", help="Evaluate the environment a pasted report "
@@ -254,19 +260,32 @@ def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: st
           ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
           facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,
           no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
-          color: bool | None, machines: tuple[str, ...]) -> None:
+          color: bool | None, machines: tuple[str, ...], max_bytes: int | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
     from envcheck.pipeline import run
-    from envcheck.report import render
 
+    if max_bytes is not None and (machines or ReportFormat.MARKDOWN not in (fmt, *(f for f, _ in also))):
+        raise click.UsageError("--max-bytes cuts the markdown report: use it with --format markdown or "
+                               "--also markdown=FILE, without --machine")
     options = _check_options()
     if machines:
         _check_machines(machines, options, fail_on, fmt, output, also, verbose, color)
     report, rules = run(options, progress=_ProgressLine())
-    _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
+    _write(_rendered(report, fmt, _use_color(color, output), verbose, max_bytes), output)
     for extra_fmt, extra_file in also:
-        _write(render(report, extra_fmt, verbose=verbose), extra_file)
+        _write(_rendered(report, extra_fmt, False, verbose, max_bytes), extra_file)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
+
+
+def _rendered(report: Report, fmt: str, color: bool, verbose: bool, max_bytes: int | None) -> str:
+    """The report in `fmt`; markdown cut to `max_bytes` (envcheck/report/markdown.py) when that is given."""
+    if max_bytes is not None and fmt == ReportFormat.MARKDOWN:
+        from envcheck.report import markdown
+
+        return markdown.render(report, verbose=verbose, max_bytes=max_bytes)
+    from envcheck.report import render
+
+    return render(report, fmt, color=color, verbose=verbose)
 
 
 def _check_machines(names: tuple[str, ...], options: CheckOptions, fail_on: str | None, fmt: str,
