@@ -55,7 +55,7 @@ def problem_message(p: Problem) -> str:
     """An annotation's message for one problem: its summaries, fixes, commands and references."""
     if p.status is Status.ERROR:
         return "this rule could not be evaluated: " + "; ".join(p.details)
-    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
+    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.listed()]
     lines += [f"fix: {text}" for text in p.fixes]
     lines += [f"$ {shell(argv)}" for argv in p.commands]
     if p.references:

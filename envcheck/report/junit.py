@@ -32,7 +32,7 @@ def _x(text: str) -> str:
 
 def _details(p: Problem) -> str:
     """The failure's body, as the text report shows it: the items, the why and fix once, the merged commands."""
-    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
+    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.listed()]
     for label, texts in (("why", p.whys), ("evidence", p.evidence), ("fix", p.fixes)):
         lines += [f"{label}: {text}" for text in texts]
     lines += [f"$ {shell(argv)}" for argv in p.commands]

@@ -36,7 +36,7 @@ def _section(p: Problem) -> list[str]:
     if len(p.findings) == 1:
         out += [md_text(p.first.summary), ""]
     else:
-        out += [*(f"- {md_text(summary)}" for summary in p.summaries), ""]
+        out += [*(f"- {md_text(summary)}" for summary in p.listed()), ""]
     for label, texts in (("Why", p.whys), ("Evidence", p.evidence), ("Fix", p.fixes)):
         out += [line for text in texts for line in (f"**{label}.** {md_text(text)}", "")]
     if p.commands:
