@@ -15,7 +15,7 @@ from itertools import groupby
 
 from envcheck.model import Finding, Report, Status
 from envcheck.report.common import tally
-from envcheck.report.groups import Problem
+from envcheck.report.groups import LISTED, Problem
 from envcheck.report.quote import scrubbed
 from envcheck.support.output_text import shell
 from envcheck.support.patterns import lazy
@@ -44,7 +44,9 @@ def _details(p: Problem) -> str:
 def _message(findings: Sequence[Finding]) -> str:
     if len(findings) == 1:
         return findings[0].summary
-    return f"{len(findings)} problems: " + "; ".join(f.summary for f in findings)
+    more = len(findings) - LISTED  # the message attribute names the first items, as the body lists them
+    return f"{len(findings)} problems: " + "; ".join(f.summary for f in findings[:LISTED]) + \
+        (f"; and {more} more" if more > 0 else "")
 
 
 def _testcase(suite: ET.Element, findings: Sequence[Finding], python: str) -> str:
