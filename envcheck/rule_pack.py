@@ -300,20 +300,20 @@ def _pack_entry(dirs: Sequence[Path]) -> str:
 
 
 def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | None:
-    from envcheck.cache import signed
+    from envcheck.cache import pack_data, signed
 
     payload = signed.load_signed(entry, stamp, avoid)
     if payload is None:
         return None
     import gc
-    import pickle
 
-    # Unpickling allocates thousands of objects that all live on: collections in the middle of it find nothing.
+    # Rebuilding allocates thousands of objects that all live on: collections in the middle of it find nothing.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        pack = pickle.loads(payload)  # noqa: S301 - signed with this user's key: see envcheck.cache.signed
-    except Exception:  # noqa: BLE001 - an entry our own older code cannot read is a miss
+        # Plain data, never a pickle: a forged entry describes a pack at worst, and runs nothing (pack_data.py).
+        pack = pack_data.loads(payload)
+    except pack_data.NotData:  # an entry our own older code wrote, or not ours: a miss
         return None
     finally:
         if was_enabled:
@@ -322,13 +322,11 @@ def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | Non
 
 
 def _store_pack(pack: RulePack, entry: str, stamp: str, avoid: Sequence[str]) -> None:
-    import pickle
-
-    from envcheck.cache import signed
+    from envcheck.cache import pack_data, signed
 
     try:
-        payload = pickle.dumps(pack, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - a table or condition that cannot be pickled: the pack is just not cached
+        payload = pack_data.dumps(pack)
+    except pack_data.NotData:  # a value of a class the format does not hold: the pack is just not cached
         return
     signed.store_signed(entry, stamp, payload, avoid)
 

@@ -201,6 +201,20 @@ CONFIG_KEYS = ["require", "forbid", "gpu-min-capability", "gpu-min-memory-gib", 
                "probes-must-pass", "ignore", "select", "fail-on", "no-such-key"]
 
 
+def hostile_toml(rng: random.Random) -> str:
+    """TOML nested past every bound in one of its ways (a dotted key, a header, arrays, inline tables), or a key
+    holding newlines and workflow commands: refused before tomllib reads it, or quoted on one line."""
+    depth = rng.choice([65, 300, 30_000])
+    return rng.choice([
+        "a" + ".a" * depth + " = 1",
+        "[tool.envcheck." + ".".join(["t"] * depth) + "]",
+        "deep = " + "[" * depth + "]" * depth,
+        "deep = " + "{ a = " * min(depth, 3000) + "1" + " }" * min(depth, 3000),
+        json.dumps("x\n::add-mask::secret\n::error title=forged::x") + " = 1",
+        '[[tool.envcheck.machines]]\nname = "m"\npython = 3.10\nplatform = "linux-x86_64"',
+    ])
+
+
 def config_file(rng: random.Random) -> str:
     lines = ["[tool.envcheck]"]
     for key in rng.sample(CONFIG_KEYS, rng.randint(1, 4)):
@@ -208,6 +222,8 @@ def config_file(rng: random.Random) -> str:
         if rng.random() < 0.4:
             value = [nasty_string(rng) for _ in range(rng.randint(1, 3))]
         lines.append(f"{key} = {toml_value(rng, value)}")
+    if rng.random() < 0.3:
+        lines.append(hostile_toml(rng))
     return "\n".join(lines) + "\n"
 
 
@@ -259,8 +275,8 @@ def planted_site(rng: random.Random, site: Path) -> None:
 TALLY: dict[str, collections.Counter[int]] = collections.defaultdict(collections.Counter)
 
 
-def check_cli_run(args: list[str], label: str, names: list[str]) -> None:
-    """Run the CLI in-process under the deadline and assert the promise for one input."""
+def check_cli_run(args: list[str], label: str, names: list[str]) -> str:
+    """Run the CLI in-process under the deadline and assert the promise for one input; its output (and errors)."""
     with deadline(DEADLINE_S):
         result = CliRunner().invoke(cli, args, catch_exceptions=True)
     what = f"{label}: envcheck {' '.join(a[:80] for a in args)}"
@@ -275,6 +291,7 @@ def check_cli_run(args: list[str], label: str, names: list[str]) -> None:
         if lines[-1].startswith("envcheck: error:"):
             assert len(lines) == 1, f"{what}: {result.stderr[:3000]}"
             assert not names or any(name in lines[0] for name in names), f"{what}: {lines[0]}"
+    return result.output
 
 
 def inputs(label: str) -> Iterator[tuple[int, random.Random]]:
@@ -338,9 +355,13 @@ def test_fuzzed_configurations(tmp_path: Path) -> None:
         pyproject.parent.mkdir()
         pyproject.write_bytes(encode(rng, config_file(rng)))
         before = tree_hash(tmp_path)
-        check_cli_run(["check", "--facts", str(FIXTURES / "clean-cuda-venv.json"), "--config", str(pyproject)],
-                      "config", [str(pyproject)])
+        fmt = rng.choice(["text", "github", "markdown"])
+        output = check_cli_run(["check", "--facts", str(FIXTURES / "clean-cuda-venv.json"), "--config",
+                                str(pyproject), "--format", fmt], "config", [str(pyproject)])
         assert tree_hash(tmp_path) == before, f"input {i} changed"
+        if fmt == "github":  # no line of a pull request's configuration becomes a workflow command of its own
+            assert not [line for line in output.splitlines() if line.startswith(("::add-mask", "::stop-commands"))
+                        or (line.startswith("::") and "forged" in line.split("::")[1])], output[:2000]
 
 
 def test_fuzzed_command_lines(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # not typing's: the replay imports this module, and typin
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-PACK_FORMAT = 1  # bumped when a cached pack's meaning changes without a change to envcheck's code
+PACK_FORMAT = 2  # bumped when a cached pack's meaning changes without a change to envcheck's code (2: plain data)
 # envcheck/ itself, two levels above envcheck/cache/pack_stamp.py: the whole package's code.
 _CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120 - os.scandir takes a str
 
@@ -38,7 +38,7 @@ def _tree_lines(top: str, suffix: str, lines: list[str]) -> None:
 
 def pack_stamp(dirs: Sequence[str | os.PathLike[str]]) -> str | None:
     """A digest of everything a loaded pack depends on: envcheck's version and code (an editable checkout changes
-    without a new version; the pickled classes must match), the interpreter, and every rule and table file of the
+    without a new version; the cached pack's classes must match), the interpreter, and every rule and table file of the
     rule directories `dirs` (the shipped one first). None when a folder cannot be read."""
     lines = [__version__, sys.version, str(PACK_FORMAT)]
     try:

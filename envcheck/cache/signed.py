@@ -4,9 +4,10 @@ Four things are cached there, each keyed so that any change misses: probe result
 validated rule pack (envcheck.rule_pack.load), each distribution's parsed metadata (the collector) and the requirement
 walk's result (envcheck.derived.walk_memo, through `SignedMemo`: signed JSON, keyed by a digest of its inputs).
 
-The rule pack is cached as a pickle, because it is a tree of compiled objects (conditions, regexes, specifier sets,
-data tables) that JSON could only hold through a second serialiser for every condition class, kept in step by hand.
-Unpickling runs code named by the data, so an entry is unpickled only when all of these hold:
+Every entry is data, never code: the rule pack is plain JSON naming only envcheck's and packaging's own data classes
+(envcheck/cache/pack_data.py), the others JSON. No pickle: the key sits beside the entries, and restoring a whole
+cache folder (CI's `actions/cache` of ~/.cache) brings both, so a signature cannot make running an entry safe. An
+entry is believed only when all of these hold:
 - the directory is the current user's, and neither group nor others can write to it (created 0700);
 - the entry carries an HMAC-SHA256 made with a per-user random key kept 0600 in that directory, over the entry's
   cache key and its bytes: an entry copied from another machine or account, restored from a CI cache, or written

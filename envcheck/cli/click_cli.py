@@ -125,6 +125,9 @@ _color_option = click.option("--color/--no-color", default=None, help="Colour th
                              "terminal, unless NO_COLOR is set).")
 
 
+_MIN_MAX_BYTES = 1000  # --max-bytes: room for the title and the line saying what was cut
+
+
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
     pairs = []
     for value in values:
@@ -154,23 +157,40 @@ def cli() -> None:
 @offer(*CHECKING, *SOURCES, *POLICY, *PROJECT)
 @_verbose_option
 @_color_option
+@click.option("--max-bytes", "max_bytes", type=click.IntRange(min=_MIN_MAX_BYTES), metavar="N",
+              help="Cut the markdown report to at most N bytes, after a whole problem, saying what was left out "
+                   "(a GitHub comment holds 65,536 characters).")
 @click.option("--machine", "machines", multiple=True, metavar="NAME|all",
               help="Judge what the project pins (its lock, else its pinned requirements) for a machine declared "
                    "in the configuration ([[tool.envcheck.machines]]), without that machine: one report per "
                    "machine (repeatable; `all`: every one). The local environment is not checked.")
 def check(options: CheckOptions, fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: str | None,
-          verbose: bool, color: bool | None, machines: tuple[str, ...]) -> None:
+          verbose: bool, color: bool | None, machines: tuple[str, ...],
+          max_bytes: int | None) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
     from envcheck.pipeline import run
-    from envcheck.report import render
 
+    if max_bytes is not None and (machines or ReportFormat.MARKDOWN not in (fmt, *(f for f, _ in also))):
+        raise click.UsageError("--max-bytes cuts the markdown report: use it with --format markdown or "
+                               "--also markdown=FILE, without --machine")
     if machines:
         _check_machines(machines, options, fail_on, fmt, output, also, verbose, color)
     report, rules = run(options, progress=_ProgressLine())
-    _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
+    _write(_rendered(report, fmt, _use_color(color, output), verbose, max_bytes), output)
     for extra_fmt, extra_file in also:
-        _write(render(report, extra_fmt, verbose=verbose), extra_file)
+        _write(_rendered(report, extra_fmt, False, verbose, max_bytes), extra_file)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
+
+
+def _rendered(report: Report, fmt: str, color: bool, verbose: bool, max_bytes: int | None) -> str:
+    """The report in `fmt`; markdown cut to `max_bytes` (envcheck/report/markdown.py) when that is given."""
+    if max_bytes is not None and fmt == ReportFormat.MARKDOWN:
+        from envcheck.report import markdown
+
+        return markdown.render(report, verbose=verbose, max_bytes=max_bytes)
+    from envcheck.report import render
+
+    return render(report, fmt, color=color, verbose=verbose)
 
 
 def _check_machines(names: tuple[str, ...], options: CheckOptions, fail_on: str | None, fmt: str,

@@ -28,8 +28,13 @@ _DAY_S = 86400.0
 
 def error_line(message: str) -> None:
     """One line on standard error, clipped and printable whatever the terminal's encoding, with no control character
-    (an error may quote a line of a pasted report)."""
-    click.echo(printable(clip(inert(message)), getattr(sys.stderr, "encoding", None)), err=True)
+    (an error may quote a line of a pasted report).
+
+    A newline in what it quotes (a configuration key written `"x\\n::add-mask::y"`) is shown as `\\n`: on a CI
+    runner each line of the log is read for workflow commands, and a quoted line of its own could be one. An
+    old-style `##[command]`, which the runner finds anywhere in a line, is written `##%5B` (report/github.py)."""
+    one_line = inert(message).replace("\n", "\\n").replace("##[", "##%5B")
+    click.echo(printable(clip(one_line), getattr(sys.stderr, "encoding", None)), err=True)
 
 
 def write(text: str, output: str | None) -> None:

@@ -89,9 +89,9 @@ class Signature:
     rule_id: str
     index: int  # its place among the rule's signatures
     anchor: str
-    # The pattern's text: compiled on first use (`pattern`), not when the pack is loaded. The pack is cached as a
-    # pickle, and unpickling a compiled pattern compiles it again: ~170 compiles on every check, for a pattern that
-    # only pasted error output (explain, check --report) ever runs.
+    # The pattern's text: compiled on first use (`pattern`), not when the pack is loaded. The pack is cached as
+    # data, and a compiled pattern read back would be compiled again: ~170 compiles on every check, for a pattern
+    # that only pasted error output (explain, check --report) ever runs.
     regex: str
     lines: int = 0
     # fact -> capture group; left out of the hash (rules are hashed: the pytest plugin keeps a selection in a dict)

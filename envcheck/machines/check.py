@@ -10,7 +10,6 @@ reading the project's lock: no probe runs, nothing is installed.
 from __future__ import annotations
 
 import dataclasses
-import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from envcheck.model import Finding, Report
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
+from envcheck.support.patterns import lazy
 from envcheck.unseen import said, unchecked
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
@@ -63,29 +63,57 @@ class MachinesReport:
         return [m for m in self.machines if m.report.at_or_above(level)]
 
 
-def _pin_of(finding: Finding, pins: Pins) -> Pin | None:
+# A word of a summary that may name a distribution: a pin is named where a word, or its head up to a `.`, is its
+# name spelled with any of `-_.` between the parts ("torch" in "torch.cuda", "zope.interface").
+_WORD = lazy(r"[\w.-]+")
+
+
+class _PinIndex:
+    """A machine's pins by where they are written and by name, built once: a finding is looked up in it, not by a
+    scan of every pin (50,000 pinned requirements and a hundred findings)."""
+
+    def __init__(self, pins: Pins) -> None:
+        self.pins = pins
+        self.by_where: dict[str, Pin] = {}
+        self.by_name: dict[str, tuple[int, Pin]] = {}  # canonical name -> (its order, the first pin of that name)
+        for i, pin in enumerate(pins.pins):
+            self.by_where.setdefault(pin.where, pin)
+            self.by_name.setdefault(pin.name, (i, pin))
+        self.longest = max(map(len, self.by_name), default=0)  # no longer word can name a pin
+
+    def named_in(self, summary: str) -> Pin | None:
+        """The pin named first in `summary` (the earlier pin where two names start at one place)."""
+        for word in _WORD.finditer(summary):
+            text = word.group()
+            # The heads no longer than the longest name: the cost of a word is bounded whatever its length.
+            heads = [text[:i] for i, char in enumerate(text[:self.longest + 1]) if char == "."]
+            heads += [text] if len(text) <= self.longest else []
+            found = [self.by_name[name] for name in map(canonical_name, heads) if name in self.by_name]
+            if found:
+                return min(found, key=lambda item: item[0])[1]
+        return None
+
+
+def _pin_of(finding: Finding, index: _PinIndex) -> Pin | None:
     """The pin a finding is about: the one its item cites by line, or names; else the pin its summary names first;
     else torch's, for the areas about torch's build."""
+    pins = index.pins
     item = finding.item or {}
     for key in ("source", "requirer"):
-        cited = next((p for p in pins.pins if item.get(key) == p.where), None)
+        cited = index.by_where.get(item[key]) if isinstance(item.get(key), str) else None
         if cited is not None:
             return cited
     own = pins.requires_python
     for key in _ITEM_NAMES:
-        named = pins.get(item[key]) if item.get(key) else None
+        found = index.by_name.get(canonical_name(item[key])) if isinstance(item.get(key), str) and item[key] else None
+        named = None if found is None else found[1]
         if named is None and own is not None and canonical_name(item.get(key, "")) == own.name:
             named = own
         if named is not None:
             return named
-    first: tuple[int, Pin] | None = None
-    for pin in pins.pins:
-        spelled = re.escape(pin.name).replace(r"\-", "[-_.]")
-        match = re.search(rf"(?<![\w.-]){spelled}(?![\w-])", finding.summary, re.IGNORECASE)
-        if match is not None and (first is None or match.start() < first[0]):
-            first = (match.start(), pin)
+    first = index.named_in(finding.summary)
     if first is not None:
-        return first[1]
+        return first
     return pins.get("torch") if finding.area in _TORCH_AREAS else None
 
 
@@ -175,7 +203,8 @@ def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | Non
         rec = per_machine(matrix, machine, pins)
         recommended = None if not rec.requirements else Change(
             _requirements(rec.requirements), (), rec.index_url or None)
-        about = tuple(_pin_of(f, pins) if f.status.is_finding else None for f in report.findings)
+        index = _PinIndex(pins)
+        about = tuple(_pin_of(f, index) if f.status.is_finding else None for f in report.findings)
         shared = tuple(m.name for m in machines if m.platform == machine.platform and m is not machine)
         scoped = not shared and any(m.platform != machine.platform for m in machines)
 

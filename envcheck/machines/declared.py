@@ -68,7 +68,9 @@ def _text(table: dict[str, object], field: str, key: str, error: Error, *, requi
             raise error(key, f"missing key '{field}'")
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and field in ("python", "rocm"):
-        value = str(value)  # python = 3.12 (a TOML float) means "3.12"
+        # A TOML number cannot be read as a version: `python = 3.10` is the float 3.1, which is Python 3.1.
+        raise error(f"{key}.{field}", f"write the version as a string, such as \"3.10\": the number {value!r} "
+                                      "cannot tell 3.1 from 3.10")
     if not isinstance(value, str) or not value.strip():
         raise error(f"{key}.{field}", f"expected a non-empty string, got {value!r}")
     return value.strip()

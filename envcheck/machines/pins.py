@@ -150,7 +150,7 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
     exact: dict[str, Pin] = {}
     ranges: dict[str, Pin] = {}
     constraints: dict[str, Pin] = {}
-    order: list[str] = []
+    order: dict[str, None] = {}  # the names in first-seen order (a dict: a list searched per line was quadratic)
     index = next((project.index_options[i + 1] for i, o in enumerate(project.index_options[:-1])
                   if o in ("--index-url", "--extra-index-url") and index_variant(project.index_options[i + 1])),
                  None)
@@ -170,8 +170,7 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
         if declared.kind == "constraint":
             constraints.setdefault(name, pin)
             continue
-        if name not in order:
-            order.append(name)
+        order.setdefault(name)
         if version is not None:
             # The first exact pin, unless a later one names the build (`==2.5.1+cu124` after pyproject's `==2.5.1`)
             if name not in exact or ("+" in version and "+" not in (exact[name].version or "")):

@@ -83,7 +83,8 @@ def _json(result: MachinesReport) -> str:
             "pins_from": m.pins.source,
             "pins": [_pin_dict(p, m.pins.elsewhere(p)) for p in m.pins.pins],
             # finding i of `report` is about pin `about[i]` (its name), or null
-            "about": [None if p is None else p.name for p in m.about],
+            "about": [None if (pin := m.about[i]) is None else pin.name
+                      for i in json_report.bounded(m.report.findings)[0]],
             "report": json_report.as_dict(m.report),
         })
     data = {"schema": SCHEMA_VERSION, "machines": machines}

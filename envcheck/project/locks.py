@@ -189,7 +189,9 @@ def read(path: Path, display: str) -> LockFile:
             try:
                 _marker(marker)
             except InvalidMarker as exc:
-                raise ProjectError(display, f"invalid marker {marker!r}: {exc}", key=f"package[{i}]") from None
+                # packaging's message goes on to the marker again and a caret under the fault: its first line says it
+                first = (str(exc).splitlines() or [""])[0]
+                raise ProjectError(display, f"invalid marker {marker!r}: {first}", key=f"package[{i}]") from None
         entries.append(entry)
     return LockFile(path, tool, sync, tuple(entries))
 

@@ -11,8 +11,10 @@ properties also `:` and `,`, which would otherwise end the property. A message t
 nothing in a finding can start a workflow command of its own.
 
 The report's texts are scrubbed of control characters first (envcheck/report/quote.py): the log viewer obeys ANSI
-escapes. The one plain line is not a command, and the runner looks for a `##[command]` anywhere in such a line
-(actions/runner, ActionCommand.TryParse, tried when a line is not a `::` command): `plain_line` breaks that prefix.
+escapes. The one plain line is not a command, but it is escaped as data too (a newline in a path would start a line
+of its own), and the runner looks for a `##[command]` anywhere in such a line (actions/runner,
+ActionCommand.TryParse, tried when a line is not a `::` command): `plain_line` breaks that prefix. Error lines on
+standard error are one line each, for the same reason (envcheck/cli/output.py).
 """
 
 from __future__ import annotations
@@ -43,15 +45,17 @@ def annotation(level: str, message: str, *, title: str | None = None, file: str 
 
 
 def plain_line(text: str) -> str:
-    """`text` for a log line that is not a workflow command: an old-style `##[command]` in it is written `##%5B`."""
-    return text.replace("##[", "##%5B")
+    """`text` for a log line that is not a workflow command: escaped as data (a newline in a machine's name or an
+    interpreter's path would otherwise start a line of its own, which could be a `::add-mask::`), and an old-style
+    `##[command]` in it written `##%5B`."""
+    return escape_data(text).replace("##[", "##%5B")
 
 
 def problem_message(p: Problem) -> str:
     """An annotation's message for one problem: its summaries, fixes, commands and references."""
     if p.status is Status.ERROR:
         return "this rule could not be evaluated: " + "; ".join(p.details)
-    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
+    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.listed()]
     lines += [f"fix: {text}" for text in p.fixes]
     lines += [f"$ {shell(argv)}" for argv in p.commands]
     if p.references:

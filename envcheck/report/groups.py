@@ -22,6 +22,20 @@ def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in texts if t))
 
 
+# A rule's why, fix and evidence are shown once for all its items, and differ only where an item's name is in them:
+# 10,000 conflicting requirements would print 10,000 fixes. The first few are shown, then how many more there are.
+SHOWN_TEXTS = 3
+# The items a markdown, JUnit or GitHub report lists under one rule (the text report shows 10 unless -v).
+LISTED = 50
+
+
+def _capped(texts: tuple[str, ...], what: str) -> tuple[str, ...]:
+    if len(texts) <= SHOWN_TEXTS:
+        return texts
+    return (*texts[:SHOWN_TEXTS], f"… and {len(texts) - SHOWN_TEXTS} more {what}, one per item (--format json "
+                                  "has each item's)")
+
+
 @dataclass(frozen=True)
 class Problem:
     """The findings of one rule with one status (a `foreach` rule: one per item), in the engine's order."""
@@ -70,15 +84,22 @@ class Problem:
     # A rule's why and fix hold item placeholders only where the item changes them; the same text is shown once.
     @property
     def whys(self) -> tuple[str, ...]:
-        return _distinct(f.why for f in self.findings)
+        return _capped(_distinct(f.why for f in self.findings), "reasons")
 
     @property
     def fixes(self) -> tuple[str, ...]:
-        return _distinct((*(f.fix for f in self.findings), *self.conflicts))
+        return (*_capped(_distinct(f.fix for f in self.findings), "fixes"),
+                *_capped(_distinct(self.conflicts), "requirements no command can meet"))
 
     @property
     def evidence(self) -> tuple[str, ...]:
-        return _distinct(f.evidence for f in self.findings)
+        return _capped(_distinct(f.evidence for f in self.findings), "pieces of evidence")
+
+    def listed(self, limit: int = LISTED) -> list[str]:
+        """The items' summaries, at most `limit` of them, then a line saying how many more there are."""
+        more = len(self.findings) - limit
+        return [*self.summaries[:limit], *([f"… and {more} more (--format json lists every one)"] if more > 0
+                                            else [])]
 
     @property
     def details(self) -> tuple[str, ...]:

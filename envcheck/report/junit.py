@@ -15,7 +15,7 @@ from itertools import groupby
 
 from envcheck.model import Finding, Report, Status
 from envcheck.report.common import tally
-from envcheck.report.groups import Problem
+from envcheck.report.groups import LISTED, Problem
 from envcheck.report.quote import scrubbed
 from envcheck.support.output_text import shell
 from envcheck.support.patterns import lazy
@@ -32,7 +32,7 @@ def _x(text: str) -> str:
 
 def _details(p: Problem) -> str:
     """The failure's body, as the text report shows it: the items, the why and fix once, the merged commands."""
-    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.summaries]
+    lines = [p.first.summary] if len(p.findings) == 1 else [f"- {summary}" for summary in p.listed()]
     for label, texts in (("why", p.whys), ("evidence", p.evidence), ("fix", p.fixes)):
         lines += [f"{label}: {text}" for text in texts]
     lines += [f"$ {shell(argv)}" for argv in p.commands]
@@ -44,7 +44,9 @@ def _details(p: Problem) -> str:
 def _message(findings: Sequence[Finding]) -> str:
     if len(findings) == 1:
         return findings[0].summary
-    return f"{len(findings)} problems: " + "; ".join(f.summary for f in findings)
+    more = len(findings) - LISTED  # the message attribute names the first items, as the body lists them
+    return f"{len(findings)} problems: " + "; ".join(f.summary for f in findings[:LISTED]) + \
+        (f"; and {more} more" if more > 0 else "")
 
 
 def _testcase(suite: ET.Element, findings: Sequence[Finding], python: str) -> str:

@@ -10,7 +10,8 @@ with one line naming the file (and the key, for depth):
 - not UTF-8 (UTF-16 or UTF-32, NUL bytes, an undecodable byte): the first bad byte's line is named. A UTF-8 byte
   order mark is skipped (RFC 8259 lets a JSON reader ignore it; Windows editors write it);
 - nested deeper than MAX_DEPTH (arrays and tables in JSON or TOML): the parsers recurse, so without a bound a few
-  thousand `[` end in RecursionError; the key where the limit was passed is named.
+  thousand `[` end in RecursionError; the key where the limit was passed is named. TOML is scanned for its depth
+  before it is parsed (support/toml.py), since tomllib's cost grows with the square of a dotted key's depth.
 
 A file name longer than MAX_NAME characters is shown without its middle (`shown`): the error line is clipped as a
 whole, and the reason after the name ("cannot be read (File name too long)") must stay on it.
@@ -33,7 +34,7 @@ __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_NAME", "InputError", "load_json", "loa
            "shown"]
 
 MAX_BYTES = 64 * 1024 * 1024  # a snapshot of a venv with 10,000 distributions is about 10 MB
-MAX_DEPTH = 64  # the deepest real input (a rule's condition tree inside its file) is about 12 levels
+MAX_DEPTH = toml.MAX_DEPTH  # the deepest real input (a rule's condition tree inside its file) is about 12 levels
 MAX_NAME = 200  # characters of a file name in an error message
 
 ErrorFactory = Callable[[str, str], EnvcheckError]
@@ -173,6 +174,8 @@ def loads_toml(text: str, file: str, *, error: ErrorFactory = InputError) -> dic
     error = _naming(error)
     try:
         data: dict[str, Any] = toml.loads(text)
+    except toml.TooDeep as exc:  # refused before parsing: tomllib's cost grows with the square of the depth
+        raise error(file, str(exc)) from None
     except toml.TOMLDecodeError as exc:
         raise error(file, f"invalid TOML: {exc}") from None
     except RecursionError:

@@ -1,0 +1,182 @@
+"""A validated rule pack as plain JSON data: what the cache holds instead of a pickle.
+
+A pickle names the callables that rebuild it, so loading one runs whatever code its bytes choose; the signature
+that guarded it was only as safe as the key beside it, and restoring a whole cache folder (CI's `actions/cache` of
+~/.cache) brings the key along. This format names no code. Each value is JSON, or a one-key JSON object that says
+what to rebuild:
+
+    {"t": [...]} a tuple   {"s": [...]} a set   {"z": [...]} a frozenset   {"d": [k, v, k, v, ...]} a dict
+    {"e": [class, value]} an enum member          {"n": [class, [...]]} a named tuple, from its fields
+    {"o": [class, [attribute, value, ...]]} an object, its attributes set as they were (no __init__ runs)
+    {"r": n} the n-th object again, counted in the order their encodings end (shared objects stay shared)
+
+A class is named as "module:qualname" and is found only in the modules of ALLOWED (envcheck's conditions, model,
+tables and signatures, and packaging's version, specifier, marker and requirement types): a name anywhere else, a
+function, or a class that is not plain data is refused, and the entry is a miss. So a forged entry can at worst
+describe a rule pack; it runs nothing. Rebuilding is envcheck's own code: `cls.__new__`, then the attributes.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import json
+from typing import Any
+
+__all__ = ["ALLOWED", "NotData", "dumps", "loads"]
+
+# The modules whose classes a cached pack may hold: where the pack's values are defined. A class defined elsewhere
+# makes the pack uncacheable (dumps raises NotData), which a test of the shipped pack would show.
+ALLOWED = frozenset({
+    "envcheck.model", "envcheck.rule_pack", "envcheck.evidence.signatures",
+    "envcheck.conditions.core", "envcheck.conditions.environment", "envcheck.conditions.machine",
+    "envcheck.derived.common", "envcheck.derived.build_matrix", "envcheck.derived.companions",
+    "envcheck.derived.extension_releases", "envcheck.derived.gpu_compat", "envcheck.derived.nvidia_gpus",
+    "envcheck.derived.amd_gpus", "envcheck.derived.rocm", "envcheck.derived.conda_builds",
+    "packaging.version", "packaging.specifiers", "packaging.requirements", "packaging.markers",
+    "packaging._parser", "packaging._structures", "packaging._tokenizer", "packaging.utils",
+})
+_PLAIN = (str, int, float, bool, type(None))
+
+
+class NotData(ValueError):
+    """A value this format does not hold (dumps), or an entry that is not one it wrote (loads)."""
+
+
+def _name(cls: type) -> str:
+    if cls.__module__ not in ALLOWED:
+        raise NotData(f"{cls.__module__}.{cls.__qualname__} is not a class a cached pack may hold")
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _attributes(value: object) -> dict[str, object]:
+    """The object's attributes: its __dict__ and every slot that is set, of its class and its bases."""
+    out = dict(getattr(value, "__dict__", {}))
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__") and hasattr(value, slot):
+                out[slot] = getattr(value, slot)
+    return out
+
+
+def dumps(value: object) -> bytes:
+    """`value` (a rule pack) as this format's JSON bytes; NotData when it holds anything else."""
+    memo: dict[int, int | None] = {}  # id -> the object's number; None while its attributes are written
+    done: list[object] = []  # the objects in the order their encoding ends, as `loads` numbers them (and alive:
+    # the memo is by id, so no id may be reused meanwhile)
+
+    def encode(item: object) -> object:
+        kind = type(item)
+        if kind in _PLAIN:
+            return item
+        if kind is list:
+            return [encode(x) for x in item]  # type: ignore[attr-defined]
+        if kind is tuple:
+            return {"t": [encode(x) for x in item]}  # type: ignore[attr-defined]
+        if kind is dict:
+            return {"d": [encode(part) for pair in item.items() for part in pair]}  # type: ignore[attr-defined]
+        if kind is set or kind is frozenset:
+            return {"s" if kind is set else "z": [encode(x) for x in item]}  # type: ignore[attr-defined]
+        if isinstance(item, enum.Enum):
+            return {"e": [_name(kind), encode(item.value)]}
+        if isinstance(item, tuple) and hasattr(kind, "_fields"):
+            return {"n": [_name(kind), [encode(x) for x in item]]}
+        if isinstance(item, (list, tuple, dict, set, frozenset, str, int, float, bytes, type)) or callable(item):
+            raise NotData(f"{kind.__module__}.{kind.__qualname__} is not plain data")
+        if id(item) in memo:
+            number = memo[id(item)]
+            if number is None:
+                raise NotData(f"{kind.__qualname__} refers to itself")
+            return {"r": number}
+        name = _name(kind)
+        memo[id(item)] = None
+        attributes = [part for key, v in _attributes(item).items() for part in (key, encode(v))]
+        memo[id(item)] = len(done)
+        done.append(item)
+        return {"o": [name, attributes]}
+
+    return json.dumps(encode(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _class(name: object) -> type:
+    """The class "module:qualname" names, from an ALLOWED module only."""
+    if not isinstance(name, str) or name.count(":") != 1:
+        raise NotData(f"not a class name: {name!r}")
+    module, qualname = name.split(":")
+    if module not in ALLOWED:
+        raise NotData(f"{module} is not a module a cached pack may name")
+    found: object = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    if not isinstance(found, type) or found.__module__ != module or issubclass(found, BaseException):
+        raise NotData(f"{name} is not a class a cached pack may hold")
+    return found
+
+
+_NOT_PLAIN = (enum.Enum, tuple, list, dict, set, frozenset, str, int, float, bytes)
+
+
+def loads(data: bytes) -> Any:
+    """The value `dumps` wrote; NotData for anything that is not this format, or names a class it may not.
+
+    Rebuilt as json parses it: each JSON object (a tag) is turned into its value when its closing brace is read,
+    innermost first, so an object's attributes are ready when it is made, and objects are numbered in that order,
+    as `dumps` numbered them."""
+    objects: list[object] = []
+    classes: dict[object, type] = {}
+    setter = object.__setattr__
+    new = object.__new__
+
+    def cls_of(name: object) -> type:
+        found = classes.get(name) if isinstance(name, str) else None
+        if found is None:
+            found = classes[name] = _class(name)
+        return found
+
+    def obj(body: list[Any]) -> object:
+        name, attributes = body  # ValueError unless two
+        cls = classes.get(name) or cls_of(name)
+        if issubclass(cls, _NOT_PLAIN):
+            raise NotData(f"{name} is not a plain class")
+        made = new(cls)
+        for i in range(0, len(attributes), 2):
+            setter(made, attributes[i], attributes[i + 1])  # TypeError unless a name
+        objects.append(made)
+        return made
+
+    def ref(body: int) -> object:
+        if type(body) is not int or body < 0:
+            raise NotData(f"a reference to no object: {body!r}")
+        return objects[body]  # IndexError: a reference to no object yet
+
+    def enum_member(body: list[Any]) -> object:
+        name, value = body
+        cls = cls_of(name)
+        if not issubclass(cls, enum.Enum):
+            raise NotData(f"{name} is not an enum")
+        return cls(value)
+
+    def named_tuple(body: list[Any]) -> object:
+        name, values = body
+        cls = cls_of(name)
+        if not (issubclass(cls, tuple) and hasattr(cls, "_fields")) or type(values) is not list:
+            raise NotData(f"{name} is not a named tuple")
+        return cls(*values)
+
+    rebuilders: dict[str, Any] = {
+        "t": tuple, "o": obj, "r": ref, "d": lambda body: dict(zip(body[::2], body[1::2], strict=True)),
+        "s": set, "z": frozenset, "e": enum_member, "n": named_tuple,
+    }
+
+    def rebuild(item: dict[str, Any]) -> object:
+        (tag,) = item  # ValueError unless one key
+        body = item[tag]
+        if tag != "r" and type(body) is not list:
+            raise NotData(f"{tag!r} of {type(body).__name__}")
+        return rebuilders[tag](body)  # KeyError: an unknown tag
+
+    try:
+        return json.loads(data, object_hook=rebuild)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+        raise NotData(str(exc)) from None  # NotData is a ValueError
