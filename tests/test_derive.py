@@ -286,6 +286,9 @@ def test_list_derivations_declare_their_item_fields() -> None:
                           "glibc": "2.99"}],
         "windows_dlls": {"msvcp140.dll": False, "libomp140.x86_64.dll": False}}
     raw["partial_installs"] = [f"{SITE}/~orch"]
+    # conda's facts (envcheck/derived/conda_builds.py): a pixi environment that requires CUDA 12.9 on a machine
+    # whose driver runs 12.8 (no conda package of the torch stack, so PyPI's torch above is still the one judged).
+    raw["conda"] = {"packages": [], "virtual_packages": {"__cuda": "12.8"}, "system_requirements": {"cuda": "12.9"}}
     # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.
     raw["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt", "uv.lock"], "index_options": [],
                       "requirements": [{"requirement": "safetensors", "source": "requirements.txt:1",

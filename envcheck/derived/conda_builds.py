@@ -241,17 +241,20 @@ def unmet_system_requirements(facts: Facts) -> list[dict[str, str]] | None:
     if required is None:
         return None
     has = conda.virtual_packages.get("__cuda")
-    item = {"requirement": "cuda", "required": conda.system_requirements["cuda"],
-            "override": f"CONDA_OVERRIDE_CUDA={conda.system_requirements['cuda']}"}
+
+    def item(held: str) -> dict[str, str]:  # in SYSTEM_REQUIREMENT_FIELDS' order
+        return {"requirement": "cuda", "required": conda.system_requirements["cuda"], "has": held,
+                "override": f"CONDA_OVERRIDE_CUDA={conda.system_requirements['cuda']}"}
+
     if has is None:
         nvml = facts.nvml
         if nvml is not None and nvml.status in ("no-driver", "driver-not-loaded"):
-            return [{**item, "has": "no __cuda (no NVIDIA driver)"}]
+            return [item("no __cuda (no NVIDIA driver)")]
         return None
     found = parse_version(has)
     if found is None:
         return None
-    return [{**item, "has": f"__cuda {has}"}] if found < required else []
+    return [item(f"__cuda {has}")] if found < required else []
 
 
 def system_requirements(facts: Facts) -> list[dict[str, str]]:
