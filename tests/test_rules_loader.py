@@ -231,7 +231,8 @@ def test_pack_carries_every_registered_table() -> None:
                      "expected a CUDA major and a driver branch", id="bad-value"),
         pytest.param("xformers", '[xformers]\nsymptom = "s"\n[xformers.releases]\n"0.1" = { torch = "2.6" }\n',
                      "xformers.releases.0.1", "not a version or specifier", id="bad-specifier"),
-        pytest.param("cuda-drivers", "", None, r"unknown data table \(known: amd-gpus, conda-forge-builds, cuda-driver, ",
+        pytest.param("cuda-drivers", "", None,
+                     r"unknown data table \(known: amd-gpus, conda-forge-builds, cuda-driver, ",
                      id="misspelt-file"),
     ],
 )
