@@ -19,6 +19,7 @@ from envcheck.cli.click_cli import cli
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Report, Severity, Status
 from envcheck.remedy import fix as fix_mod
+from envcheck.report.outcome import render_outcome
 
 PY = "/opt/venv/bin/python"
 PIP = (PY, "-m", "pip")
@@ -293,7 +294,7 @@ def test_outcome_lists_fixed_remaining_and_new() -> None:
 
     gone, stays = _f("EC0101", summary="pin broken"), _f("EC0301", summary="apex")
     appeared = _f("EC0102", summary="x missing")
-    text = fix_mod.render_outcome(report(gone, stays), report(stays, appeared))
+    text = render_outcome(report(gone, stays), report(stays, appeared))
     assert text.splitlines() == [
         "before: 2 errors; 0 passed, 0 n/a", "after:  2 errors; 0 passed, 0 n/a",
         "fixed (1):", "  ✓ EC0101 rule-ec0101: pin broken",

@@ -25,13 +25,13 @@ from conftest import FIXTURES, POISON, write_tree
 import envcheck
 from envcheck import rule_pack
 from envcheck.cli import click_cli
+from envcheck.cli.fleet_cli import fleet
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import checkdoc, checks, local, merge
-from envcheck.fleet.cli import fleet
 from envcheck.fleet.distributed import RankEnv
 from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.fleet.model import Member, spans
@@ -500,7 +500,7 @@ def test_text_report_lists_many_environments_one_line_per_fact() -> None:
 def test_merge_never_imports_torch(tmp_path: Path) -> None:
     """`fleet merge` and importing the fleet package run without torch: a torch that raises on import is never hit."""
     write_tree(tmp_path / "poison", {"torch/__init__.py": POISON})
-    code = ("import sys; from envcheck.fleet.cli import fleet; import envcheck.fleet.merge, envcheck.fleet.local; "
+    code = ("import sys; from envcheck.cli.fleet_cli import fleet; import envcheck.fleet.merge, envcheck.fleet.local; "
             "fleet.main(['merge', *sys.argv[1:], '--format', 'json'], standalone_mode=False)")  # returns, no exit
     path = [str(tmp_path / "poison"), str(Path(envcheck.__file__).parents[1])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}

@@ -22,11 +22,11 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 
 from envcheck import rule_pack
+from envcheck.cli.fleet_cli import fleet
 from envcheck.errors import CollectError, EnvcheckError
 from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import distributed
-from envcheck.fleet.cli import fleet
 from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.pipeline.stages import ProbeOptions
 

@@ -31,7 +31,7 @@ from report_samples import (
 from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.model import Status
-from envcheck.report import github, junit, render
+from envcheck.report import github, junit, render, reporter
 from envcheck.report.interface import DocFormat, FleetFormat, ProbeFormat, ReportFormat
 from envcheck.report.probes import render as render_probes
 
@@ -65,7 +65,7 @@ def _parses_as(fmt: ReportFormat, out: str) -> None:
 def test_every_format_renders(fmt: ReportFormat) -> None:
     """Every member of ReportFormat names a reporter that renders a report of every verdict, by value or member."""
     sample = report(*EVERY_STATUS, problems=("NVML: driver not loaded",))
-    out = fmt.reporter().render(sample, color=False, verbose=True)
+    out = reporter(fmt).render(sample, color=False, verbose=True)
     _parses_as(fmt, out)
     assert "EC0301" in out and "EC0900" in out
     assert render(sample, fmt.value, verbose=True) == out

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import build_facts, dist_dict, write_dist
 
-from envcheck.cache import probe_results
 from envcheck.cache.signed import cache_dir
 from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
+from envcheck.probes import results_cache as probe_results
 from envcheck.probes import run_probes
 
 

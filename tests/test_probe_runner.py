@@ -338,8 +338,8 @@ def test_cached_results_end_the_early_child(tmp_path: Path, monkeypatch: pytest.
     """With every result in the probe cache, the child begun before collection is killed, not waited for."""
     from conftest import build_facts
 
-    from envcheck.cache import probe_results
     from envcheck.facts.probe_results import ProbeResult
+    from envcheck.probes import results_cache as probe_results
     from envcheck.probes import run_probes, runner
     facts = build_facts()
     monkeypatch.setattr(probe_results, "load", lambda *args, **kwargs: {"hang": ProbeResult(status="ok")})

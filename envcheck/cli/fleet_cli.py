@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from envcheck.cli.output import Seconds, split, use_color, write
+from envcheck.cli.output import EXIT_CLEAN, EXIT_FINDINGS, Seconds, split, use_color, write
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from envcheck.pipeline import CheckOptions
     from envcheck.pipeline.stages import RuleSet
 
-EXIT_CLEAN, EXIT_FINDINGS = 0, 1
 F = TypeVar("F", bound=Callable[..., Any])
 
 
