@@ -19,7 +19,7 @@ runs once per line holding it, over at most MAX_BEFORE characters before the anc
 `lines` after that line, each clipped to MAX_LINE characters; and the loader refuses a pattern with a backreference,
 a quantifier over a quantified group or two quantifiers side by side (the forms whose backtracking explodes). Write
 what comes before the anchor with a bounded quantifier (`[^\\n:]{1,120}?`): the search tries each start before
-it. A 1 MB log is read in well under a second (tests/test_signatures.py).
+it. A 1 MB log is read in well under a second (tests/unit/test_signatures.py).
 """
 
 from __future__ import annotations
