@@ -39,7 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "envcheck_ml"  # the normalized name in the files' names (PEP 427, PEP 625)
-# The same torch as the test suite's torch_python fixture (tests/conftest.py; a test keeps the two equal).
+# The same torch as the test suite's torch_python fixture (tests/_torch.py; a test keeps the two equal).
 TORCH_REQUIREMENT = "torch==2.13.0+cpu"
 BIN = "Scripts" if os.name == "nt" else "bin"
 _TIMEOUT_S = 1800  # a guard against a hung install, not a timing assertion

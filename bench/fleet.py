@@ -43,7 +43,8 @@ TARGET_MERGE_S = 2.0
 CHECK_WITH_TORCH = ("import sys, torch.distributed; from envcheck.cli.click_cli import main; "
                     "sys.argv[0] = 'envcheck'; main(sys.argv[1:])")
 # `envcheck fleet` through its click group: works whether or not envcheck/cli/click_cli.py has registered it yet.
-FLEET_ENTRY = "import sys; from envcheck.fleet.cli import fleet; fleet.main(sys.argv[1:], prog_name='envcheck fleet')"
+FLEET_ENTRY = ("import sys; from envcheck.cli.fleet_cli import fleet; "
+               "fleet.main(sys.argv[1:], prog_name='envcheck fleet')")
 
 PHASES = r'''
 import json, os, socket, sys, time

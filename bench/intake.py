@@ -4,7 +4,7 @@ The report is the real fixtures under tests/fixtures/reports/ in markdown fences
 synthetic rows until it reaches the size asked (the shape of a large paste: a few outputs and a long list). It is
 parsed in this process; the minimum and median of --runs are printed. The accuracy part reads every fixture and
 compares the torch versions, CUDA builds, GPU models, compute capabilities and driver versions with the values
-tests/test_intake.py expects (read from its EXPECTED table), and prints the share extracted correctly.
+tests/unit/test_intake.py expects (read from its EXPECTED table), and prints the share extracted correctly.
 """
 
 from __future__ import annotations

@@ -1,207 +1,21 @@
-"""Shared fakes at the seams: real .dist-info folders, real package trees, and Facts built from either.
-
-Distributions are written as real folders under tmp_path and read by the real collector through the real
-`importlib.metadata`; nothing of importlib is mocked. Pure-logic tests build Facts from a minimal dict instead.
-Test modules import the helpers (`from conftest import write_dist, collect_facts, ...`): pytest puts tests/ on
-sys.path (rootdir-relative "prepend" import mode, no __init__.py), and parametrize tables need them at import time.
+"""The suite's fixtures, and only fixtures: a private probe cache for every test, an empty site-packages folder, a
+real torch (CPU and CUDA builds), envcheck's wheelhouse, real venvs and uv. The helpers the tests import are modules
+of their own (tests/_fakes.py, _torch.py, _venvs.py, _index.py, _once.py, ...), imported by name: tests/ is on pytest's
+`pythonpath` (pyproject.toml).
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
-from _once import built_once, linked_copy
+from _fakes import ROOT
+from _once import built_once
+from _torch import CUDA_TORCH_REQUIREMENT, INSTALL_TIMEOUT_S, TORCH_REQUIREMENT, clean_env, shared_torch_python
 from _venvs import VenvMaker
-from click.testing import CliRunner, Result
-
-from envcheck.facts import _collector
-from envcheck.facts.snapshot import Facts
-
-FIXTURES = Path(__file__).parent / "fixtures"
-ROOT = Path(__file__).resolve().parent.parent  # the checkout
-EXT_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]  # ".cpython-311-x86_64-linux-gnu.so" on CPython/Linux
-SITE = "/opt/venv/lib/python3.11/site-packages"
-
-_GENERATE = object()  # write_dist's default: generate METADATA from the keyword arguments
-
-
-def write_dist(
-    site: Path,
-    name: str,
-    version: str,
-    *,
-    requires: Iterable[str] = (),
-    requires_python: str | None = None,
-    top_level: Iterable[str] | None = None,
-    record: Iterable[str] | None = None,
-    installer: str | None = "pip",
-    metadata: Any = _GENERATE,
-    folder: str | None = None,
-) -> Path:
-    """A real `NAME-VERSION.dist-info` folder in `site`.
-
-    `metadata` replaces the generated METADATA (str or bytes, written as is) or, when None, leaves it out.
-    `top_level` writes top_level.txt, `record` writes RECORD rows; either may be left out.
-    """
-    dist_info = site / (folder or f"{name.replace('-', '_')}-{version}.dist-info")
-    dist_info.mkdir(parents=True)
-    if metadata is _GENERATE:
-        lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-        if requires_python is not None:
-            lines.append(f"Requires-Python: {requires_python}")
-        lines += [f"Requires-Dist: {r}" for r in requires]
-        metadata = "\n".join(lines) + "\n\nA long description.\nName: not-a-header\n"
-    if isinstance(metadata, bytes):
-        (dist_info / "METADATA").write_bytes(metadata)
-    elif metadata is not None:
-        (dist_info / "METADATA").write_text(metadata, encoding="utf-8")
-    if top_level is not None:
-        (dist_info / "top_level.txt").write_text("".join(f"{t}\n" for t in top_level), encoding="utf-8")
-    if record is not None:
-        (dist_info / "RECORD").write_text("".join(f"{r},,\n" for r in record), encoding="utf-8")
-    if installer is not None:
-        (dist_info / "INSTALLER").write_text(f"{installer}\n", encoding="utf-8")
-    return dist_info
-
-
-def write_tree(root: Path, files: Mapping[str, str | bytes]) -> None:
-    """Files under `root`, given as relative path -> content."""
-    for relative, content in files.items():
-        target = root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
-        else:
-            target.write_text(content, encoding="utf-8")
-
-
-# Importing any of these raises: a collector that executes package code fails the test that wrote them.
-POISON = 'raise RuntimeError("must not be imported")\n'
-FUSED_LAYER_NORM = "class FusedRMSNorm:\n    pass\n\nclass FusedLayerNorm:\n    pass\n"
-
-
-def write_apex(site: Path) -> None:
-    """A fake NVIDIA apex: a package whose __init__ raises, a subpackage, and a compiled extension module."""
-    write_tree(site, {
-        "apex/__init__.py": POISON,
-        "apex/normalization/__init__.py": POISON,
-        "apex/normalization/fused_layer_norm.py": FUSED_LAYER_NORM,
-        f"fused_layer_norm_cuda{EXT_SUFFIX}": b"\x7fELF not really a shared object",
-    })
-
-
-def write_torch(site: Path, version_py: str | None) -> None:
-    """A fake torch package whose __init__ raises; torch/version.py holds `version_py` (absent when None)."""
-    files: dict[str, str | bytes] = {"torch/__init__.py": POISON}
-    if version_py is not None:
-        files["torch/version.py"] = version_py
-    write_tree(site, files)
-
-
-def collect_facts(*sites: Path, request: dict[str, Any] | None = None) -> Facts:
-    """Facts from the real collector run in this process over exactly `sites` (the import path, in order)."""
-    raw = _collector.collect(request or {}, path=[str(s) for s in sites])
-    return Facts.from_dict(json.loads(json.dumps(raw)), file="<collected>")
-
-
-# --- Facts from a minimal dict, for pure-logic tests -----------------------------------------------------------
-
-MARKER_ENV = {
-    "implementation_name": "cpython", "implementation_version": "3.11.7", "os_name": "posix",
-    "platform_machine": "x86_64", "platform_release": "6.1.0-18-amd64", "platform_system": "Linux",
-    "platform_version": "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1", "python_full_version": "3.11.7",
-    "platform_python_implementation": "CPython", "python_version": "3.11", "sys_platform": "linux",
-}
-
-
-def python_dict(**changes: Any) -> dict[str, Any]:
-    """The `python` section of a snapshot of a Linux venv interpreter, with `changes` applied."""
-    base: dict[str, Any] = {
-        "version": "3.11.7", "implementation": "cpython", "executable": "/opt/venv/bin/python",
-        "prefix": "/opt/venv", "base_prefix": "/usr", "virtualenv": True, "conda": False,
-        "platform": "linux", "machine": "x86_64", "system": "Linux", "release": "6.1.0-18-amd64",
-        "libc": {"name": "glibc", "version": "2.36"}, "user_site": None, "cwd": "/opt/project",
-        "path": ["/opt/project", SITE], "marker_environment": dict(MARKER_ENV),
-    }
-    base.update(changes)
-    return base
-
-
-def dist_dict(name: str, version: str, *requires: str, location: str = SITE, **changes: Any) -> dict[str, Any]:
-    """One `distributions` entry of a snapshot."""
-    base: dict[str, Any] = {
-        "name": name, "version": version, "location": location,
-        "metadata_dir": f"{location}/{name.replace('-', '_')}-{version}.dist-info", "requires": list(requires),
-        "requires_python": None, "installer": "pip", "editable": False,
-        "problems": [],
-    }
-    base.update(changes)
-    return base
-
-
-def torch_dict(version: str | None = "2.5.1+cu124", cuda: str | None = "12.4", hip: str | None = None,
-               problem: str | None = None) -> dict[str, Any]:
-    """The `torch` section of a snapshot (torch/version.py as the collector reads it)."""
-    return {"location": f"{SITE}/torch", "version": version, "cuda": cuda, "hip": hip, "git_version": None,
-            "debug": False, "fields": {}, "problem": problem}
-
-
-def facts_dict(
-    *,
-    dists: Iterable[dict[str, Any]] = (),
-    torch: dict[str, Any] | None = None,
-    modules: Mapping[str, Any] | None = None,
-    sources: Mapping[str, Any] | None = None,
-    env: Mapping[str, str] | None = None,
-    python: Mapping[str, Any] | None = None,
-    problems: Iterable[str] = (),
-    nvml: dict[str, Any] | None = None,
-    probes: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A complete snapshot dict; every section not given is empty (`nvml` null: not collected)."""
-    return {
-        "schema": _collector.SCHEMA, "envcheck_version": "0.0.0", "python": python_dict(**(python or {})),
-        "distributions": list(dists), "torch": torch, "modules": dict(modules or {}),
-        "sources": dict(sources or {}), "env": dict(env or {}), "problems": list(problems),
-        "nvml": nvml, "probes": dict(probes or {}),
-    }
-
-
-def gpu_dict(index: int = 0, capability: str | None = "9.0", name: str | None = "NVIDIA H100 80GB HBM3",
-             memory_mib: int | None = 81559, **changes: Any) -> dict[str, Any]:
-    """One `nvml.devices` entry of a snapshot."""
-    base: dict[str, Any] = {
-        "index": index, "name": name, "uuid": f"GPU-{index:08d}-0000-0000-0000-000000000000",
-        "pci_bus_id": f"00000000:{index + 0x17:02X}:00.0", "compute_capability": capability,
-        "memory_total_mib": memory_mib, "mig_mode": False, "error": None,
-    }
-    base.update(changes)
-    return base
-
-
-def nvml_dict(*devices: dict[str, Any], status: str = "ok", reason: str | None = None,
-              driver: str | None = "550.54.15", cuda: str | None = "12.4") -> dict[str, Any]:
-    """The `nvml` section of a snapshot: driver 550.54.15 (CUDA 12.4) and `devices` unless told otherwise."""
-    if status != "ok" and reason is None:
-        reason = f"NVML said {status}"
-    return {"status": status, "reason": reason, "driver_version": driver, "cuda_driver_version": cuda,
-            "devices": list(devices)}
-
-
-def build_facts(**kwargs: Any) -> Facts:
-    """Facts from `facts_dict(**kwargs)`."""
-    return Facts.from_dict(facts_dict(**kwargs), file="<test>")
-
-
-# --- fixtures --------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -218,55 +32,6 @@ def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("envcheck-cache")))
 
 
-# --- a real torch (CPU build) in a throwaway venv -------------------------------------------------------------------
-
-TORCH_REQUIREMENT = "torch==2.13.0+cpu"  # the CPU build: the probe outcomes the tests assert are its outcomes
-CUDA_TORCH_REQUIREMENT = "torch==2.13.0"  # on Linux x86_64, the package index's default torch wheel is a CUDA build
-BIN = "Scripts" if os.name == "nt" else "bin"  # a venv's folder of executables
-_INSTALL_TIMEOUT_S = 1800  # guards against a hung pip; never a timing assertion
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP") and not k.startswith("ENVCHECK_")}
-    env.update({"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-    env.update(extra or {})
-    return env
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI must run the real probes: {reason}")
-    pytest.skip(reason)
-
-
-def _torch_venv(venv: Path, requirement: str, index: str | None) -> None:
-    """A fresh venv at `venv` with `requirement`, numpy and safetensors; `index` is an extra wheel index for that
-    install."""
-    python = venv / BIN / ("python.exe" if os.name == "nt" else "python")
-    steps = [
-        [sys.executable, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "--quiet", "--only-binary=:all:",
-         *(["--extra-index-url", index] if index else []), requirement, "numpy", "safetensors"],
-    ]
-    for argv in steps:
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False,
-                                  env=clean_env(), stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _unavailable(f"cannot install {requirement}: {' '.join(argv[-4:])}: {exc}")
-        if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip()[-1500:]
-            _unavailable(f"cannot install {requirement} ({' '.join(argv[2:4])} exited {proc.returncode}): {tail}")
-
-
-def _shared_torch_python(tmp_path_factory: pytest.TempPathFactory, name: str, requirement: str,
-                         index: str | None) -> str:
-    """The interpreter of a torch venv built once for the whole run (installing torch takes most of a minute)."""
-    venv = built_once(tmp_path_factory, name, lambda folder: _torch_venv(folder, requirement, index))
-    return str(venv / BIN / ("python.exe" if os.name == "nt" else "python"))
-
-
 @pytest.fixture(scope="session")
 def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     """An interpreter with the real torch CPU build, numpy and safetensors, shared by the whole run (every
@@ -281,18 +46,9 @@ def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
         return override
     # The `+cpu` build is published only on PyTorch's own wheel index, which CI names here (for this one install,
     # not for envcheck's own dependencies); elsewhere pip's configured index or find-links must have it.
-    return _shared_torch_python(tmp_path_factory, "torch-venv", TORCH_REQUIREMENT,
+    return shared_torch_python(tmp_path_factory, "torch-venv", TORCH_REQUIREMENT,
                                 os.environ.get("ENVCHECK_TEST_TORCH_INDEX_URL"))
 
-
-def own_torch_python(torch_python: str, dest: Path) -> str:
-    """`torch_python`'s venv copied to `dest` (hard links: no second gigabyte), for a test that installs into it;
-    its interpreter. One named by ENVCHECK_TORCH_PYTHON is used as it is."""
-    if os.environ.get("ENVCHECK_TORCH_PYTHON"):
-        return torch_python
-    prefix = Path(torch_python).parent.parent
-    linked_copy(prefix, dest)
-    return str(dest / Path(torch_python).relative_to(prefix))
 
 
 @pytest.fixture(scope="session")
@@ -306,7 +62,7 @@ def cuda_torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     override = os.environ.get("ENVCHECK_CUDA_TORCH_PYTHON")
     if override:
         return override
-    return _shared_torch_python(tmp_path_factory, "cuda-torch-venv", CUDA_TORCH_REQUIREMENT,
+    return shared_torch_python(tmp_path_factory, "cuda-torch-venv", CUDA_TORCH_REQUIREMENT,
                                 os.environ.get("ENVCHECK_TEST_CUDA_TORCH_INDEX_URL"))
 
 
@@ -319,7 +75,7 @@ def envcheck_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         folder.mkdir()
         proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(folder), str(ROOT)],
                               cwd=folder, env=clean_env(), capture_output=True, text=True,
-                              timeout=_INSTALL_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+                              timeout=INSTALL_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, f"pip wheel exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
 
     return built_once(tmp_path_factory, "envcheck-wheelhouse", build)
@@ -343,21 +99,3 @@ def uv() -> str:
             pytest.fail("CI must run the uv tests: install the test extra (it has uv)")
         pytest.skip("no uv (it is in the test extra)")
     return found
-
-
-# --- error output through the CLI --------------------------------------------------------------------------------
-
-
-def envcheck_on_text(tmp_path: Path, text: str, command: str, *options: str) -> Result:
-    """`envcheck COMMAND` on `text` written to a file: `explain FILE`, or `check`/`facts` with `--report FILE`."""
-    from envcheck.cli.click_cli import cli
-
-    log = tmp_path / "pasted.txt"
-    log.write_text(text, encoding="utf-8")
-    source = [str(log)] if command == "explain" else ["--report", str(log)]
-    return CliRunner().invoke(cli, [command, *source, *options])
-
-
-def folded(result: Result) -> str:
-    """The command's output with its line breaks and wrapping indents folded to single spaces."""
-    return " ".join(result.output.split())

@@ -15,7 +15,7 @@ not in the `code` category.
     .venv/bin/python tests/heldout_measure.py --misses    # and the threads whose cause was not named
 
 Run it with an interpreter that has envcheck and no torch (the project's .venv): a pasted report describes another
-machine, and nothing of this one should enter the figures. tests/test_heldout.py guards the set and the figures.
+machine, and nothing of this one should enter the figures. tests/unit/test_heldout.py guards the set and the figures.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ CATEGORIES = (
 
 # The category each rule area's findings name, read from the rule catalogue (`envcheck rule --all`: area, name,
 # summary), not from the held-out texts. None: the area's rules name no cause of their own. A new area needs a line
-# here (tests/test_heldout.py fails until it has one); a new rule in an existing area takes the area's category
+# here (tests/unit/test_heldout.py fails until it has one); a new rule in an existing area takes the area's category
 # unless RULE_CATEGORY says otherwise: add a line there when it names another cause.
 AREA_CATEGORY: dict[str, str | None] = {
     "attention": "dtype-hardware",  # FlashAttention / SDPA kernels the GPU cannot run

@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from conftest import FIXTURES
+from _fakes import FIXTURES
 
 from envcheck import rule_pack
 from envcheck.engine import evaluate

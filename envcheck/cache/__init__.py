@@ -2,9 +2,9 @@
 
 - signed.py: where the cache lives, and entries signed with the user's key and verified before they are trusted;
 - pack_stamp.py: the stamp of a rule pack (envcheck's code and every rule and table file), the cached pack's key;
-- probe_results.py: probe results kept by a fingerprint of the environment;
 - file_values.py: values computed from files (ELF needs, RECORD's shared objects), keyed by path, mtime and size.
 
-The rule pack (envcheck/rule_pack.py), the requirement walk (derived/walk_memo.py) and the replayed check
+Probe results (probes/results_cache.py: they read the snapshot, which sits above this package), the rule pack
+(envcheck/rule_pack.py), the requirement walk (derived/walk_memo.py) and the replayed check
 (pipeline/replay.py) keep their entries through signed.py.
 """

@@ -1,6 +1,6 @@
 """envcheck's cache on disk: where it lives, and entries that are verified before anything in them is trusted.
 
-Four things are cached there, each keyed so that any change misses: probe results (envcheck.cache.probe_results), the
+Four things are cached there, each keyed so that any change misses: probe results (envcheck.probes.results_cache), the
 validated rule pack (envcheck.rule_pack.load), each distribution's parsed metadata (the collector) and the requirement
 walk's result (envcheck.derived.walk_memo, through `SignedMemo`: signed JSON, keyed by a digest of its inputs).
 

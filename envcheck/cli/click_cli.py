@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from envcheck.cli.check_options import CHECKING, POLICY, PROJECT, SOURCES, offer, option_of
+from envcheck.cli.output import EXIT_CLEAN, EXIT_FINDINGS, exit_code
 from envcheck.cli.output import clip as _clip
-from envcheck.cli.output import error_line as _error_line
 from envcheck.cli.output import use_color as _use_color
 from envcheck.cli.output import write as _write
 from envcheck.errors import EnvcheckError
@@ -31,12 +31,10 @@ if TYPE_CHECKING:
     from envcheck.pipeline import CheckOptions
     from envcheck.remedy.fix import Step
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
 
 
 def _fleet() -> click.Command:
-    from envcheck.fleet.cli import fleet
+    from envcheck.cli.fleet_cli import fleet
 
     return fleet
 
@@ -91,18 +89,11 @@ class _Group(click.Group):
         except click.ClickException as exc:  # usage errors echo values back: a 100,000-character one is clipped
             exc.message = _clip(exc.message)  # type: ignore[misc]  # Final in the stubs, a plain attribute
             raise
-        except EnvcheckError as exc:
-            _error_line(f"envcheck: error: {exc}")
-            raise click.exceptions.Exit(EXIT_USAGE) from None
-        except KeyboardInterrupt:
-            click.echo("envcheck: interrupted", err=True)
-            raise click.exceptions.Exit(130) from None
-        except Exception as exc:  # the last line of defence: a bug is exit 3 with one line, not a traceback
-            _error_line(f"envcheck: internal error: {type(exc).__name__}: {exc}")
-            click.echo(f"  please report it at {ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
-            if os.environ.get("ENVCHECK_DEBUG"):
+        except (Exception, KeyboardInterrupt) as exc:  # the last line of defence: a bug is exit 3, not a traceback
+            code = exit_code(exc)
+            if code is None:
                 raise
-            raise click.exceptions.Exit(EXIT_INTERNAL) from None
+            raise click.exceptions.Exit(code) from None
 
 
 class _ProgressLine(ProgressLine):
@@ -443,7 +434,9 @@ def fix(options: CheckOptions, dry_run: bool, yes: bool, allow_other: bool, fail
 
     importlib.invalidate_caches()  # the in-process collector must see what the commands installed
     after = check_now()
-    click.echo(fix_mod.render_outcome(before, after), nl=False)
+    from envcheck.report.outcome import render_outcome
+
+    click.echo(render_outcome(before, after), nl=False)
     raise click.exceptions.Exit(EXIT_FINDINGS if failed is not None or after.at_or_above(level) else EXIT_CLEAN)
 
 

@@ -1,12 +1,13 @@
 """What every command shares for its output: comma-separated option values, the colour decision, writing a report.
 
-Used by the root command line (envcheck/cli/click_cli.py) and `envcheck fleet` (envcheck/fleet/cli.py), so that both
+Used by the root command line (envcheck/cli/click_cli.py) and `envcheck fleet` (envcheck/cli/fleet_cli.py), so that both
 read `--ignore a,b`, NO_COLOR and `-o FILE` the same way.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +22,13 @@ if TYPE_CHECKING:
 else:  # click before 8.2 has no generic ParamType
     _FloatParam = click.ParamType
 
-__all__ = ["MAX_MESSAGE", "Seconds", "clip", "error_line", "printable", "split", "use_color", "write"]
+__all__ = ["EXIT_CLEAN", "EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_USAGE", "ISSUES_URL",
+           "MAX_MESSAGE", "Seconds", "clip", "error_line", "exit_code", "printable", "split", "use_color", "write"]
 
+# Every command's exit codes: clean, a finding at or above --fail-on, a user's error (usage, configuration, input),
+# envcheck's own bug, and Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"
 _DAY_S = 86400.0
 
 
@@ -35,6 +41,21 @@ def error_line(message: str) -> None:
     old-style `##[command]`, which the runner finds anywhere in a line, is written `##%5B` (report/github.py)."""
     one_line = inert(message).replace("\n", "\\n").replace("##[", "##%5B")
     click.echo(printable(clip(one_line), getattr(sys.stderr, "encoding", None)), err=True)
+
+
+def exit_code(exc: Exception | KeyboardInterrupt) -> int | None:
+    """What ends a command that raised `exc`, for the click commands (cli/click_cli.py) and the plain check
+    (cli/plain_cli.py) alike: its line (or two) written on standard error, and the exit code; None where the caller
+    re-raises it (a bug, with ENVCHECK_DEBUG set: the traceback is wanted). Never a traceback otherwise."""
+    if isinstance(exc, EnvcheckError):
+        error_line(f"envcheck: error: {exc}")
+        return EXIT_USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        click.echo("envcheck: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    error_line(f"envcheck: internal error: {type(exc).__name__}: {exc}")
+    click.echo(f"  please report it at {ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
+    return None if os.environ.get("ENVCHECK_DEBUG") else EXIT_INTERNAL
 
 
 def write(text: str, output: str | None) -> None:

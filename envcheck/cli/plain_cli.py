@@ -6,8 +6,8 @@ tenth of a static check (bench/README.md); a repeated check is answered from its
 changed (envcheck/pipeline/replay.py). It runs the same check as `envcheck check` (envcheck/pipeline/) and answers byte
 for byte as the CLI does, the probes' status line on a terminal included: the report on standard output, exit 0
 clean, 1 findings at or above the configuration's fail-on (else error), 2 for a configuration or usage error, 3 for a
-bug, 130 when interrupted. The error paths hand their messages to the same functions the CLI uses (and import click
-for them).
+bug, 130 when interrupted. The error paths end through the CLI's own (envcheck/cli/output.py's `exit_code`, which
+imports click: only a failed check pays for it).
 
 It is taken only where click would write to the standard streams as they are: not on Windows (click writes to its
 console through its own stream), not with an ASCII-encoded standard output (click re-wraps that one), not while a
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["FORMS", "applies", "run"]
 
 FORMS = ((), ("check",), ("--static",), ("check", "--static"))
-_ISSUES_URL = "https://github.com/envcheck-ml/envcheck/issues"  # as envcheck/cli/click_cli.py's ISSUES_URL
 
 
 def _plain_text_stream(stream: object) -> bool:
@@ -76,7 +75,6 @@ def run(argv: Sequence[str] = ("--static",)) -> int:
     """The exit code of the check `argv` (one of FORMS), its report written; errors reported as the CLI reports
     them. The report of the last run is written again while nothing it read has changed
     (envcheck/pipeline/replay.py)."""
-    from envcheck.errors import EnvcheckError
     from envcheck.pipeline import replay
 
     try:
@@ -96,23 +94,10 @@ def run(argv: Sequence[str] = ("--static",)) -> int:
             with contextlib.suppress(Exception):
                 recording.store(text, code, rule_dirs)
         return code
-    except EnvcheckError as exc:
-        from envcheck.cli.output import error_line
+    except (Exception, KeyboardInterrupt) as exc:  # the last line of defence, as in the CLI: a bug is exit 3
+        from envcheck.cli.output import exit_code  # imports click: only a failed check pays for it
 
-        error_line(f"envcheck: error: {exc}")
-        return 2
-    except KeyboardInterrupt:
-        import click
-
-        click.echo("envcheck: interrupted", err=True)
-        return 130
-    except Exception as exc:  # the last line of defence, as in the CLI: a bug is exit 3 with one line
-        import click
-
-        from envcheck.cli.output import error_line
-
-        error_line(f"envcheck: internal error: {type(exc).__name__}: {exc}")
-        click.echo(f"  please report it at {_ISSUES_URL} (attach `envcheck facts -o facts.json`)", err=True)
-        if os.environ.get("ENVCHECK_DEBUG"):
+        failed = exit_code(exc)
+        if failed is None:
             raise
-        return 3
+        return failed

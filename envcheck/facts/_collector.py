@@ -23,6 +23,9 @@ import shutil
 import stat
 import sys
 
+# Spliced in where envcheck is not installed (envcheck/support/names.py says how).
+from envcheck.support.names import canonical_name
+
 TYPE_CHECKING = False  # not typing's: the collector imports nothing it does not need at run time
 if TYPE_CHECKING:
     from typing import Any
@@ -74,18 +77,6 @@ def _irregular(path: str, limit: int) -> str | None:
     if st.st_size > limit:
         return "is %d bytes, more than the %d read" % (st.st_size, limit)
     return None
-_NAME_NORMALIZE = re.compile(r"[-_.]+")
-
-
-_CANONICAL: dict[str, str] = {}
-
-
-def canonical_name(name: str) -> str:
-    """PEP 503 normalisation, as packaging.utils.canonicalize_name does it (which cannot be imported here)."""
-    found = _CANONICAL.get(name)
-    if found is None:
-        found = _CANONICAL[name] = _NAME_NORMALIZE.sub("-", name).lower()
-    return found
 
 
 # --- interpreter -----------------------------------------------------------------------------------------------

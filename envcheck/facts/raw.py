@@ -63,8 +63,9 @@ def _collect_foreign(python: str, request: dict[str, Any], timeout_s: float) -> 
     from pathlib import Path
 
     from envcheck.probes.children import Spawned
+    from envcheck.support.names import inline
 
-    source = Path(_collector.__file__).read_text(encoding="utf-8")
+    source = inline(Path(_collector.__file__).read_text(encoding="utf-8"))
     folder = tempfile.TemporaryDirectory(prefix="envcheck-")
     try:
         tmp = Path(folder.name)

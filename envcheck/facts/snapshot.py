@@ -23,7 +23,7 @@ from envcheck.facts.observed import Observation
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
-from envcheck.support.patterns import lazy
+from envcheck.support.names import canonical_name
 
 if TYPE_CHECKING:
     from envcheck.facts.conda import CondaFacts
@@ -38,22 +38,6 @@ T = TypeVar("T")
 # know (`distributions_complete`, `distributions[].requires_known`) and `provenance`; a schema 1 or 2 snapshot was
 # always collected on the machine, so it knows all of that.
 READABLE_SCHEMAS = (1, 2, 3)
-_SEPARATOR_RUN = lazy(r"-{2,}")
-_CANONICAL: dict[str, str] = {}  # the names met in this process, normalised: snapshots name the same ones again
-
-
-def canonical_name(name: str) -> str:
-    """A distribution's (or an extra's, PEP 685) name normalised as PEP 503 says, the way
-    packaging.utils.canonicalize_name writes it: "Pytorch_Lightning" -> "pytorch-lightning".
-
-    envcheck's one copy outside the two modules that run inside the checked interpreter (facts/_collector.py and
-    probes/_child.py keep their own: they may import nothing of envcheck). Lower case first, then "_" and "." as
-    "-": the common spellings need no regular expression (a pasted report can list tens of thousands of names)."""
-    found = _CANONICAL.get(name)
-    if found is None:
-        key = name.lower().replace("_", "-").replace(".", "-")
-        found = _CANONICAL[name] = _SEPARATOR_RUN.sub("-", key) if "--" in key else key
-    return found
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@
   checks.py       cross-node checks (EC10xx): torch / CUDA build / NCCL / driver / Python / package versions, GPUs
   checkdoc.py     their documentation (`envcheck rule EC1001`, `envcheck rule --fleet`, docs/fleet.md)
   report.py       text and JSON
-  cli.py          the `envcheck fleet` command group (`fleet` and `fleet merge`)
 
-Nothing here imports torch at import time; distributed.py imports it when a torchrun worker connects.
+The `envcheck fleet` command group (`fleet` and `fleet merge`) is envcheck/cli/fleet_cli.py. Nothing here imports
+torch at import time; distributed.py imports it when a torchrun worker connects.
 """

@@ -1,10 +1,11 @@
 """Live probes: tiny programs that find out what actually works on this machine, run in isolated children.
 
-`run_probes(facts, ...)` runs the probes (or takes them from the cache, envcheck/cache/probe_results.py) for the
+`run_probes(facts, ...)` runs the probes (or takes them from the cache, envcheck/probes/results_cache.py) for the
 interpreter the facts describe; `envcheck.pipeline.stages.gather` puts the results into the snapshot.
 
 _child.py is the probes' code, run in the checked interpreter (standard library only); catalog.py their specs;
-runner.py starts, watches and ends the children; guard.py ends them however envcheck ends.
+runner.py starts, watches and ends the children; guard.py ends them however envcheck ends; results_cache.py keeps
+their results by a fingerprint of the environment (signed through envcheck/cache/signed.py).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
 @dataclass(frozen=True)
 class ProbeRun:
     """What `run_probes` found: a result for every probe asked, whether they came from the cache, and the cache's
-    problems in words (an entry that was there but not believed: envcheck.cache.probe_results)."""
+    problems in words (an entry that was there but not believed: envcheck.probes.results_cache)."""
 
     results: dict[str, ProbeResult]
     cached: bool
@@ -82,7 +83,7 @@ def run_probes(
     ended); `env`: the children's environment (default: envcheck's own). With `use_cache` off nothing is read from
     the cache or written to it. The cache is never read or written inside the checked environment."""
     # Imported here: reading the catalogue (rule validation does) must not load the runner and hashlib.
-    from envcheck.cache import probe_results
+    from envcheck.probes import results_cache as probe_results
     from envcheck.probes import runner
     source = runner.child_source()
     key = probe_results.fingerprint(facts, names, source)

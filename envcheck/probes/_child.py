@@ -24,6 +24,9 @@ import traceback
 import warnings
 from typing import Any
 
+# Spliced in where envcheck is not installed (envcheck/support/names.py says how).
+from envcheck.support.names import canonical_name
+
 
 class Context:
     """What probes share: torch once imported, and why it could not be, if so."""
@@ -833,12 +836,6 @@ _EXT_BUDGET_S = 100.0  # the whole probe, under the runner's default per-probe t
 _EXT_LANES_MAX = 8  # importers at once, at most
 
 
-def _canonical(name: str) -> str:
-    import re
-
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def _requires_bases(requires: list[str]) -> set[str]:
     """Which of torch and numpy the unconditional Requires-Dist lines (no `extra ==` marker) name."""
     import re
@@ -849,8 +846,8 @@ def _requires_bases(requires: list[str]) -> set[str]:
         if "extra" in marker:
             continue
         match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-        if match and _canonical(match.group(1)) in _EXT_BASES:
-            found.add(_canonical(match.group(1)))
+        if match and canonical_name(match.group(1)) in _EXT_BASES:
+            found.add(canonical_name(match.group(1)))
     return found
 
 
@@ -968,7 +965,7 @@ def _ext_targets(numpy2_built: list[str] | None = None) -> list[dict[str, Any]]:
     targets, seen = [], set()
     for dist in importlib.metadata.distributions():
         try:
-            canonical = _canonical(dist.metadata["Name"] or "")
+            canonical = canonical_name(dist.metadata["Name"] or "")
         except Exception:  # noqa: BLE001, S112 - unreadable metadata is another rule's finding
             continue
         if not canonical or canonical in seen:

@@ -32,6 +32,7 @@ from envcheck.facts._reader import Reader
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S, ProbeResult
 from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
 from envcheck.probes.children import Spawned, kill_group
+from envcheck.support.names import inline
 
 CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
 _POLL_S = 0.02
@@ -72,7 +73,7 @@ PROGRAM = Program()
 
 
 def child_source(extra: str = "") -> str:
-    source = CHILD_SOURCE_FILE.read_text(encoding="utf-8")
+    source = inline(CHILD_SOURCE_FILE.read_text(encoding="utf-8"))
     if extra:
         head, guard, tail = source.rpartition(_MAIN_GUARD)
         source = f"{head}\n\n{extra}\n{guard}{tail}"

@@ -1,4 +1,5 @@
-"""`envcheck fix`, the pure part: findings -> an ordered, deduplicated plan of commands; plan and outcome as text.
+"""`envcheck fix`, the pure part: findings -> an ordered, deduplicated plan of commands; the plan as text (the outcome
+afterwards: envcheck/report/outcome.py).
 
 Running the plan is the CLI's job; nothing here starts a process.
 
@@ -47,11 +48,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
-from envcheck.model import Finding, Report, Status
+from envcheck.model import Finding
 from envcheck.remedy.consent import PLAIN_FLAGS, Found, file_named, not_an_installer, unvetted
 from envcheck.remedy.consent import PREFIX as _PREFIX
 from envcheck.remedy.consent import installer as _installer
-from envcheck.report.common import problems, tally
 from envcheck.support import specifiers
 from envcheck.support.output_text import shell
 from envcheck.support.versions import parse_requirement, parse_version
@@ -418,27 +418,4 @@ def render_plan(the_plan: Plan, *, allow_other: bool) -> str:
         lines.append("by hand (no command to run):")
         lines += [f"  -  {f.rule_id} {f.name}: {f.fix}" for f in the_plan.by_hand]
         lines += [f"  -  {line}" for line in the_plan.conflicts]
-    return "\n".join(lines) + "\n"
-
-
-def _key(f: Finding) -> tuple[str, tuple[tuple[str, str], ...]]:
-    return f.rule_id, tuple(sorted((f.item or {}).items()))
-
-
-def render_outcome(before: Report, after: Report) -> str:
-    """Before and after: the tallies, then the problems that went away, the ones that remain and any new ones, and
-    last the notes the check still gives. A note (an `info` finding) is information, not a problem: it is never
-    listed as remaining or new, and one that went away is fixed like any finding."""
-    old, new = problems(before), problems(after)
-    old_keys, new_keys = {_key(f) for f in old}, {_key(f) for f in new}
-    notes = [f for f in new if f.status is Status.INFO]
-    new = [f for f in new if f.status is not Status.INFO]
-    lines = [f"before: {tally(before)}", f"after:  {tally(after)}"]
-    for title, mark, shown in (("fixed", "✓", [f for f in old if _key(f) not in new_keys]),
-                               ("remaining", "✗", [f for f in new if _key(f) in old_keys]),
-                               ("new", "!", [f for f in new if _key(f) not in old_keys]),
-                               ("notes", "i", notes)):
-        if shown:
-            lines.append(f"{title} ({len(shown)}):")
-            lines += [f"  {mark} {f.rule_id} {f.name}: {f.summary}" for f in shown]
     return "\n".join(lines) + "\n"

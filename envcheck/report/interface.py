@@ -1,8 +1,9 @@
 """The reporter interface, and the formats a check can be written in: `--format` and `--also` offer exactly these.
 
 A reporter is a module with a `render` function (pip-audit's `_format/interface.py` shape, minus the classes: a
-reporter holds no state). Each format names its module, imported only when that format is asked for: a static check
-pays for the text reporter, not for ElementTree or the markdown tables.
+reporter holds no state). Each format's module is registered in envcheck/report/__init__.py (`reporter`), which
+imports it only when that format is asked for: a static check pays for the text reporter, not for ElementTree or the
+markdown tables.
 """
 
 from __future__ import annotations
@@ -42,30 +43,6 @@ class ReportFormat(_Format):
     MARKDOWN = "markdown"  # bug reports and CI step summaries
     JUNIT = "junit"  # JUnit XML for CI test dashboards: a testcase per rule
     GITHUB = "github"  # GitHub Actions workflow commands: an annotation per rule that found something
-
-    def reporter(self) -> Reporter:
-        # Each branch imports its module: the lazy import is the point (see the module docstring).
-        if self is ReportFormat.TEXT:
-            from envcheck.report import text
-
-            return text
-        if self is ReportFormat.JSON:
-            from envcheck.report import json
-
-            return json
-        if self is ReportFormat.MARKDOWN:
-            from envcheck.report import markdown
-
-            return markdown
-        if self is ReportFormat.JUNIT:
-            from envcheck.report import junit
-
-            return junit
-        if self is ReportFormat.GITHUB:
-            from envcheck.report import github
-
-            return github
-        unreachable(self)
 
 
 class FleetFormat(_Format):

@@ -8,7 +8,7 @@ maybe comma-separated `OP VERSION` clauses with a plain release version (in pare
 expression, and its parts are built with packaging's own classes: `SpecifierSet` from the clauses, and the marker
 parsed by packaging (once per distinct marker text, as many lines share one). Anything else (URLs,
 arbitrary-equality specifiers, epochs, local or non-canonical versions, unusual whitespace, names packaging would
-read differently) answers None, and the caller gives the line to packaging's parser. tests/test_requirement.py
+read differently) answers None, and the caller gives the line to packaging's parser. tests/unit/test_requirement.py
 compares both on every line of the installed distributions and on tricky ones.
 """
 

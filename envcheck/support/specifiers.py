@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envcheck.facts.snapshot import canonical_name
+from envcheck.support.names import canonical_name
 from envcheck.support.versions import parse_requirement
 
 __all__ = ["Merged", "merge", "names", "satisfiable"]

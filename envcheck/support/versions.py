@@ -6,11 +6,12 @@ finding (or an unknown), not a crash. Parsed lines and versions are cached for t
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
 from envcheck.support.requirement import simple_requirement
 
@@ -96,7 +97,19 @@ def major_minor_text(text: str | None) -> str | None:
     return f"{int(match.group(1))}.{int(match.group(2))}"
 
 
-def marker_env(facts: Facts, extra: str = "") -> dict[str, str]:
+class _Python(Protocol):
+    @property
+    def marker_environment(self) -> dict[str, str]: ...
+
+
+class _Snapshot(Protocol):
+    """What marker_env reads of a snapshot (envcheck/facts/snapshot.py's Facts), named here: facts/ sits above."""
+
+    @property
+    def python(self) -> _Python: ...
+
+
+def marker_env(facts: _Snapshot, extra: str = "") -> dict[str, str]:
     """The PEP 508 marker environment of the checked interpreter, with `extra` set (to "" outside any extra, so
     that a marker naming `extra` evaluates instead of raising)."""
     return {**facts.python.marker_environment, "extra": extra}
