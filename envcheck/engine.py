@@ -122,6 +122,8 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
     if fired:
         return [_escalated(dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said,
                                                observed=True), rule, seen) for f in fired]
+    if rule.foreach is not None and DERIVATIONS[rule.foreach].judges_output and judged:
+        return judged  # its derivation read these lines and found nothing of its own in them
     first = seen[0]
     signature = rule.signatures[first.signature] if first.signature < len(rule.signatures) else None
     item = None

@@ -25,6 +25,7 @@ from envcheck.derived import (
     multigpu,
     native_libs,
     project,
+    release_names,
     requirements,
     rocm,
     system_libs,
@@ -42,7 +43,7 @@ T = TypeVar("T")
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
     for module in (requirements, layers, distributions, project, gpu_compat, builds, companions, extensions, wheels,
-                   multigpu, toolchain, native_libs, attention, system_libs, rocm)
+                   multigpu, toolchain, native_libs, attention, system_libs, rocm, release_names)
     for d in module.DERIVATIONS
 }
 
