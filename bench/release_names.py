@@ -47,12 +47,12 @@ LIBRARIES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
                                "torch.distributed", "torch.utils", "torch.utils.data", "torch.amp", "torch.fx",
                                "torch.compiler", "torch.export", "torch.nn.attention", "torch.backends.cuda",
                                "torch.serialization", "torch.optim", "torch.optim.lr_scheduler"),
-              ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64", "--python-version", "3.9")),
+              ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
     "torchvision": ("torchvision", "0.9", ("torchvision", "torchvision.transforms",
                                            "torchvision.transforms.functional", "torchvision.models",
                                            "torchvision.ops", "torchvision.io", "torchvision.datasets",
                                            "torchvision.utils", "torchvision.transforms.v2"),
-                    ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64", "--python-version", "3.9")),
+                    ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
     "transformers": ("transformers", "4.10", ("transformers", "transformers.utils", "transformers.modeling_utils",
                                               "transformers.cache_utils", "transformers.generation",
                                               "transformers.trainer", "transformers.trainer_utils",
@@ -64,8 +64,9 @@ LIBRARIES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
                                                     "huggingface_hub.constants", "huggingface_hub.file_download",
                                                     "huggingface_hub.hf_api", "huggingface_hub.errors"), ()),
     "diffusers": ("diffusers", "0.10", ("diffusers", "diffusers.models", "diffusers.utils", "diffusers.schedulers",
-                                        "diffusers.pipelines", "diffusers.loaders", "diffusers.models.attention_processor",
-                                        "diffusers.utils.torch_utils", "diffusers.models.embeddings"), ()),
+                                        "diffusers.pipelines", "diffusers.loaders",
+                                        "diffusers.models.attention_processor", "diffusers.utils.torch_utils",
+                                        "diffusers.models.embeddings"), ()),
     "accelerate": ("accelerate", "0.15", ("accelerate", "accelerate.utils", "accelerate.state", "accelerate.hooks",
                                           "accelerate.big_modeling"), ()),
     "peft": ("peft", "0.3", ("peft", "peft.tuners", "peft.utils", "peft.tuners.lora"), ()),
@@ -73,10 +74,10 @@ LIBRARIES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
     "tokenizers": ("tokenizers", "0.12", ("tokenizers", "tokenizers.models", "tokenizers.pre_tokenizers",
                                           "tokenizers.processors", "tokenizers.normalizers", "tokenizers.decoders",
                                           "tokenizers.trainers", "tokenizers.implementations"),
-                   ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64", "--python-version", "3.9")),
+                   ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
     "numpy": ("numpy", "1.20", ("numpy", "numpy.lib", "numpy.linalg", "numpy.random", "numpy.typing",
                                 "numpy.exceptions", "numpy.dtypes"),
-              ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64", "--python-version", "3.9")),
+              ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
     "pydantic": ("pydantic", "1.8", ("pydantic", "pydantic.fields", "pydantic.main", "pydantic.types",
                                      "pydantic.dataclasses", "pydantic.functional_validators"), ()),
     "protobuf": ("google.protobuf", "3.19", ("google.protobuf", "google.protobuf.descriptor",
@@ -110,7 +111,7 @@ def releases(dist: str, floor: str) -> list[str]:
     finals = [v for v in line.split(":", 1)[1].replace(",", " ").split() if _RELEASE.match(v)]
     first: dict[tuple[int, ...], str] = {}
     for version in sorted(finals, key=key):
-        series = key(version)[:2] if not dist == "xformers" else key(version)[:3]  # xformers releases 0.0.N
+        series = key(version)[:2] if dist != "xformers" else key(version)[:3]  # xformers releases 0.0.N
         if series >= key(floor)[:len(series)]:
             first.setdefault(series, version)
     return [first[s] for s in sorted(first)]
@@ -121,8 +122,16 @@ def wheel(dist: str, version: str, platform: tuple[str, ...]) -> Path:
     found = sorted(folder.glob("*.whl"))
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
-        options = ["--no-deps", "--only-binary=:all:", *platform]
-        pip("download", "-q", *options, "-d", str(folder), f"{dist}=={version}")
+        # A compiled wheel is asked for one Python: the newest first, then an older one for old releases.
+        pythons = ("3.12", "3.9") if platform else ("",)
+        for python in pythons:
+            options = ["--no-deps", "--only-binary=:all:", *platform, *(["--python-version", python] if python else [])]
+            try:
+                pip("download", "-q", *options, "-d", str(folder), f"{dist}=={version}")
+                break
+            except subprocess.CalledProcessError:
+                if python == pythons[-1]:
+                    raise
         found = sorted(folder.glob("*.whl"))
     return found[0]
 
