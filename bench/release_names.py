@@ -40,6 +40,9 @@ CACHE = ROOT / "bench" / "results" / "wheels"
 MODULE_DEPTH = 3
 FORMAT = 1
 
+# Compiled wheels are read from their macOS builds (torch's Linux wheels are CUDA builds of ~900 MB); the Python
+# files are the same in every build of a release.
+MAC = ("--platform", "macosx_14_0_arm64", "--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")
 # distribution -> (import package, oldest minor series examined, key modules whose names are listed, pip platform
 # options). The floors reach back about four years, or to the library's first release people still meet.
 LIBRARIES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
@@ -47,12 +50,12 @@ LIBRARIES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
                                "torch.distributed", "torch.utils", "torch.utils.data", "torch.amp", "torch.fx",
                                "torch.compiler", "torch.export", "torch.nn.attention", "torch.backends.cuda",
                                "torch.serialization", "torch.optim", "torch.optim.lr_scheduler"),
-              ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
+              MAC),
     "torchvision": ("torchvision", "0.9", ("torchvision", "torchvision.transforms",
                                            "torchvision.transforms.functional", "torchvision.models",
                                            "torchvision.ops", "torchvision.io", "torchvision.datasets",
                                            "torchvision.utils", "torchvision.transforms.v2"),
-                    ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
+                    MAC),
     "transformers": ("transformers", "4.10", ("transformers", "transformers.utils", "transformers.modeling_utils",
                                               "transformers.cache_utils", "transformers.generation",
                                               "transformers.trainer", "transformers.trainer_utils",
@@ -74,10 +77,10 @@ LIBRARIES: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...]]] = {
     "tokenizers": ("tokenizers", "0.12", ("tokenizers", "tokenizers.models", "tokenizers.pre_tokenizers",
                                           "tokenizers.processors", "tokenizers.normalizers", "tokenizers.decoders",
                                           "tokenizers.trainers", "tokenizers.implementations"),
-                   ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
+                   MAC),
     "numpy": ("numpy", "1.20", ("numpy", "numpy.lib", "numpy.linalg", "numpy.random", "numpy.typing",
                                 "numpy.exceptions", "numpy.dtypes"),
-              ("--platform", "macosx_11_0_arm64", "--platform", "macosx_10_9_x86_64")),
+              MAC),
     "pydantic": ("pydantic", "1.8", ("pydantic", "pydantic.fields", "pydantic.main", "pydantic.types",
                                      "pydantic.dataclasses", "pydantic.functional_validators"), ()),
     "protobuf": ("google.protobuf", "3.19", ("google.protobuf", "google.protobuf.descriptor",
@@ -167,6 +170,7 @@ class Wheel:
             self.extra = {n: archive.read(n).decode("utf-8", "replace") for n in EXTRA_NAMES.get(package, ())
                           if n in archive.namelist()}
         self._names: dict[str, set[str]] = {}
+        self._all: dict[str, set[str]] = {}  # module -> its literal __all__, where it has one
 
     def modules(self, depth: int) -> set[str]:
         found = {m for m in (*self.files, *self.packages) if len(m.split(".")) <= depth}
@@ -201,7 +205,12 @@ class Wheel:
                 for alias in node.names:
                     if alias.name == "*":
                         if base is not None:
-                            out.update(n for n in self.names(base, seen) if not n.startswith("_"))
+                            # What `import *` binds: the module's __all__ where it declares one, else its public
+                            # names (transformers 4.48+ lists its models only as `from .models import *`).
+                            names = self.names(base, seen)
+                            declared = self._all.get(base)
+                            out.update(n for n in (declared if declared is not None else names)
+                                       if not n.startswith("_"))
                     else:
                         out.add(alias.asname or alias.name)
             elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -212,7 +221,10 @@ class Wheel:
                             out.add(leaf.id)
                     owner = target.value if isinstance(target, ast.Subscript) else target
                     if isinstance(owner, ast.Name) and (owner.id in LAZY_TABLES or owner.id == "__all__"):
-                        out.update(_strings(node.value) if node.value is not None else ())
+                        strings = _strings(node.value) if node.value is not None else set()
+                        out.update(strings)
+                        if owner.id == "__all__":
+                            self._all.setdefault(module, set()).update(strings)
             elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 call = node.value.func
                 # _import_structure["x"].extend([...]), __all__.extend([...]), __all__.append("x")
@@ -221,6 +233,8 @@ class Wheel:
                     if isinstance(owner, ast.Name) and (owner.id in LAZY_TABLES or owner.id == "__all__"):
                         for arg in node.value.args:
                             out.update(_strings(arg))
+                            if owner.id == "__all__":
+                                self._all.setdefault(module, set()).update(_strings(arg))
             if isinstance(node, (ast.If, ast.Try, ast.With)):
                 for child in ("body", "orelse", "finalbody"):
                     self._walk(getattr(node, child, []), module, out, seen)

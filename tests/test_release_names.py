@@ -7,6 +7,7 @@ The messages are real ones, from the threads each signature cites (rules/framewo
 - https://github.com/huggingface/transformers/issues/44351 (HybridCache gone in transformers 5)
 - https://github.com/intel/ipex-llm/pull/10835 (transformers.cache_utils before 4.36)
 - https://github.com/docling-project/docling/issues/654 (torch.compiler.is_compiling)
+- https://github.com/huggingface/peft/issues/1748 (peft's `(unknown location)`)
 """
 
 from __future__ import annotations
@@ -215,3 +216,12 @@ def test_a_check_without_error_output_never_reads_the_table(site: Path) -> None:
     report = evaluate(pack, collect_facts(site))
     assert [f.status.value for f in report.findings if f.rule_id == "EC1903"] == ["pass"]
     assert load.cache_info().currsize == 0
+
+
+def test_unknown_location_is_a_stray_folder_not_a_release(site: Path) -> None:
+    """peft#1748: `cannot import name 'get_peft_config' from 'peft' (unknown location)`."""
+    write_dist(site, "peft", "0.10.0")
+    [finding] = _judged("ImportError: cannot import name 'get_peft_config' from 'peft' (unknown location)\n",
+                        collect_facts(site))
+    assert "unknown location" in finding.summary and "No release of peft is to blame" in finding.why
+    assert not finding.commands

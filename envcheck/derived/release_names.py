@@ -16,16 +16,15 @@ up to three components deep (four for google.protobuf).
 
 The file is JSON, not TOML, and it is not one of the pack's tables (envcheck/derived/tables.py): a few hundred
 kilobytes that only error output needs, read the first time a failed import is explained, never by a check without
-error output. Its reader validates it and names the file and key of anything malformed in one line.
+error output. Its records are NamedTuples (no frozen class to build at import). Its reader validates it and names the file and key of anything malformed in one line.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from envcheck.derived.common import Derivation, Item, Tables, Values
 from envcheck.errors import RuleError
@@ -41,8 +40,7 @@ FORMAT = 1
 _MAX_BYTES = 4 * 1024 * 1024  # the shipped file is some hundreds of kilobytes
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """The first and last examined release that have a name ("" for last: it is in the newest examined), and the
     release after the last (where it is gone; "" when none was examined after it)."""
 
@@ -51,8 +49,7 @@ class Span:
     removed: str
 
 
-@dataclass(frozen=True)
-class Library:
+class Library(NamedTuple):
     """One library's releases examined, its modules and its key modules' names, each with the span that has it."""
 
     distribution: str
@@ -90,8 +87,7 @@ def _find(library: Library, spans: Mapping[str, str], word: str) -> Span | None:
     return None
 
 
-@dataclass(frozen=True)
-class ReleaseNames:
+class ReleaseNames(NamedTuple):
     """Every library of the file, by PEP 503 name, and an index of them by import package."""
 
     libraries: Mapping[str, Library]
@@ -152,6 +148,8 @@ def _spans(raw: object, releases: set[str], file: str, where: str) -> dict[str, 
 @functools.cache
 def load(path: str) -> ReleaseNames:
     """The file at `path`, read and validated once per process."""
+    import json  # only here: a check without error output never reads the file
+
     text = input_files.read_text(path, error=RuleError, limit=_MAX_BYTES)
     try:
         data = json.loads(text)
@@ -167,12 +165,12 @@ def _path(tables: Tables) -> str:
     return str(chosen)
 
 
-@dataclass(frozen=True)
-class _Failure:
+class _Failure(NamedTuple):
     module: str  # the module the import named ("transformers.cache_utils")
     name: str  # the name it lacked ("" for `No module named`)
     importer: str  # the package whose code imported it, from the traceback's path ("" when not shown)
     where: str  # the line, for the item
+    nowhere: bool = False  # "(unknown location)": the module was found as a folder without its __init__.py
 
 
 def _failures(facts: Facts) -> list[_Failure]:
@@ -190,10 +188,11 @@ def _failures(facts: Facts) -> list[_Failure]:
         if any(marker in text for text in others for marker in said):
             continue
         importer = seen.captures.get("importer", "")
+        nowhere = bool(seen.captures.get("nowhere"))
         before = found.get((module, name))
-        if before is None or (importer and not before.importer):
+        if before is None or (importer and not before.importer) or (nowhere and not before.nowhere):
             found[(module, name)] = _Failure(module, name, importer or (before.importer if before else ""),
-                                             seen.where())
+                                             seen.where(), nowhere or (before is not None and before.nowhere))
     return list(found.values())
 
 
@@ -232,6 +231,16 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
     base: Item = {"library": dist, "module": failure.module, "name": failure.name, "qualified": qualified,
                   "first": "", "removed": "", "version": have, "importer": importer, "install": "",
                   "line": failure.where}
+    if failure.nowhere:
+        # Python names no file: it found `module` as a bare folder (a namespace package), not the installed library.
+        return {**base, "summary": f"{what} could not be imported because `{failure.module}` was found as a folder "
+                                   "without its code (`unknown location`), not as an installed release",
+                "why": f"`(unknown location)` means Python found a folder named `{failure.module.split('.')[0]}` "
+                       "without an `__init__.py` before (or instead of) the installed library: what an uninstall or "
+                       "an interrupted install leaves behind, or a folder of that name in the working directory. "
+                       f"No release of {dist} is to blame.",
+                "fix": f"Look for a stray `{failure.module.split('.')[0]}` folder in the working directory and on "
+                       f"`sys.path`, then reinstall {dist} (`pip install --force-reinstall --no-deps {dist}`)."}
     note = (f" `{qualified}` is private (a leading underscore): it is not part of {dist}'s API and changes without "
             "notice between releases; code that imports it is tied to the releases that have it."
             if private else "")
