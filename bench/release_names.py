@@ -207,8 +207,9 @@ class Wheel:
                         if base is not None:
                             # What `import *` binds: the module's __all__ where it declares one, else its public
                             # names (transformers 4.48+ lists its models only as `from .models import *`).
-                            names = self.names(base, seen)
-                            declared = self._all.get(base)
+                            declared = _literal_all(self.files.get(base, ""))
+                            names = set() if declared is not None else self.names(base, seen)
+                            declared = declared if declared is not None else self._all.get(base)
                             out.update(n for n in (declared if declared is not None else names)
                                        if not n.startswith("_"))
                     else:
@@ -249,6 +250,31 @@ class Wheel:
         if level > 1:
             parts = parts[:len(parts) - (level - 1)]
         return ".".join([*parts, *([name] if name else [])])
+
+
+_ALL = re.compile(r"^__all__\s*=\s*[\[(]", re.MULTILINE)
+_ALL_CACHE: dict[int, set[str] | None] = {}
+
+
+def _literal_all(text: str) -> set[str] | None:
+    """A module's `__all__ = [...]` read without parsing the whole file (transformers' ~2,000 model files, star
+    imported by every release since 4.48, mostly unchanged between releases: remembered by their text); None when it
+    has no literal one."""
+    key = hash(text)
+    if key not in _ALL_CACHE:
+        found = None
+        match = _ALL.search(text)
+        if match is not None:
+            close = "]" if text[match.end() - 1] == "[" else ")"
+            end = text.find(close, match.end())
+            try:
+                value = ast.literal_eval(text[match.end() - 1:end + 1]) if end >= 0 else None
+            except (ValueError, SyntaxError):
+                value = None
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                found = set(value)
+        _ALL_CACHE[key] = found
+    return _ALL_CACHE[key]
 
 
 def _strings(node: ast.AST) -> set[str]:
@@ -309,10 +335,10 @@ def main() -> int:
     for dist in args.only or sorted(LIBRARIES):
         current["libraries"][dist] = library(dist, log)
         print("\n".join(log[-3:]), file=sys.stderr)
-    current["libraries"] = dict(sorted(current["libraries"].items()))
-    current["format"] = FORMAT
-    text = json.dumps(current, indent=0, separators=(",", ":"), ensure_ascii=True) + "\n"
-    args.out.write_text(text)
+        current["libraries"] = dict(sorted(current["libraries"].items()))
+        current["format"] = FORMAT
+        text = json.dumps(current, indent=0, separators=(",", ":"), ensure_ascii=True) + "\n"
+        args.out.write_text(text)  # after each library: an interrupted run keeps what it read
     print("\n".join(log))
     print(f"{args.out.name}: {len(text.encode()):,} bytes, {len(current['libraries'])} libraries, "
           f"{time.monotonic() - started:.0f} s")

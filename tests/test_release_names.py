@@ -130,7 +130,7 @@ def _judged(text: str, facts: Facts) -> list[Finding]:
     rules = [r for r in pack.rules if r.id == "EC1903"]
     seen = scan(text, [s for r in rules for s in r.signatures], source="pasted")
     report = evaluate(pack, joined(facts, seen))
-    return [f for f in report.findings if f.rule_id == "EC1903" and f.status.is_finding]
+    return [f for f in report.findings if f.rule_id in ("EC1903", "EC1904") and f.status.is_finding]
 
 
 def test_peft_needs_a_newer_transformers_with_the_installed_version_and_the_command(site: Path) -> None:
@@ -167,11 +167,12 @@ def test_the_installed_release_that_has_the_name_is_not_blamed(site: Path) -> No
     write_dist(site, "torch", "2.4.0")
     [finding] = _judged(COMPILER, collect_facts(site))
     assert "has it: the failure is not the release" in finding.summary and not finding.commands
+    assert (finding.rule_id, finding.status.value) == ("EC1904", "info")  # not an environment finding
 
 
 def test_no_version_known_says_which_releases_have_it_and_what_to_check(site: Path) -> None:
     [finding] = _judged(IS_COMPILING, collect_facts(site))
-    assert "which torch is installed is not known" in finding.summary
+    assert finding.rule_id == "EC1903" and "which torch is installed is not known" in finding.summary
     assert "pip show torch" in finding.fix and not finding.commands
 
 
@@ -181,6 +182,7 @@ def test_a_name_no_release_ever_had_is_a_typo_or_another_library(site: Path) -> 
                         "(/x/site-packages/transformers/__init__.py)\n", collect_facts(site))
     assert "no release of transformers from" in finding.summary
     assert "a typo, a name of another library" in finding.why and not finding.commands
+    assert (finding.rule_id, finding.status.value) == ("EC1904", "info")
 
 
 def test_a_private_name_is_said_to_be_private(site: Path) -> None:

@@ -16,24 +16,45 @@ __all__ = ["DERIVATIONS", "RULE_ID", "missing_names"]
 RULE_ID = "EC1903"  # the rule whose signatures recognise a failed import (rules/framework-errors.toml)
 
 
-def missing_names(derived: Values) -> list[Item]:
+def _judged(derived: Values) -> list[Item]:
     if not any(o.rule_id == RULE_ID for o in derived.facts.observed):
         return []
-    from envcheck.derived.release_table import judged
 
-    return judged(derived, RULE_ID)
+    def compute() -> list[Item]:
+        from envcheck.derived.release_table import judged
+
+        return judged(derived, RULE_ID)
+
+    return derived.once("imports.judged", compute)
 
 
+def missing_names(derived: Values) -> list[Item]:
+    """The failed imports that the release installed or stated (or, unknown, any but some releases) explains."""
+    return [i for i in _judged(derived) if i["skew"] == "yes"]
+
+
+def not_the_release(derived: Values) -> list[Item]:
+    """The failed imports no release change explains: the installed release has the name, no release ever had it,
+    a stray folder stands in for the library, or the table has no verdict."""
+    return [i for i in _judged(derived) if i["skew"] == "no"]
+
+
+_FIELDS = ("library", "module", "name", "qualified", "first", "removed", "version", "importer", "install", "summary",
+           "why", "fix", "line", "skew")
+_ITEMS = ("`library`, `module`, `name`, `qualified`, `first` (the release that added it, empty when it is older than "
+          "the releases read), `removed` (empty when still there), `version` (the installed or stated release, "
+          "empty when unknown), `importer` (the package whose import failed, from the traceback's path), `install` "
+          "(the requirement that has it, empty when no release change fixes it), `summary`, `why`, `fix`, `line`, "
+          "`skew`. Empty without error output: rules/data/release-names.json is read only then")
 DERIVATIONS = [
     Derivation("imports.missing-from-release",
                "the failed imports that error output shows (EC1903's signatures: `cannot import name`, `module 'P' "
-               "has no attribute`, `No module named 'P.sub'`) of a library in rules/data/release-names.json, each "
-               "judged against the releases that have the name: `library`, `module`, `name`, `qualified`, `first` "
-               "(the release that added it, empty when it is older than the releases read), `removed` (empty when "
-               "still there), `version` (the installed or stated release, empty when unknown), `importer` (the "
-               "package whose import failed, from the traceback's path), `install` (the requirement that has it, "
-               "empty when no release change fixes it), `summary`, `why`, `fix`, `line`. Empty without error "
-               "output: the file is read only then",
-               ("library", "module", "name", "qualified", "first", "removed", "version", "importer", "install",
-                "summary", "why", "fix", "line"), missing_names, judges_output=True),
+               "has no attribute`, `No module named 'P.sub'`) of a library in rules/data/release-names.json whose "
+               "installed or stated release lacks the name, or whose release is unknown while only some releases "
+               f"have it: {_ITEMS}", _FIELDS, missing_names, judges_output=True),
+    Derivation("imports.not-the-release",
+               "the same failed imports where no release change is the fix: the installed release has the name, no "
+               "release read ever had it (a typo, another library), a folder without code stands in for the "
+               f"library (`unknown location`), or the table lists no names of that module: {_ITEMS}", _FIELDS,
+               not_the_release),
 ]

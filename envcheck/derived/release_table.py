@@ -234,7 +234,7 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
     needs = importer or "the code that imports it"
     base: Item = {"library": dist, "module": failure.module, "name": failure.name, "qualified": qualified,
                   "first": "", "removed": "", "version": have, "importer": importer, "install": "",
-                  "line": failure.where}
+                  "line": failure.where, "skew": "no"}
     if failure.nowhere:
         # Python names no file: it found `module` as a bare folder (a namespace package), not the installed library.
         return {**base, "summary": f"{what} could not be imported because `{failure.module}` was found as a folder "
@@ -271,7 +271,7 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
     spec = ",".join(p for p in (f">={first}" if first else "", f"<{span.removed}" if span.removed else "") if p)
     releases = (f"{dist} {first or oldest} to {span.last or newest}" + ("" if span.last else " and later"))
     if have_v is None:
-        return {**base, "summary": f"{ranged}; which {dist} is installed is not known",
+        return {**base, "skew": "yes", "summary": f"{ranged}; which {dist} is installed is not known",
                 "why": f"{what.capitalize()} exists in {releases} (read from the released wheels).{note}",
                 "fix": f"Run `pip show {dist}` in the environment that failed: {needs} needs {dist}{spec}."}
     too_old = first_v is not None and have_v.release < first_v.release
@@ -292,6 +292,6 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
                f"{needs}, written for an older {dist}, needs {dist}{spec}.")
         fix = (f"Install {dist}{spec}, or upgrade {importer or 'the code that imports it'} to a release written "
                f"for {dist} {have}.")
-    return {**base, "install": f"{dist}{spec}",
+    return {**base, "skew": "yes", "install": f"{dist}{spec}",
             "summary": f"{ranged}; {who} is {have}" + (f": {importer} needs {dist}{spec}" if importer else ""),
             "why": f"{why}{note}", "fix": fix}
