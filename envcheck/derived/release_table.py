@@ -225,8 +225,7 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
     dist = library.distribution
     installed = facts.active(dist)
     have = installed.version if installed is not None else ""
-    who = f"the {dist} the error output's report states" if facts.origin.startswith("report:") else \
-        f"the installed {dist}"
+    stated = facts.origin.startswith("report:")  # a pasted report's facts: what it states, not an install
     oldest, newest = library.releases[0], library.releases[-1]
     private = any(part.startswith("_") for part in qualified.split("."))
     importer = failure.importer if failure.importer and canonical_name(failure.importer) != canonical_name(dist) \
@@ -265,9 +264,11 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
     first = "" if span.first == oldest else span.first
     base = {**base, "first": first, "removed": span.removed}
     have_v, first_v, removed_v = parse_version(have), parse_version(first), parse_version(span.removed)
-    added = f"added in {dist} {first}" if first else f"in {dist} {oldest} (the oldest release read) or earlier"
-    gone = f", removed in {span.removed}" if span.removed else ""
-    ranged = f"{what} is {added}{gone}"
+    added = f"was added in {dist} {first}" if first else f"exists in {dist} {oldest} (the oldest release read)"
+    gone = f" and removed in {span.removed}" if span.removed else ""
+    ranged = f"{what} {added}{gone}"
+    has = f"the report states {dist} {have}" if stated else f"the installed {dist} is {have}"
+    that = f"{dist} {have} ({'as the report states' if stated else 'installed'})"
     spec = ",".join(p for p in (f">={first}" if first else "", f"<{span.removed}" if span.removed else "") if p)
     releases = (f"{dist} {first or oldest} to {span.last or newest}" + ("" if span.last else " and later"))
     if have_v is None:
@@ -277,21 +278,21 @@ def _item(data: ReleaseNames, failure: _Failure, facts: Facts) -> Item | None:
     too_old = first_v is not None and have_v.release < first_v.release
     too_new = removed_v is not None and have_v.release >= removed_v.release
     if not too_old and not too_new:
-        return {**base, "summary": f"{ranged}, and {who}, {have}, has it: the failure is not the release",
+        return {**base, "summary": f"{ranged}, and {that} has it: the failure is not the release",
                 "why": f"{what.capitalize()} exists in {releases}, which includes {have}. An import of it fails "
                        "for another reason: a local file or folder named like the module shadows it, an install "
                        "was interrupted, the error comes from another interpreter, or a circular import.",
                 "fix": f"Check where `{library.package}` is imported from (`python -c \"import {library.package}; "
                        f"print({library.package}.__file__)\"`) and reinstall {dist} if its files are incomplete."}
     if too_old:
-        why = (f"{what.capitalize()} first appears in {dist} {first}; {who}, {have}, is older, so "
+        why = (f"{what.capitalize()} first appears in {dist} {first}; {that} is older, so "
                f"{needs} needs a newer {dist}.")
         fix = f"Install {dist}{spec} ({releases} have it)."
     else:
-        why = (f"{what.capitalize()} was removed in {dist} {span.removed}; {who}, {have}, is newer, so "
+        why = (f"{what.capitalize()} was removed in {dist} {span.removed}; {that} is newer, so "
                f"{needs}, written for an older {dist}, needs {dist}{spec}.")
         fix = (f"Install {dist}{spec}, or upgrade {importer or 'the code that imports it'} to a release written "
                f"for {dist} {have}.")
     return {**base, "skew": "yes", "install": f"{dist}{spec}",
-            "summary": f"{ranged}; {who} is {have}" + (f": {importer} needs {dist}{spec}" if importer else ""),
+            "summary": f"{ranged}; {has}" + (f": {importer} needs {dist}{spec}" if importer else ""),
             "why": f"{why}{note}", "fix": fix}
