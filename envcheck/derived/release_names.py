@@ -23,7 +23,7 @@ def _judged(derived: Values) -> list[Item]:
     def compute() -> list[Item]:
         from envcheck.derived.release_table import judged
 
-        return judged(derived, RULE_ID)
+        return [{key: item[key] for key in _FIELDS} for item in judged(derived, RULE_ID)]  # in the declared order
 
     return derived.once("imports.judged", compute)
 
