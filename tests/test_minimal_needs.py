@@ -116,15 +116,16 @@ DROPS: dict[str, Callable[[Snapshot], None]] = {
     "nvml.devices": _drop_gpus,
     "nvml.driver": _drop_driver,
     "partial_installs": _drop_partial_installs,
-    **{name: _drop_section(name) for name in ("rocm", "network", "toolchain", "native", "project")},
+    **{name: _drop_section(name) for name in ("rocm", "network", "toolchain", "native", "project", "conda")},
 }
 
 
 def _present(data: Snapshot) -> list[str]:
     """The facts this snapshot states, by the names rules need them by (a probe is `probes:NAME`)."""
     out = [name for name in DROPS if not name.startswith(("nvml.", "rocm", "network", "toolchain", "native",
-                                                          "project"))]
-    out += [name for name in ("rocm", "network", "toolchain", "native", "project") if data.get(name) is not None]
+                                                          "project", "conda"))]
+    out += [name for name in ("rocm", "network", "toolchain", "native", "project", "conda")
+            if data.get(name) is not None]
     nvml = data.get("nvml")
     if nvml is not None and nvml["status"] == "ok":
         out.append("nvml.devices")
@@ -153,16 +154,21 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "distributions.partial-installs": ("partial_installs",),
     "project.unmet": ("project", "distributions", *PY),
     "project.lock-drift": ("project",),
+    "conda.system-requirements": ("conda",),
+    "conda.unmet-system-requirements": ("conda", "nvml.devices", "nvml.driver"),
     "python.virtualenv": ("python.environment",),
     "python.conda": ("python.environment",),
     "python.externally-managed": ("python.environment",),
     "gpu.driver-vs-torch-cuda": ("torch", "nvml.driver", "python.platform"),
-    "torch.recommended-build": ("torch", "distributions", "nvml.devices", "nvml.driver", *PY),
+    "torch.recommended-build": ("torch", "distributions", "nvml.devices", "nvml.driver", "conda", *PY),
     "torch.unpublished-build": ("torch", "distributions", *PY),
     "gpu.devices-without-native-bf16": ("nvml.devices",),
-    "gpu.arch-coverage": ("torch", "nvml.devices", "nvml.driver", "probes:torch-build", "python.platform"),
-    "gpu.devices-not-in-build": ("torch", "nvml.devices", "nvml.driver", "probes:torch-build", "python.platform"),
-    "gpu.devices-needing-ptx-jit": ("torch", "nvml.devices", "nvml.driver", "probes:torch-build", "python.platform"),
+    "gpu.arch-coverage": ("torch", "nvml.devices", "nvml.driver", "probes:torch-build", "python.platform",
+                         "distributions", "conda"),
+    "gpu.devices-not-in-build": ("torch", "nvml.devices", "nvml.driver", "probes:torch-build", "python.platform",
+                                "distributions", "conda"),
+    "gpu.devices-needing-ptx-jit": ("torch", "nvml.devices", "nvml.driver", "probes:torch-build", "python.platform",
+                                   "distributions", "conda"),
     "companions.torch-mismatch": ("distributions", "torch", *PY),
     "companions.pinned-to-other-torch": ("distributions", "torch", *PY),
     "companions.torchvision-build-mismatch": ("distributions", "torch", "python.platform"),

@@ -23,8 +23,9 @@ from envcheck.derived import release_table
 from envcheck.derived.release_table import FILE, load, parse
 from envcheck.engine import evaluate
 from envcheck.errors import RuleError
-from envcheck.evidence.join import joined
+from envcheck.evidence.join import joined, with_observations
 from envcheck.evidence.signatures import scan
+from envcheck.intake.log import read_log
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding
 from envcheck.support import resources
@@ -129,7 +130,7 @@ def _judged(text: str, facts: Facts) -> list[Finding]:
     pack = rule_pack.load(use_cache=False)
     rules = [r for r in pack.rules if r.id == "EC1903"]
     seen = scan(text, [s for r in rules for s in r.signatures], source="pasted")
-    report = evaluate(pack, joined(facts, seen))
+    report = evaluate(pack, with_observations(facts, seen))  # a log tied to these facts
     return [f for f in report.findings if f.rule_id in ("EC1903", "EC1904") and f.status.is_finding]
 
 
@@ -238,3 +239,20 @@ def test_unknown_location_is_a_stray_folder_not_a_release(site: Path) -> None:
                         collect_facts(site))
     assert "unknown location" in finding.summary and "No release of peft is to blame" in finding.why
     assert not finding.commands
+
+
+def test_a_foreign_log_is_judged_on_its_own_versions_with_no_command(site: Path) -> None:
+    """mDPO's error (transformers 4.32.1 stated) from a Python 3.10 conda environment, explained in another one
+    whose own transformers has the module: the finding is the log's, with no command for this environment."""
+    write_dist(site, "transformers", "4.46.0")
+    pack = rule_pack.load(use_cache=False)
+    text = ('transformers==4.32.1\n  File "/opt/conda/lib/python3.10/site-packages/bunny/model.py", line 3, in '
+            "<module>\n    from transformers.cache_utils import Cache\n" + CACHE_UTILS)
+    log = read_log(text, "pasted", [s for r in pack.rules for s in r.signatures])
+    join = joined(collect_facts(site), log)
+    assert join.foreign is not None, join.explained
+    report = evaluate(pack, join.facts, foreign=join.foreign)
+    [finding] = [f for f in report.findings if f.rule_id == "EC1903" and f.status.is_finding]
+    assert "was added in transformers 4.36.0; the report states transformers 4.32.1" in finding.summary
+    assert finding.commands == ()
+    assert not [f for f in report.findings if f.rule_id == "EC1904" and f.status.is_finding]

@@ -11,8 +11,10 @@ decided here, per environment, from the collected installer facts (envcheck/fact
   `--no-input` / `--disable-pip-version-check` have no counterpart (uv never prompts, never checks itself);
 - `CONDA remove -p PREFIX -y NAME` for removing a distribution that conda installed (its conda-meta record lists
   the .dist-info folder): removing it with pip would leave conda's record of it behind, and the next conda
-  transaction would trust a package that is gone. Installs stay with pip / uv: conda package names and channels
-  differ from PyPI's, so a pip requirement has no faithful conda translation;
+  transaction would trust a package that is gone. Installs stay with pip / uv (conda package names and channels
+  differ from PyPI's, so a pip requirement has no faithful conda translation), but for the torch family where
+  conda installed torch: those go to conda-forge with the environment's conda, mamba or pixi (commands/conda.py),
+  never as a pip install over conda's torch;
 - with neither pip nor uv, `PYTHON -m ensurepip` first (the standard library's pip bootstrap, offline), then pip;
 - and where not even ensurepip can provide pip, no command at all: the fix says what to do by hand, because a
   command that cannot run must not be printed as if it could.
@@ -37,9 +39,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
+from envcheck.commands import conda
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
-from envcheck.support.records import record
 
 # `uv pip` has these subcommands with pip's meaning; pip's others (download, wheel, ...) have no uv counterpart.
 _UV_SUBCOMMANDS = frozenset({"install", "uninstall", "freeze", "list", "show", "check"})
@@ -47,7 +50,7 @@ _UV_DROP = frozenset({"-y", "--yes", "--no-input", "--disable-pip-version-check"
 _UV_RENAME = {"-I": "--reinstall", "--ignore-installed": "--reinstall"}
 
 
-@record
+@dataclass(frozen=True)
 class Installer:
     """The installer chosen for an environment, and why, in words."""
 
@@ -67,7 +70,7 @@ class Installer:
         return line
 
 
-@record
+@dataclass(frozen=True)
 class Rendered:
     """Commands for one finding, and what to do by hand for those that cannot run here."""
 
@@ -237,6 +240,14 @@ def for_environment(commands: Iterable[Sequence[str]], facts: Facts) -> Rendered
         if not _is_pip(argv, python):
             out.append(argv)
             continue
+        in_conda = conda.rewrite(argv, facts)
+        if in_conda is not None:
+            out += in_conda[0][:1]
+            if in_conda[1] not in notes:
+                notes.append(in_conda[1])
+            if len(in_conda[0]) == 1:
+                continue
+            argv = in_conda[0][1]
         if argv[3] == "uninstall" and chosen.conda is not None:
             remove, argv = _conda_split(argv, facts, chosen.conda)
             if remove is not None and remove not in conda_removals:

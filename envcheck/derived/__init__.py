@@ -20,6 +20,8 @@ goes in the module whose computation it reads, or a new module listed in derive.
 - project.py: the checked project's requirements and lock against the environment (`project.*`);
 - gpu_compat.py: the NVIDIA driver against torch's CUDA, bf16 support, and rules/data/cuda-driver.toml;
 - builds.py: the torch build that runs this machine, and how a build's architectures cover each GPU;
+- conda_builds.py: conda's torch builds (rules/data/conda-forge-builds.toml, the installed conda build) and pixi's
+  system requirements against the machine's virtual packages;
 - companions.py: torchvision, torchaudio, torchcodec, xformers against the installed torch (`companions.*`);
 - extensions.py: compiled extensions against torch and NumPy: failed imports, version tags, release tables;
 - extension_releases.py: rules/data/extension-releases.toml, parsed (what the extension releases need);

@@ -9,24 +9,25 @@
   changes only the variant when that suffices; the installed companions (torchvision, torchaudio, ...) move with
   torch in the same install, each pinned to the release made for the chosen torch.
 
-This module exports them as derived facts (`DERIVATIONS`); `envcheck plan` asks `recommend` for a described machine.
+This module exports them as derived facts (`DERIVATIONS`); `envcheck recommend` prints the same, also for a
+described machine (`--gpu`, `--driver`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
-from envcheck.derived import companions, gpu_compat
+from envcheck.derived import companions, conda_builds, conda_recommend, gpu_compat
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, without_cuda_torch
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import major_minor, parse_version
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
@@ -40,7 +41,7 @@ RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evid
 COVERAGE_FIELDS = ("index", "name", "compute_capability", "coverage", "build_archs", *RECOMMENDATION_FIELDS)
 
 
-@record
+@dataclass(frozen=True)
 class Machine:
     """What the recommendation depends on: the platform, Python, GPUs and driver, and what is installed."""
 
@@ -56,7 +57,7 @@ class Machine:
     installed: tuple[tuple[str, str], ...] = ()
 
 
-@record
+@dataclass(frozen=True)
 class Recommendation:
     """The install `recommend` chose, or why there is none (`choice` None)."""
 
@@ -298,12 +299,41 @@ def recommended_build(facts: Facts, matrix: tb.BuildMatrix) -> list[Item] | None
     return [{**recommend(matrix, machine).item(), "evidence": evidence}]
 
 
-def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix) -> tuple[tuple[str, ...], str] | None:
-    """The installed build's architectures from the matrix, and the evidence sentence; None when unrecorded."""
+def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: conda_builds.CondaForgeTable | None = None,
+                  ) -> tuple[tuple[str, ...], str] | None:
+    """The installed build's architectures from the tables, and the evidence sentence; None when unrecorded.
+
+    A torch that conda installed is none of PyPI's wheels: conda-forge's builds are read from conda-forge's table
+    (by the build string of conda's record), the old pytorch channel's from the matrix's variant of their CUDA
+    (PyTorch built both with the same lists); without conda's record nothing is said rather than PyPI's wheel."""
     platform = platform_key(facts)
     version = facts.torch.version if facts.torch is not None else None
-    if platform is None or version is None:
+    if version is None:
         return None
+    declared = wheel_variant_archs(facts.torch.variant if facts.torch is not None else None)
+    if declared is not None:
+        label = (facts.torch.variant or {}).get("label", "") if facts.torch is not None else ""
+        return declared, (f"the properties of torch's variant wheel `{label}` (nvidia :: sm_arch in its "
+                         "variant.json, PEP 825 draft), as the torch-build probe did not run")
+    recorded = conda_builds.installed(facts, platform)
+    dist = facts.active("torch")
+    if recorded is not None and recorded.conda_forge:
+        found = None if conda is None else conda_builds.archs_of(conda, recorded)
+        if found is None:
+            return None
+        archs, entry = found
+        return archs, (f"the architectures conda-forge compiled pytorch {recorded.package.version} "
+                       f"{recorded.package.build} for ({entry.source}), as the torch-build probe did not run")
+    if recorded is not None and recorded.build.cuda is not None and recorded.package.channel.startswith("pytorch"):
+        cuda = recorded.build.cuda.replace(".", "")
+        variants = tb.variants(matrix, recorded.package.version, platform or "linux-x86_64")
+        variant = next((v for v in variants if v.name == f"cu{cuda}"), None)
+        if variant is None or variant.archs is None:
+            return None
+        return variant.archs, (f"the build matrix's architectures for cu{cuda}, the CUDA of the pytorch channel's "
+                               f"{recorded.package.build} build, as the torch-build probe did not run")
+    if recorded is not None or (dist is not None and dist.installer == "conda") or platform is None:
+        return None  # conda's own build, unrecorded: PyPI's wheel says nothing of it
     try:
         variant = tb.installed_variant(matrix, version, platform)
     except InvalidVersion:
@@ -314,8 +344,28 @@ def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix) -> tuple[tuple[str, ...]
                            "as the torch-build probe did not run")
 
 
+def wheel_variant_archs(variant: dict[str, Any] | None) -> tuple[str, ...] | None:
+    """The compiled targets a variant wheel declares: NVIDIA's variant provider names them as `nvidia :: sm_arch`
+    properties, `120_real` (a cubin, sm_120) and `90_virtual` (PTX, compute_90). None without such properties, or
+    for a variant.json that could not be read (envcheck/facts/_collector.py reads only the draft's format)."""
+    if not variant or variant.get("problem"):
+        return None
+    properties = variant.get("properties")
+    values = properties.get("nvidia", {}).get("sm_arch") if isinstance(properties, dict) else None
+    if not isinstance(values, list) or not values:
+        return None
+    out = []
+    for value in values:
+        number, _, kind = str(value).partition("_")
+        if not number.isdigit() or kind not in ("real", "virtual"):
+            return None
+        out.append(f"{'sm' if kind == 'real' else 'compute'}_{number}")
+    return tuple(dict.fromkeys(out))
+
+
 def arch_coverage(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None,
-                  driver_table: gpu_compat.CudaDriverTable | None = None) -> list[Item] | None:
+                  driver_table: gpu_compat.CudaDriverTable | None = None,
+                  conda: conda_builds.CondaForgeTable | None = None) -> list[Item] | None:
     """Each GPU and how the installed torch's architectures cover it (COVERAGE_FIELDS), from the probe when it ran,
     else from the matrix; the recommendation's fields ride along for the rule's command. None when unknown. With
     the driver table, the probe's PTX counts only where the driver can compile it (gpu_compat.arch_coverage)."""
@@ -326,7 +376,7 @@ def arch_coverage(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Ite
     if probed is not None:
         return [{**item, **rec, "evidence": "the torch-build probe's arch list"} for item in probed]
     nvml = facts.nvml
-    found = _matrix_archs(facts, matrix)
+    found = _matrix_archs(facts, matrix, conda)
     if nvml is None or not nvml.devices_known or found is None:
         return None
     archs, evidence = found
@@ -394,12 +444,14 @@ def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list
 
 
 def _recommended_build(derived: Values) -> Any:
-    return recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
+    conda = conda_recommend.conda_recommendation(derived.facts, derived.tables[conda_builds.CONDA_FORGE],
+                                              derived.tables[CUDA_DRIVER])
+    return conda if conda is not None else recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
 
 
 def _arch_coverage(derived: Values) -> Any:
     return arch_coverage(derived.facts, derived.tables[TORCH_BUILDS], derived.get("torch.recommended-build"),
-                                derived.tables[CUDA_DRIVER])
+                         derived.tables[CUDA_DRIVER], derived.tables[conda_builds.CONDA_FORGE])
 
 
 def _unpublished_build(derived: Values) -> Any:
@@ -419,7 +471,7 @@ _COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_arch
 
 DERIVATIONS: list[Derivation] = [
     Derivation("torch.recommended-build",
-               "one item, the torch-family install that runs this machine (`envcheck plan` prints the same): "
+               "one item, the torch-family install that runs this machine (`envcheck recommend` prints the same): "
                "`install` (space-separated requirements: torch pinned to release and variant, "
                "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
                "to the release made for it; when the installed torch is that build, only the companions that "

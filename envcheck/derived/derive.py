@@ -18,6 +18,7 @@ from envcheck.derived import (
     attention,
     builds,
     companions,
+    conda_builds,
     distributions,
     extensions,
     gpu_compat,
@@ -42,8 +43,8 @@ T = TypeVar("T")
 
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
-    for module in (requirements, layers, distributions, project, gpu_compat, builds, companions, extensions, wheels,
-                   multigpu, toolchain, native_libs, attention, system_libs, rocm, release_names)
+    for module in (requirements, layers, distributions, project, gpu_compat, builds, conda_builds, companions,
+                   extensions, wheels, multigpu, toolchain, native_libs, attention, system_libs, rocm, release_names)
     for d in module.DERIVATIONS
 }
 

@@ -18,14 +18,15 @@ from typing import Any
 from envcheck.derived import amd_gpus, nvidia_gpus
 from envcheck.derived.common import NO_TABLES, TORCH_BUILDS, Table, Tables
 from envcheck.derived.companions import TORCH_COMPANIONS, XFORMERS
+from envcheck.derived.conda_builds import CONDA_FORGE
 from envcheck.derived.extension_releases import EXTENSION_RELEASES
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.derived.rocm import ROCM_ARCHS
 from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
 
-__all__ = ["AMD_GPUS", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY", "ROCM_ARCHS",
-           "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
+__all__ = ["AMD_GPUS", "CONDA_FORGE", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY",
+           "ROCM_ARCHS", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
 
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
 # Declared beside their parsers (the derivations that read a table import its key from there); these two are read
@@ -34,7 +35,8 @@ GPUS = Table("gpus", nvidia_gpus.parse)
 AMD_GPUS = Table("amd-gpus", amd_gpus.parse)
 
 REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
-                                                          ROCM_ARCHS, EXTENSION_RELEASES, AMD_GPUS)}
+                                                          ROCM_ARCHS, EXTENSION_RELEASES, AMD_GPUS,
+                                                          CONDA_FORGE)}
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -645,14 +645,52 @@ def _conda_meta_folders(text: str) -> set[str]:
     return found
 
 
-def _conda_records(prefix: str) -> dict[str, str]:
+# conda's records of these packages describe torch's build (envcheck/facts/conda.py keeps the same list).
+_TORCH_STACK = ("pytorch", "pytorch-gpu", "pytorch-cpu", "libtorch", "cuda-version", "cudatoolkit", "pytorch-cuda",
+                "torchvision", "torchaudio", "python")
+_CHANNEL_URL = re.compile(r"^[a-z][a-z0-9+.-]*://[^/]+/(.+?)/?$")
+_SUBDIRS = ("linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64", "noarch")
+
+
+def _channel(record: dict[str, Any]) -> str:
+    """A record's channel as conda names it ("conda-forge"): its `channel` (a URL in conda's records, or a name),
+    else the folder of its `url`."""
+    text = record.get("channel")
+    if not isinstance(text, str) or not text:
+        url = record.get("url")
+        text = url.rsplit("/", 1)[0] if isinstance(url, str) else ""
+    match = _CHANNEL_URL.match(text.strip())
+    parts = [p for p in (match.group(1) if match else text.strip()).split("/") if p]
+    if parts and parts[-1] in _SUBDIRS:
+        parts = parts[:-1]
+    return "/".join(parts)
+
+
+def _stack_record(entry: str, text: str) -> dict[str, Any] | str:
+    """One torch-stack record in the shape of facts/conda.py's CondaPackage, or a problem in words."""
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        return "conda-meta/%s is not JSON (%s)" % (entry, exc)
+    if not isinstance(record, dict) or not isinstance(record.get("name"), str) \
+            or not isinstance(record.get("version"), str):
+        return "conda-meta/%s has no name or version" % entry
+    build = record.get("build")
+    subdir = record.get("subdir")
+    return {"name": record["name"], "version": record["version"], "build": build if isinstance(build, str) else "",
+            "channel": _channel(record), "subdir": subdir if isinstance(subdir, str) else "",
+            "source": "conda-meta/" + entry}
+
+
+def _conda_records(prefix: str, stack: list[Any] | None = None) -> dict[str, str]:
     """Metadata folder name ("torch-2.5.1.dist-info") -> name of the conda package that installed it ("pytorch").
 
     conda records each package it installs as conda-meta/NAME-VERSION-BUILD.json, whose "files" lists every path
     it put into the prefix; a Python package's .dist-info folder is among them. A large environment has hundreds of
     records and a hundred thousand paths, so the records are scanned as text (300 records of 500 paths: about 17 ms,
     where parsing them as JSON and splitting every path took 150 ms): the package name is the `"name"` value
-    that the record's own file name starts with.
+    that the record's own file name starts with. The few records of the torch stack (`_TORCH_STACK`) are parsed
+    whole into `stack` (their build strings and channels), with a problem string for one that cannot be.
     """
     meta = os.path.join(prefix, "conda-meta")
     owners: dict[str, str] = {}
@@ -672,14 +710,42 @@ def _conda_records(prefix: str) -> dict[str, str]:
             continue  # one unreadable record must not hide the others
         name = next((n for n in _CONDA_NAME.findall(text) if entry.startswith(n + "-")), None)
         if name is None:
+            if stack is not None and any(entry.startswith(n + "-") for n in _TORCH_STACK):
+                stack.append("conda-meta/%s names no package of its own (not a conda record)" % entry)
             continue
+        if stack is not None and name in _TORCH_STACK:
+            stack.append(_stack_record(entry, text))
         for folder in _conda_meta_folders(text):
             owners[folder] = name
     return owners
 
 
-def _installer_facts(path: list[str], distributions: list[dict[str, Any]]) -> dict[str, Any]:
-    """Which installer can change this environment: pip inside it, uv, conda for what conda installed."""
+def _pixi_manifest(prefix: str) -> str | None:
+    """The manifest of the pixi project that owns an environment at PROJECT/.pixi/envs/NAME: PROJECT/pixi.toml, or
+    PROJECT/pyproject.toml when it has a [tool.pixi] table; None for any other prefix."""
+    envs = os.path.dirname(os.path.normpath(prefix))
+    hidden = os.path.dirname(envs)
+    if os.path.basename(envs) != "envs" or os.path.basename(hidden) != ".pixi":
+        return None
+    project = os.path.dirname(hidden)
+    manifest = os.path.join(project, "pixi.toml")
+    if os.path.isfile(manifest):
+        return manifest
+    pyproject = os.path.join(project, "pyproject.toml")
+    try:
+        if not _irregular(pyproject, _MAX_METADATA_BYTES):
+            with open(pyproject, encoding="utf-8") as fh:
+                if re.search(r"^\[tool\.pixi[\].]", fh.read(), re.MULTILINE):
+                    return pyproject
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def _installer_facts(path: list[str], distributions: list[dict[str, Any]],
+                     stack: list[Any] | None = None) -> dict[str, Any]:
+    """Which installer can change this environment: pip inside it, uv, conda for what conda installed, pixi for a
+    pixi project's environment. `stack` receives conda's torch-stack records (see _conda_records)."""
     try:
         import sysconfig
 
@@ -692,7 +758,7 @@ def _installer_facts(path: list[str], distributions: list[dict[str, Any]]) -> di
         pip = False
     conda_owned: dict[str, str] = {}
     if os.path.isdir(os.path.join(sys.prefix, "conda-meta")):
-        owners = _conda_records(sys.prefix)
+        owners = _conda_records(sys.prefix, stack)
         for dist in distributions:
             owner = owners.get(os.path.basename(dist["metadata_dir"].rstrip("/\\")))
             if owner is None and dist["installer"] == "conda":
@@ -706,6 +772,7 @@ def _installer_facts(path: list[str], distributions: list[dict[str, Any]]) -> di
         "uv": tool_command("uv", scripts),
         "conda": _conda_command(scripts),
         "conda_owned": dict(sorted(conda_owned.items())),
+        "pixi": _pixi_manifest(sys.prefix),
     }
 
 
@@ -890,6 +957,43 @@ def _environment() -> dict[str, str]:
     return dict(sorted(env.items()))
 
 
+# PEP 825 (draft): a variant wheel's properties in NAME-VERSION.dist-info/variant.json. Read only in the draft
+# format this envcheck knows (schema URL version 0.0.x); a later format may mean something else by the same keys.
+_VARIANT_SCHEMA = re.compile(r"/v0\.0\.\d+\.json$")
+_MAX_VARIANT_BYTES = 1024 * 1024
+
+
+def _wheel_variant(distributions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The imported torch's variant.json: its label and properties (namespace -> feature -> values), or a
+    problem in words; None when torch's wheel is no variant wheel."""
+    dist = next((d for d in distributions if d.get("canonical_name") == "torch"), None)
+    folder = dist.get("metadata_dir") if dist is not None else None
+    path = os.path.join(folder, "variant.json") if folder else ""
+    if not path or not os.path.lexists(path):
+        return None
+    why = _irregular(path, _MAX_VARIANT_BYTES)
+    try:
+        if why:
+            raise ValueError("it " + why)
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        schema = data.get("$schema") if isinstance(data, dict) else None
+        variants = data.get("variants") if isinstance(data, dict) else None
+        if not isinstance(schema, str) or not _VARIANT_SCHEMA.search(schema):
+            raise ValueError("its $schema %r is not the draft format this envcheck reads (v0.0.x)" % (schema,))
+        if not isinstance(variants, dict) or len(variants) != 1:
+            raise ValueError("its `variants` is not one label")
+        label, properties = next(iter(variants.items()))
+        clean = {}
+        for namespace, features in properties.items() if isinstance(properties, dict) else ():
+            if isinstance(features, dict):
+                clean[str(namespace)] = {str(k): [str(v) for v in values] for k, values in features.items()
+                                         if isinstance(values, list)}
+        return {"label": str(label), "schema": schema, "properties": clean, "problem": None}
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        return {"label": "", "schema": "", "properties": {}, "problem": "cannot read %s: %s" % (path, exc)}
+
+
 # --- entry points ----------------------------------------------------------------------------------------------
 
 
@@ -909,18 +1013,28 @@ def collect(request: dict[str, Any] | None = None, path: list[str] | None = None
     sources: dict[str, Any] = {}
     for item in request.get("sources", []):
         sources[item["file"]] = _source_fact(item["file"], sorted(set(item.get("patterns", []))), path)
-    return {
+    stack: list[Any] = []
+    installer = _installer_facts(path, distributions, stack)
+    torch = _torch_build(path)
+    variant = _wheel_variant(distributions)
+    if torch is not None and variant is not None:
+        torch["variant"] = variant
+    out = {
         "schema": SCHEMA,
         "python": _python_facts(path),
         "distributions": distributions,
-        "torch": _torch_build(path),
+        "torch": torch,
         "modules": modules,
         "sources": dict(sorted(sources.items())),
         "env": _environment(),
         "partial_installs": _partial_installs(path),
-        "installer": _installer_facts(path, distributions),
+        "installer": installer,
         "problems": problems,
     }
+    if os.path.isdir(os.path.join(sys.prefix, "conda-meta")):
+        out["conda"] = {"packages": sorted((r for r in stack if isinstance(r, dict)), key=lambda r: r["name"]),
+                        "problems": [r for r in stack if isinstance(r, str)]}
+    return out
 
 
 def main(argv: list[str]) -> None:

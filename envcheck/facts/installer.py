@@ -6,11 +6,12 @@ turns the pack's `{python} -m pip ...` commands into what this environment runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class InstallerFacts:
     """What can install into and remove from the checked environment."""
 
@@ -20,10 +21,12 @@ class InstallerFacts:
     uv: str | None  # how to run uv: "uv" when the PATH finds it, else an absolute path; None: no uv found
     conda: str | None  # how to run conda (or mamba / micromamba): a name on PATH or an absolute path; None: none
     conda_owned: dict[str, str]  # canonical distribution name -> the conda package that installed it
+    pixi: str | None = None  # the manifest (pixi.toml, or pyproject.toml with [tool.pixi]) of the pixi project
+    # whose environment this is (PROJECT/.pixi/envs/NAME); None: not a pixi environment, or not recorded
 
     @classmethod
     def from_reader(cls, r: Reader) -> InstallerFacts:
         return cls(
             pip=r.flag("pip"), ensurepip=r.flag("ensurepip"), uv_venv=r.opt_text("uv_venv"), uv=r.opt_text("uv"),
-            conda=r.opt_text("conda"), conda_owned=r.text_map("conda_owned"),
+            conda=r.opt_text("conda"), conda_owned=r.text_map("conda_owned"), pixi=r.opt_text("pixi"),
         )

@@ -10,11 +10,12 @@ documents every field for users.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from envcheck.facts._collector import SCHEMA
 from envcheck.facts._reader import Reader
+from envcheck.facts.conda import CondaFacts
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.native import NativeFacts
@@ -25,7 +26,6 @@ from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "canonical_name", "check_schema"]
@@ -54,7 +54,7 @@ def canonical_name(name: str) -> str:
     return found
 
 
-@record
+@dataclass(frozen=True)
 class PythonFacts:
     """The checked interpreter and its platform.
 
@@ -96,7 +96,7 @@ class PythonFacts:
         )
 
 
-@record
+@dataclass(frozen=True)
 class Distribution:
     """One installed distribution (a .dist-info or .egg-info folder on the import path)."""
 
@@ -130,7 +130,7 @@ class Distribution:
         )
 
 
-@record
+@dataclass(frozen=True)
 class TorchBuild:
     """torch's build as recorded in torch/version.py (read as text; torch is never imported for this)."""
 
@@ -142,6 +142,9 @@ class TorchBuild:
     debug: bool | None
     fields: dict[str, Any]  # every literal assignment in version.py, for fields newer than this schema
     problem: str | None  # why version.py could not be read; None when it was
+    # a variant wheel's properties (PEP 825, draft: torch's .dist-info/variant.json, read only in the draft's format
+    # v0.0.x): {"label", "schema", "properties": {namespace: {feature: [values]}}, "problem"}; None: no variant wheel
+    variant: dict[str, Any] | None = None
 
     @classmethod
     def from_reader(cls, r: Reader) -> TorchBuild:
@@ -149,10 +152,11 @@ class TorchBuild:
             location=r.text("location"), version=r.opt_text("version"), cuda=r.opt_text("cuda"),
             hip=r.opt_text("hip"), git_version=r.opt_text("git_version"), debug=r.opt_flag("debug"),
             fields=r.json_object("fields"), problem=r.opt_text("problem"),
+            variant=r.json_object("variant") if r.has("variant") else None,
         )
 
 
-@record
+@dataclass(frozen=True)
 class ModuleFact:
     """Whether a (dotted) module can be found on the import path, found without executing package code."""
 
@@ -165,7 +169,7 @@ class ModuleFact:
         return cls(found=r.flag("found"), origin=r.opt_text("origin"), error=r.opt_text("error"))
 
 
-@record
+@dataclass(frozen=True)
 class SourceFact:
     """A source file of an installed package (path relative to its import root) and which patterns it contains."""
 
@@ -178,7 +182,7 @@ class SourceFact:
         return cls(path=r.opt_text("path"), matches=r.flag_map("matches"), error=r.opt_text("error"))
 
 
-@record
+@dataclass(frozen=True)
 class Facts:
     """One environment. A missing module or source entry means "not asked", which rules treat as unknown."""
 
@@ -213,6 +217,8 @@ class Facts:
     # libstdc++, manylinux floors, Windows runtime DLLs; None: not collected
     observed: tuple[Observation, ...] = ()  # failures recognised in error output that came with the facts
     # (`envcheck explain`, a pasted report's traceback); empty: none was given, or none was recognised
+    conda: CondaFacts | None = None  # conda's records of the torch stack (pytorch, pytorch-gpu, cuda-version, ...):
+    # their build strings and channels; None: no conda environment, or not collected (a report without `conda list`)
     _by_name: dict[str, tuple[Distribution, ...]] = field(default_factory=dict, init=False, repr=False,
                                                           compare=False)
 
@@ -277,6 +283,8 @@ class Facts:
             out["native"] = _json_shape(asdict(self.native))
         if self.observed:
             out["observed"] = [asdict(o) for o in self.observed]
+        if self.conda is not None:  # absent (not null) when not collected, as toolchain
+            out["conda"] = _json_shape(asdict(self.conda))
         out["python"]["path"] = list(self.python.path)
         return out
 
@@ -309,6 +317,7 @@ class Facts:
             toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
             native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
             observed=r.list_of("observed", Observation.from_reader, optional=True),
+            conda=_optional(r.opt_obj("conda"), CondaFacts.from_reader),
         )
 
 

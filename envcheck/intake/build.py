@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from envcheck.derived import nvidia_gpus
+from envcheck.facts.conda import CondaFacts
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
@@ -64,11 +65,15 @@ def facts_of(founds: list[Found], file: str, gpu_names: nvidia_gpus.GpuNames | N
     if not founds:
         problems.append(NOTHING_READ)
     conda_stated = any(f.conda for f in founds)
+    listing = next((f for f in founds if f.conda_packages), None)
+    conda = None if listing is None else CondaFacts(listing.conda_packages)
+    if listing is not None:
+        prov["conda.packages"] = listing.where
     return Facts(python=python, distributions=distributions, torch=torch, modules={}, sources={}, env={},
                  problems=tuple(problems), nvml=nvml, probes=probes, envcheck_version=__version__,
                  rocm=_rocm(founds, prov),
                  origin=f"report:{file}", distributions_complete=complete, provenance=prov,
-                 unknown=_NOT_STATED if conda_stated else (*_NOT_STATED, "python.conda"))
+                 unknown=_NOT_STATED if conda_stated else (*_NOT_STATED, "python.conda"), conda=conda)
 
 
 def _distributions(founds: list[Found], prov: dict[str, str]) -> tuple[Distribution, ...]:

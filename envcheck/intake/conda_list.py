@@ -1,11 +1,14 @@
 """`conda list` (and `mamba list`, `micromamba list`): "# packages in environment at PREFIX:", then
-"Name Version Build Channel" rows. Conda names that differ from PyPI's are mapped (pytorch -> torch)."""
+"Name Version Build Channel" rows. Conda names that differ from PyPI's are mapped (pytorch -> torch).
+
+The rows of the torch stack (facts/conda.py's TORCH_STACK: pytorch, pytorch-gpu, cuda-version, ...) are kept as
+conda records too, with their build strings and channels: a conda-forge build string names its CUDA
+(`cuda126_mkl_py312_h30b5a27_300`), as the pytorch channel's does (`py3.10_cuda11.8_cudnn8.7.0_0`)."""
 
 from __future__ import annotations
 
-import re
-
-from envcheck.intake.found import Found, Package, number
+from envcheck.facts.conda import TORCH_STACK, CondaPackage, channel_name, parse_build
+from envcheck.intake.found import Found, Package
 from envcheck.intake.text import Block
 from envcheck.support.patterns import lazy
 
@@ -18,7 +21,6 @@ _COLUMNS = lazy(r"^#\s*Name\s+Version\s+Build(\s+Channel)?\s*$")
 _ROW = lazy(r"^([A-Za-z0-9_][A-Za-z0-9._-]*)\s+(\d\S*)\s+(\S+)(?:\s+(\S+))?\s*$")
 # Conda package names whose PyPI distribution has another name (what `import` and pip see).
 _PYPI_NAME = {"pytorch": "torch", "pytorch-lightning": "pytorch-lightning", "py-opencv": "opencv-python"}
-_CUDA_BUILD = lazy(r"cuda(\d+)\.(\d+)")
 
 
 _CHANNELS = {"pytorch", "conda-forge", "defaults", "nvidia", "pypi", "main", "anaconda", "pytorch-nightly"}
@@ -38,19 +40,17 @@ def package_of_row(name: str, version: str, build: str, channel: str) -> Package
 
 
 def torch_build_of(build: str) -> tuple[str | None, bool] | None:
-    """conda's pytorch build string: ("11.8", True) for py3.10_cuda11.8_cudnn8.7.0_0, (None, True) for a CPU build,
-    None when it does not say."""
-    cuda = _CUDA_BUILD.search(build)
-    major, minor = (None, None) if cuda is None else (number(cuda.group(1)), number(cuda.group(2)))
-    if major is not None and minor is not None:
-        return f"{major}.{minor}", True
-    if re.search(r"(^|_)cpu(_|$)", build):
-        return None, True
-    return None
+    """conda's pytorch build string: ("11.8", True) for py3.10_cuda11.8_cudnn8.7.0_0 or conda-forge's
+    cuda118_..., (None, True) for a CPU build, None when it does not say."""
+    found = parse_build(build)
+    if found.cuda is not None:
+        return found.cuda, True
+    return (None, True) if found.cpu else None
 
 
 def parse(block: Block) -> Found:
     packages: list[Package] = []
+    records: list[CondaPackage] = []
     header = False
     start: int | None = None
     end = 0
@@ -68,6 +68,9 @@ def parse(block: Block) -> Found:
             start = index  # rows without conda's header: a selection (`conda list | grep ...`)
         if row and start is not None:
             packages.append(package_of_row(row.group(1), row.group(2), row.group(3), row.group(4) or ""))
+            if row.group(1) in TORCH_STACK and row.group(4) != "pypi":
+                records.append(CondaPackage(row.group(1), row.group(2), row.group(3), channel_name(row.group(4) or ""),
+                                            source=f"conda list, line {block.first_line + index}"))
             end = index + 1
         elif start is not None and packages and line.strip() in ("...", "…"):
             problems.append("the conda list is cut short (an elided row)")
@@ -82,5 +85,5 @@ def parse(block: Block) -> Found:
         torch_version=torch.version if torch is not None else None,
         torch_cuda=(torch_build[0] or "") if torch_build is not None else None,
         python_version=python.version if python is not None else None,
-        conda=True, problems=tuple(problems),
+        conda=True, problems=tuple(problems), conda_packages=tuple(records),
     )

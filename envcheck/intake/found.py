@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import NamedTuple
 
+from envcheck.facts.conda import CondaPackage
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "number"]
 
@@ -27,8 +28,10 @@ class Package(NamedTuple):
     build: str = ""  # conda's build string ("py3.10_cuda11.8_cudnn8.7.0_0")
 
 
-@record
+@dataclass(frozen=True)
 class Gpu:
+    """A GPU that pasted output names."""
+
     name: str | None
     compute_capability: str | None = None  # only when the output states it
     memory_total_mib: int | None = None
@@ -36,7 +39,7 @@ class Gpu:
     pci_bus_id: str | None = None
 
 
-@record
+@dataclass(frozen=True)
 class Found:
     """One recognised output: its format, where it is, and what it states."""
 
@@ -58,6 +61,7 @@ class Found:
     arch_list: tuple[str, ...] | None = None  # torch's compiled architectures, from torch's own warning
     amd_gpus: tuple[str, ...] | None = None  # a ROCm torch's GPUs as gfx targets ("gfx1100"); None: not listed
     conda: bool = False  # the output shows a conda environment
+    conda_packages: tuple[CondaPackage, ...] = ()  # its rows of the torch stack as conda records (conda list)
     problems: tuple[str, ...] = ()  # what looked wrong in this output (cut short, implausible)
     # (field, where) for a field read from its own line rather than from `where` as a whole (free text states each
     # fact on a line of its own): ("torch_version", "prose, line 4"); a package's field is "package:NAME".

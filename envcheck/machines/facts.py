@@ -19,7 +19,9 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
 from envcheck.derived.gpu_compat import CudaDriverTable
+from envcheck.facts.conda import CondaFacts, parse_build
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.project import Declared, ProjectFacts
 from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
 from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
@@ -88,6 +90,13 @@ def _torch(pins: Pins, machine: DeclaredMachine, matrix: tb.BuildMatrix,
                            problem="the project pins no torch: whether a dependency installs one, and which, is not "
                                    "in its files"), None, True)
     prov["torch.version"] = pin.where
+    if pin.conda is not None:  # conda's build (pixi.lock): its build string says its CUDA; PyPI's tables do not apply
+        said = parse_build(pin.conda.build)
+        prov["torch.cuda"] = f"{pin.where}, conda build {pin.conda.build} from {pin.conda.channel or 'its channel'}"
+        return (TorchBuild(location="", version=pin.version, cuda=said.cuda, hip=None, git_version=None, debug=None,
+                           fields={}, problem=None if said.known else
+                           f"the build string {pin.conda.build!r} ({pin.where}) does not say torch's CUDA"),
+                pin.version, True)
     if pin.version is None:
         return (TorchBuild(location="", version=None, cuda=None, hip=None, git_version=None, debug=None, fields={},
                            problem=f"{pin.written} ({pin.where}) pins no one torch version: which build a resolver "
@@ -139,7 +148,8 @@ def _distributions(pins: Pins, torch_version: str | None, torch_ok: bool) -> tup
             continue  # made for a torch that cannot be installed there: the install fails as a whole
         version = torch_version if pin.name == "torch" and torch_version else _distribution_version(pin)
         out.append(Distribution(name=pin.name, canonical_name=pin.name, version=version, location="",
-                                metadata_dir="", requires=(), requires_python=None, installer=None, editable=False,
+                                metadata_dir="", requires=(), requires_python=None,
+                                installer="conda" if pin.conda is not None else None, editable=False,
                                 problems=(), requires_known=False))
     own = pins.requires_python
     if own is not None and own.version is not None and all(d.canonical_name != own.name for d in out):
@@ -214,8 +224,35 @@ def facts_for(machine: DeclaredMachine, pins: Pins, matrix: tb.BuildMatrix,
             index += ["--index-url", pin.index]
     project = ProjectFacts(root=str(pins.root), name=pins.name, files=pins.files, requirements=requirements,
                            index_options=tuple(index), locks=())
+    conda, installer = _conda(pins, machine, nvml, prov)
     return Facts(python=_python(machine), distributions=_distributions(pins, torch_version, torch_ok), torch=torch,
                  modules={}, sources={}, env={}, problems=(), nvml=nvml, rocm=rocm, probes={},
                  envcheck_version=__version__, host=machine.name, origin=f"machine:{machine.name}",
                  project=project, distributions_complete=pins.lock is not None, unknown=UNKNOWN,
-                 provenance=prov)
+                 provenance=prov, conda=conda, installer=installer)
+
+
+def _conda(pins: Pins, machine: DeclaredMachine, nvml: NvmlFacts,
+           prov: dict[str, str]) -> tuple[CondaFacts | None, InstallerFacts | None]:
+    """For a pixi project: conda's records of the locked torch stack, the machine's conda virtual packages
+    (`__cuda`: the newest CUDA its declared driver runs; `__cuda_arch`: its GPUs' lowest compute capability) and
+    the environment's system requirements; and the installer facts that make torch-family fixes `pixi add`."""
+    records = tuple(p.conda for p in pins.pins if p.conda is not None)
+    if not pins.manifest:
+        return None, None
+    virtual: dict[str, str] = {}
+    if nvml.cuda_driver_version:
+        virtual["__cuda"] = nvml.cuda_driver_version
+        prov["conda.virtual_packages.__cuda"] = prov.get("nvml.cuda_driver_version", "")
+    capabilities = sorted(cap for _, cap in machine.gpus)
+    if capabilities:
+        virtual["__cuda_arch"] = f"{capabilities[0][0]}.{capabilities[0][1]}"
+        prov["conda.virtual_packages.__cuda_arch"] = f"{machine.file}: {machine.key}.gpu"
+    if pins.system_requirements:
+        prov["conda.system_requirements"] = f"{pins.manifest} ([system-requirements], environment {pins.environment})"
+    manifest = str(pins.root / pins.manifest)
+    owned = {p.name: p.conda.name for p in pins.pins if p.conda is not None and p.name in ("torch", "torchvision",
+                                                                                          "torchaudio")}
+    return (CondaFacts(records, virtual_packages=virtual, system_requirements=dict(pins.system_requirements)),
+            InstallerFacts(pip=True, ensurepip=True, uv_venv=None, uv=None, conda=None, conda_owned=owned,
+                           pixi=manifest))

@@ -13,19 +13,21 @@ variable a declaration does not state (`python_full_version`) leaves the version
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from envcheck.facts.conda import CondaPackage
 from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.lockpins import lock_pins
 from envcheck.project import locks as locks_mod
+from envcheck.project import pixi
 from envcheck.project.discover import Project
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import marker_holds, parse_requirement
 
 # platform key -> (sys_platform, platform_machine, platform_system, os_name)
@@ -40,7 +42,7 @@ PLATFORM_MARKERS = {
 _INDEX_VARIANT = lazy(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
 
 
-@record
+@dataclass(frozen=True)
 class Pin:
     """One package the project would install on the machine, and where the project says so."""
 
@@ -50,6 +52,7 @@ class Pin:
     file: str  # relative to the project root
     line: int | None
     index: str | None = None  # the index it comes from where the files say (a lock's registry, --index-url)
+    conda: CondaPackage | None = None  # a conda package of the torch stack (pixi.lock): its build and channel
 
     @property
     def where(self) -> str:
@@ -61,7 +64,7 @@ class Pin:
         return f"{self.name}=={self.version}" if self.version is not None else self.written
 
 
-@record
+@dataclass(frozen=True)
 class Pins:
     """Everything the project would install on one machine."""
 
@@ -75,10 +78,22 @@ class Pins:
     index_where: dict[str, str]  # an index URL -> where it is written ("requirements.txt:1")
     declared: dict[str, Pin]  # with a lock: what the project's own files require of each name (pyproject.toml)
     requires_python: Pin | None = None  # the project itself: its [project] version, `written` "requires-python SPEC"
+    # Every requirement the project's files write for each name on this machine (pyproject.toml, requirements files
+    # and their -c constraints), in the order read: a pin change changes each of them that would exclude the new
+    # version, so that no file is left to conflict with it.
+    written: dict[str, tuple[Pin, ...]] = field(default_factory=dict)
+    manifest: str = ""  # a pixi project's manifest (pixi.toml, or pyproject.toml with [tool.pixi]); "" otherwise
+    system_requirements: dict[str, str] = field(default_factory=dict)  # pixi's, for the environment read
+    environment: str = ""  # the pixi environment whose packages these are ("default"); "" without pixi.lock
 
     def get(self, name: str) -> Pin | None:
         key = canonical_name(name)
         return next((p for p in self.pins if p.name == key), None)
+
+    def elsewhere(self, pin: Pin) -> tuple[Pin, ...]:
+        """The project's other requirements of `pin`'s name: those written in another place than the pin itself
+        (with a lock, every one: the pin is the lock's entry)."""
+        return tuple(w for w in self.written.get(pin.name, ()) if w.where != pin.where)
 
     @property
     def source(self) -> str:
@@ -171,6 +186,20 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
     return out
 
 
+def _written(project: Project, env: dict[str, str]) -> dict[str, tuple[Pin, ...]]:
+    """Every requirement of each name the project's files write that applies on the machine (its marker holds or
+    names what the declaration does not state), with its file and line."""
+    out: dict[str, list[Pin]] = {}
+    for declared in project.requirements:
+        req = parse_requirement(declared.requirement) if declared.kind != "policy" else None
+        if req is None or req.url is not None or (req.marker is not None and marker_holds(req.marker, env) is False):
+            continue
+        file, line = _where(declared.source)
+        out.setdefault(canonical_name(req.name), []).append(
+            Pin(canonical_name(req.name), declared.requirement, _exact(req), file, line))
+    return {name: tuple(pins) for name, pins in out.items()}
+
+
 # The packages PyTorch's indexes serve in variants: a requirements file's PyTorch index is where these come from.
 _FROM_TORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "triton", "pytorch-triton-rocm"})
 
@@ -206,6 +235,8 @@ def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
                     index_where.setdefault(url, f"{shown}:{line}")
                     break
     lock = project.locks[0] if project.locks else None
+    if lock is not None and lock.tool == "pixi":
+        return _pixi_pins(project, machine, lock, index_where)
     if lock is not None:
         shown = next((f for f in project.files if f.rsplit("/", 1)[-1] == lock.file.name), lock.file.name)
         try:
@@ -214,6 +245,52 @@ def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
             raise ProjectError(shown, f"cannot be read for the machines ({exc})") from None
         declared = {pin.name: pin for pin in _from_requirements(project, env)}
         return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared,
-                    _own(project))
+                    _own(project), _written(project, env))
     return Pins(project.root, project.name, project.files, tuple(_from_requirements(project, env)), None, "",
-                project.index_options, index_where, {}, _own(project))
+                project.index_options, index_where, {}, _own(project), _written(project, env))
+
+
+# build-matrix platform -> conda subdir
+_SUBDIR = {"linux-x86_64": "linux-64", "linux-aarch64": "linux-aarch64", "windows-x86_64": "win-64",
+           "macos-arm64": "osx-arm64", "macos-x86_64": "osx-64"}
+
+
+def _pixi_platform(lock: pixi.PixiLock, environment: str, machine: DeclaredMachine) -> str | None:
+    """The lock's platform that `machine` installs: the one of its subdir; among lock version 7's named platforms
+    of that subdir, one solved with `__cuda` for a machine with NVIDIA GPUs, one without for the others."""
+    subdir = _SUBDIR[machine.platform]
+    names = [p for p in lock.environments.get(environment, {}) if lock.subdir(p) == subdir]
+    if len(names) <= 1:
+        return names[0] if names else None
+    cuda = [p for p in names if any(v.startswith("__cuda=") for v in lock.platforms.get(p, ("", ()))[1])]
+    rest = [p for p in names if p not in cuda]
+    preferred = (cuda or rest) if machine.gpus else (rest or cuda)
+    return preferred[0]
+
+
+def _pixi_pins(project: Project, machine: DeclaredMachine, lock: locks_mod.LockFile,
+               index_where: dict[str, str]) -> Pins:
+    """What the pixi project's `default` environment installs on `machine`, from pixi.lock (project/pixi.py)."""
+    shown = next((f for f in project.files if f.rsplit("/", 1)[-1] == lock.file.name), lock.file.name)
+    read = pixi.read_lock(lock.file, shown)
+    platform = _pixi_platform(read, pixi.DEFAULT, machine)
+    pins = []
+    for entry in read.installs(pixi.DEFAULT, platform) if platform is not None else []:
+        written = f"{entry.name} {entry.version} {entry.build}".strip() if entry.kind == "conda" \
+            else f"{entry.name} {entry.version} (PyPI)"
+        pins.append(Pin(entry.dist_name, written, entry.version, shown, entry.line, entry.channel or None,
+                        entry.conda_record()))
+    found = pixi.manifest(project.root)
+    declared: dict[str, Pin] = {}
+    requirements: dict[str, str] = {}
+    name = ""
+    if found is not None:
+        name, table = found
+        text = _read(project.root, name)
+        for conda_name, spec in pixi.manifest_requirements(table).items():
+            key = canonical_name("torch" if conda_name in ("pytorch", "pytorch-gpu", "pytorch-cpu") else conda_name)
+            declared.setdefault(key, Pin(key, f"{conda_name} {spec}", None, name,
+                                         _line_of(text, f"{conda_name} =") or _line_of(text, conda_name)))
+        requirements = pixi.system_requirements(table)
+    return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared,
+                _own(project), manifest=name, system_requirements=requirements, environment=pixi.DEFAULT)

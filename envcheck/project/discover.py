@@ -10,7 +10,7 @@ predictable:
 - requirements.txt (with its `-r` / `-c` includes); other requirements files only when named with `--requirements`,
   which then replaces requirements.txt;
 - environment.yml / environment.yaml: the `pip:` list of its dependencies (with its `-r` includes);
-- the locks uv.lock, pylock.toml, poetry.lock, pdm.lock.
+- the locks uv.lock, pylock.toml, poetry.lock, pdm.lock, and pixi's pixi.lock (project/pixi.py).
 
 A project whose [project] (or setup.cfg) name is an installed distribution is judged by that distribution's
 installed metadata instead of its pyproject.toml / setup.cfg requirements (see judge.py), so nothing is checked
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +31,18 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envcheck.facts.project import Declared, Lock, Pin, ProjectFacts
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
+from envcheck.project import pixi
 from envcheck.project import requirements as req_mod
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 PYPROJECT, SETUP_CFG, REQUIREMENTS = "pyproject.toml", "setup.cfg", "requirements.txt"
 CONDA = ("environment.yml", "environment.yaml")
 MARKERS = (PYPROJECT, SETUP_CFG, REQUIREMENTS, *CONDA, *locks_mod.LOCKS)
 
 
-@record
+@dataclass(frozen=True)
 class Project:
     """What a project's files declare, before it is compared with an environment."""
 
@@ -71,6 +72,13 @@ def _display(root: Path, path: Path) -> str:
         return path.resolve().relative_to(root).as_posix()
     except ValueError:
         return str(path.resolve())
+
+
+def read_lock(path: Path, display: str) -> locks_mod.LockFile:
+    """Any lock of LOCKS: pixi.lock by project/pixi.py (it is YAML), the others by locks.py."""
+    if path.name == pixi.LOCK:
+        return pixi.lock_file(path, display)
+    return locks_mod.read(path, display)
 
 
 def find_root(start: Path) -> Path | None:
@@ -345,7 +353,7 @@ def discover(start: Path, *, requirements: Sequence[str | os.PathLike[str]] = ()
                 raise ProjectError(str(path), "--requirements: no such file")
             if path.name in locks_mod.LOCKS:
                 reading.add_file(path)
-                reading.locks.append(locks_mod.read(path, reading.display(path)))
+                reading.locks.append(read_lock(path, reading.display(path)))
             elif path.name in CONDA or path.suffix in (".yml", ".yaml"):
                 _conda(reading, path)
             else:
@@ -362,7 +370,7 @@ def discover(start: Path, *, requirements: Sequence[str | os.PathLike[str]] = ()
             path = folder / lock
             if path.is_file() and reading.display(path) not in reading.files:
                 reading.add_file(path)
-                reading.locks.append(locks_mod.read(path, reading.display(path)))
+                reading.locks.append(read_lock(path, reading.display(path)))
     return Project(root=reading.root, name=reading.name, files=tuple(reading.files),
                    requirements=tuple(reading.requirements), index_options=tuple(reading.index_options),
                    locks=tuple(reading.locks))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,6 @@ from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 # file name -> (tool, the command that syncs the environment to the lock in that tool)
 LOCKS = {
@@ -31,6 +31,7 @@ LOCKS = {
     "pylock.toml": ("pylock", "uv pip sync pylock.toml"),
     "poetry.lock": ("poetry", "poetry sync"),
     "pdm.lock": ("pdm", "pdm sync"),
+    "pixi.lock": ("pixi", "pixi install"),  # YAML: read by project/pixi.py (discover.read_lock chooses)
 }
 # tool -> (the key holding the format version, the major versions read). uv.lock's `version` is an integer.
 _VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
@@ -38,7 +39,7 @@ _VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
 _LOCAL_SOURCES = ("editable", "virtual", "directory", "path")
 
 
-@record
+@dataclass(frozen=True)
 class Entry:
     """One locked package: it applies where any of `markers` holds (always, when there are none)."""
 
@@ -47,8 +48,10 @@ class Entry:
     markers: tuple[str, ...]
 
 
-@record
+@dataclass(frozen=True)
 class LockFile:
+    """A lock file the project keeps, and its entries."""
+
     file: Path
     tool: str
     sync: str
@@ -158,8 +161,11 @@ def _parse(text: str) -> dict[str, Any]:
 
 
 def read(path: Path, display: str) -> LockFile:
-    """The lock at `path` (its tool chosen by its file name); `display` names it in messages."""
+    """The lock at `path` (its tool chosen by its file name); `display` names it in messages. Not pixi.lock,
+    which is YAML: project/pixi.py's lock_file reads it."""
     tool, sync = LOCKS[path.name]
+    if tool == "pixi":
+        raise ProjectError(display, "is pixi's lock: envcheck.project.pixi reads it")
     try:
         text = path.read_text(encoding="utf-8")
         data = _parse(text)

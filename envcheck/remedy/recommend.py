@@ -8,27 +8,30 @@ linux-x86_64`. Pure: facts and tables in, a Plan out; the CLI collects the facts
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.commands.conda import conda_owns_torch
 from envcheck.commands.installers import choose, for_environment
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import builds, nvidia_gpus
-from envcheck.derived.tables import GPUS, TORCH_BUILDS, Tables
+from envcheck.derived.conda_recommend import conda_recommendation
+from envcheck.derived.tables import CONDA_FORGE, CUDA_DRIVER, GPUS, TORCH_BUILDS, Tables
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 
 
 class DescribeError(EnvcheckError):
     """A described machine that cannot be used (an unknown GPU name, a malformed driver or Python version)."""
 
 
-@record
+@dataclass(frozen=True)
 class Described:
     """What the user described; None / () keeps what the facts say."""
 
@@ -43,7 +46,7 @@ class Described:
         return self == Described()
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
     """The recommendation for a machine, and the command that installs it in the checked environment."""
 
@@ -51,6 +54,7 @@ class Plan:
     recommendation: builds.Recommendation
     command: tuple[str, ...] | None  # None when nothing fits, or no environment can run it
     installer: str  # how the command was written: "pip (...)", "uv pip (...)", "pip (a described machine)"
+    conda: str = ""  # where conda installed torch: the conda-forge build chosen instead of PyPI's, in words
 
 
 def _gpus(described: Described, table: nvidia_gpus.GpuNames) -> list[tuple[str, tb.Capability]]:
@@ -130,9 +134,26 @@ def plan(facts: Facts | None, described: Described, tables: Tables) -> Plan:
     if facts is None:
         argv = ("python", "-m", "pip", "install", *rec.requirements, "--index-url", rec.index_url)
         return Plan(chosen, rec, argv, "pip (a described machine: run it with the Python that is to have torch)")
+    if described.empty and conda_owns_torch(facts):
+        return _conda_plan(chosen, rec, facts, tables)
     argv = (facts.python.executable, "-m", "pip", "install", *rec.requirements, "--index-url", rec.index_url)
     rendered = for_environment([argv], facts)
     return Plan(chosen, rec, rendered.commands[0] if rendered.commands else None, choose(facts).describe())
+
+
+def _conda_plan(chosen: builds.Machine, rec: builds.Recommendation, facts: Facts, tables: Tables) -> Plan:
+    """Where conda installed torch, conda-forge's build (the one the GPU rules' fixes name), in the environment's
+    conda, mamba or pixi command: PyPI's choice, written for conda, could name a CUDA conda-forge did not build."""
+    found = conda_recommendation(facts, tables[CONDA_FORGE], tables[CUDA_DRIVER])
+    item = found[0] if found else None
+    if item is None or not item["install"]:
+        why = item["because"] if item is not None else "conda's record of torch or the GPUs are not known"
+        return Plan(chosen, dataclasses.replace(rec, because=(why,)), None, "", "no conda-forge build fits")
+    argv = (facts.python.executable, "-m", "pip", "install", item["install"], "--index-url", item["index_url"])
+    rendered = for_environment([argv], facts)
+    return Plan(chosen, dataclasses.replace(rec, because=(item["because"],)),
+                rendered.commands[0] if rendered.commands else None,
+                "conda-forge, in the environment's own tool: conda installed torch here", item["recommended"])
 
 
 def _machine_line(m: builds.Machine) -> str:
@@ -148,9 +169,11 @@ def render_text(p: Plan) -> str:
     rec = p.recommendation
     head = (f"recommended: the installed {rec.described} (nothing to change)" if rec.nothing_to_change
             else f"recommended: {rec.described}" + (f" from {rec.index_url}" if rec.index_url else ""))
+    if p.conda:
+        head = f"recommended: {p.conda}"
     lines = [head, f"for: {_machine_line(p.machine)}", "why:"]
     lines += [f"  {sentence}" for sentence in rec.because]
-    if rec.requirements:
+    if rec.requirements and not p.conda:
         lines.append(f"install: {' '.join(rec.requirements)}")
     if p.command is not None:
         lines += [f"command ({p.installer}):", f"  {shell(p.command)}"]
@@ -175,6 +198,7 @@ def render_json(p: Plan) -> str:
         "index_url": rec.index_url or None,
         "command": None if p.command is None else list(p.command),
         "installer": p.installer or None,
+        "conda": p.conda or None,
     }
     return json.dumps(data, indent=2) + "\n"
 
