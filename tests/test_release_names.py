@@ -25,8 +25,8 @@ from envcheck.engine import evaluate
 from envcheck.errors import RuleError
 from envcheck.evidence.join import joined, with_observations
 from envcheck.evidence.signatures import scan
-from envcheck.intake.log import read_log
 from envcheck.facts.snapshot import Facts
+from envcheck.intake.log import read_log
 from envcheck.model import Finding
 from envcheck.support import resources
 
