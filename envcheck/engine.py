@@ -129,6 +129,14 @@ def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = 
             # finding of its own (a pass or n/a of this environment says nothing about the log).
             here = [f for f in _verdicts(rule, ctx) if f.status.is_finding]
             return [*_observed(rule, log, shown, elsewhere=reason), *here]
+        if rule.foreach is not None and DERIVATIONS[rule.foreach].judges_output:
+            # A rule that judges the lines another rule's signatures recognised (EC1904 those of EC1903): on the
+            # log's own facts too, and with no command for this environment.
+            there = [f for f in _judged(rule, log) if f.status.is_finding]
+            if there:
+                return [dataclasses.replace(f, commands=(), observed=True,
+                                            evidence=f"judged on what the error output states alone ({reason})")
+                        for f in there]
     seen = [o for o in ctx.facts.observed if o.rule_id == rule.id] if ctx.facts.observed else []
     if seen and not any(_decides(rule, o) for o in seen):
         # A message with several causes is this rule's failure only where the facts fire the rule: then the
@@ -144,6 +152,8 @@ def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = 
         if not rule.evidence_only and not ctx.facts.origin.startswith("report:"):
             judged = _judged(rule, ctx)
             if judged and all(f.status in (Status.PASS, Status.NA) for f in judged):
+                if rule.foreach is not None and DERIVATIONS[rule.foreach].judges_output:
+                    return judged  # its derivation read these lines: they are another rule's, or not its failure
                 # This environment's facts say the failure is not here: what the output shows is told as the
                 # output's, not as a fact of this environment, and no command is written for it.
                 return _observed(rule, ctx, decided, elsewhere=f"this environment's facts say otherwise: "
@@ -192,6 +202,8 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation], elsewhere: str 
             fired = [_found(rule, ctx, f.item, f.evidence, commands=False) for f in fired]
         return [_escalated(dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said,
                                                observed=True), rule, seen) for f in fired]
+    if rule.foreach is not None and DERIVATIONS[rule.foreach].judges_output and judged:
+        return judged  # its derivation read these lines and found nothing of its own in them
     first = seen[0]
     signature = rule.signatures[first.signature] if first.signature < len(rule.signatures) else None
     item = None

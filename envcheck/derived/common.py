@@ -80,6 +80,9 @@ class Derivation:
     doc: str  # markdown: what the value is, or what each item is with every field; generates the docs' table
     fields: tuple[str, ...]  # keys of each item, for list-valued derivations (validated in rule templates)
     compute: Callable[[Values], Any]  # may read other derivations through the Values it is given
+    # True: it judges the error output itself (the lines its rule's signatures recognised), so its empty list is a
+    # verdict on those lines (another rule explains them), and the engine makes no finding from a signature alone.
+    judges_output: bool = False
 
 
 def of_facts(fn: Callable[[Facts], Any]) -> Callable[[Values], Any]:

@@ -26,6 +26,7 @@ from envcheck.derived import (
     multigpu,
     native_libs,
     project,
+    release_names,
     requirements,
     rocm,
     system_libs,
@@ -43,7 +44,7 @@ T = TypeVar("T")
 DERIVATIONS: dict[str, Derivation] = {
     d.name: d
     for module in (requirements, layers, distributions, project, gpu_compat, builds, conda_builds, companions,
-                   extensions, wheels, multigpu, toolchain, native_libs, attention, system_libs, rocm)
+                   extensions, wheels, multigpu, toolchain, native_libs, attention, system_libs, rocm, release_names)
     for d in module.DERIVATIONS
 }
 

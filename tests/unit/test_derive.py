@@ -289,6 +289,13 @@ def test_list_derivations_declare_their_item_fields() -> None:
     # conda's facts (envcheck/derived/conda_builds.py): a pixi environment that requires CUDA 12.9 on a machine
     # whose driver runs 12.8 (no conda package of the torch stack, so PyPI's torch above is still the one judged).
     raw["conda"] = {"packages": [], "virtual_packages": {"__cuda": "12.8"}, "system_requirements": {"cuda": "12.9"}}
+    # Failed imports in error output (envcheck/derived/release_names.py): a dtype torch 2.5.1 does not have yet
+    # (2.7.0 added it), and a module it has (so the release is not the cause).
+    raw["observed"] = [
+        {"rule_id": "EC1903", "signature": 2, "line": 1, "text": "module 'torch' has no attribute 'float8_e8m0fnu'",
+         "captures": {"module": "torch", "name": "float8_e8m0fnu"}, "facts": {}, "source": ""},
+        {"rule_id": "EC1903", "signature": 2, "line": 2, "text": "module 'torch' has no attribute 'compiler'",
+         "captures": {"module": "torch", "name": "compiler"}, "facts": {}, "source": ""}]
     # The checked project (envcheck/derived/project.py): a requirement that is missing, a lock torch drifted from.
     raw["project"] = {"root": "/p", "name": "p", "files": ["requirements.txt", "uv.lock"], "index_options": [],
                       "requirements": [{"requirement": "safetensors", "source": "requirements.txt:1",

@@ -25,7 +25,7 @@ CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
 # Documentation hosts and the words a rule about their subject names.
 _HOSTS = {"nvidia.com": ("nvidia", "cuda", "nccl", "driver"), "pytorch.org": ("torch",), "numpy.org": ("numpy",),
           "pip.pypa.io": ("pip",), "microsoft.com": ("windows",), "huggingface.co": ("transformers",),
-          "astral.sh": ("uv",)}
+          "astral.sh": ("uv",), "docs.python.org": ("python",)}
 
 
 def _norm(text: str) -> str:
