@@ -13,11 +13,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _crashes import no_crash
 from _once import built_once, linked_copy
 from _venvs import VenvMaker
 from click.testing import CliRunner, Result
@@ -216,6 +217,13 @@ def site(tmp_path: Path) -> Path:
 def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Probe results never go to the user's cache directory during tests (child processes inherit this too)."""
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("envcheck-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _no_evaluation_crash(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A rule whose evaluation crashes (not bad rule data: a bug) fails the test, though evaluate() made it an
+    `error` verdict (tests/_crashes.py)."""
+    yield from no_crash(request, monkeypatch)
 
 
 # --- a real torch (CPU build) in a throwaway venv -------------------------------------------------------------------

@@ -7,12 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import build_facts, dist_dict
+from conftest import build_facts, dist_dict, nvml_dict
 
 from envcheck import rule_pack
 from envcheck.conditions import Condition, Context, Outcome
 from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
+from envcheck.facts.observed import Observation
+from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Report, Rule, Severity, Status
 from envcheck.rule_pack import RulePack
 
@@ -22,11 +24,11 @@ EXE = "/opt/my envs/bin/python"
 def make_rule(tmp_path: Path, body: str, *, rule_id: str = "EC9001", severity: str = "error") -> Rule:
     """One rule loaded from a real TOML file; `body` adds applies / when / foreach / texts."""
     text = (f'[[rule]]\nid = "{rule_id}"\nname = "rule-{rule_id.lower()}"\nseverity = "{severity}"\n'
-            'why = "w"\nreferences = ["https://example.org/1"]\n' + body.rstrip("\n") + "\n")
-    if "summary =" not in body:
-        text += 'summary = "s"\n'
-    if "fix =" not in body:
-        text += 'fix = "f"\n'
+            'references = ["https://example.org/1"]\n')
+    # The defaults come before the body, which may end in a [[rule.signatures]] table.
+    text += "".join(f'{key} = "{value}"\n' for key, value in (("why", "w"), ("summary", "s"), ("fix", "f"))
+                    if f"\n{key} =" not in f"\n{body}")
+    text += body.rstrip("\n") + "\n"
     path = tmp_path / f"{rule_id}.toml"
     path.write_text(text, encoding="utf-8")
     [rule] = rule_pack.load_file(path).rules
@@ -112,6 +114,7 @@ class Boom:
         return "boom"
 
 
+@pytest.mark.evaluation_crash
 def test_rule_that_raises_is_an_error_verdict(tmp_path: Path) -> None:
     """A rule that raises while evaluated is an `error` verdict naming the exception; the others still run."""
     good = make_rule(tmp_path, 'when = { package = "torch<2.6" }', rule_id="EC9001")
@@ -194,6 +197,7 @@ def test_quiet_verdicts_say_why_in_their_summary(tmp_path: Path, body: str, summ
     assert finding.summary == summary
 
 
+@pytest.mark.evaluation_crash
 def test_error_verdict_summary_names_the_exception(tmp_path: Path) -> None:
     """A rule that raised has a summary saying so, with the exception, as the detail has it."""
     bad = dataclasses.replace(make_rule(tmp_path, 'when = { python = ">=3" }'), when=Boom())
@@ -231,3 +235,172 @@ def test_evaluation_opens_no_file(fixture: str, monkeypatch: pytest.MonkeyPatch)
     # The table-reading derivations really ran: the companion rules and the driver rule gave verdicts.
     table_rules = {r.id for r in shipped if r.foreach and r.foreach.startswith("companions.")}
     assert table_rules and all(f.status is not Status.SKIPPED for f in report.findings if f.rule_id in table_rules)
+
+
+# --- verdicts drawn from error output (Facts.observed) ---------------------------------------------------------------
+
+SIGNATURE = '''
+[[rule.signatures]]
+anchor = "went wrong in"
+pattern = 'went wrong in (?P<package>[a-z-]+)(?: with torch (?P<installed>[0-9.]+))?'
+yields = { "torch.version" = "installed" }
+source = "https://example.org/source"
+thread = "https://example.org/thread"
+example = "RuntimeError: went wrong in b-pkg with torch 2.5.1"
+near_miss = "all went well in b-pkg"
+'''
+
+
+def _seen(*captures: dict[str, str], rule_id: str = "EC9001", signature: int = 0,
+          facts: dict[str, str] | None = None) -> tuple[Observation, ...]:
+    """Observations as envcheck.evidence.signatures.scan makes them: one per matched line of log.txt."""
+    return tuple(Observation(rule_id=rule_id, signature=signature, line=n, text=f"went wrong {n}",
+                             captures=dict(c), facts=dict(facts or {}), source="log.txt")
+                 for n, c in enumerate(captures, 1))
+
+
+def _observed_finding(tmp_path: Path, body: str, seen: tuple[Observation, ...], facts: Facts = FACTS,
+                      severity: str = "error") -> Finding:
+    rule = make_rule(tmp_path, body + SIGNATURE, severity=severity)
+    [finding] = evaluate(pack(rule), dataclasses.replace(facts, observed=seen)).findings
+    return finding
+
+
+@pytest.mark.parametrize(
+    ("count", "evidence"),
+    [
+        pytest.param(1, "the error output shows it (log.txt, line 1: «went wrong 1»)", id="one"),
+        pytest.param(3, "the error output shows it (log.txt, line 1: «went wrong 1»; log.txt, line 2: «went wrong 2»; "
+                        "log.txt, line 3: «went wrong 3»)", id="three-all-shown"),
+        pytest.param(4, "the error output shows it (log.txt, line 1: «went wrong 1»; log.txt, line 2: «went wrong 2»; "
+                        "log.txt, line 3: «went wrong 3»; and 1 more)", id="four-one-more"),
+        pytest.param(7, "the error output shows it (log.txt, line 1: «went wrong 1»; log.txt, line 2: «went wrong 2»; "
+                        "log.txt, line 3: «went wrong 3»; and 4 more)", id="seven-four-more"),
+    ],
+)
+def test_error_output_evidence_shows_three_lines_and_counts_the_rest(tmp_path: Path, count: int,
+                                                                     evidence: str) -> None:
+    """The evidence quotes the first three matched lines, where they are, and how many more there were."""
+    body = 'summary = "s"\nfix = "f"\n'
+    finding = _observed_finding(tmp_path, body, _seen(*[{"package": "a"}] * count))
+    assert (finding.status, finding.observed, finding.evidence) == (Status.FAIL, True, evidence)
+
+
+_TEXTS = ('summary = "driver {driver.version} broke"\nwhy = "driver {driver.version} lacks it"\n'
+          'fix = "upgrade {driver.version}"\n')
+_DRIVER = build_facts(nvml=nvml_dict())
+_FALLBACK_FIX = ("The error output shows this failure but not the facts its usual fix names: `envcheck check` run in "
+                 "the environment that printed it gives the fix for that environment.")
+_OWN = '\nsummary = "{package} broke"\nwhy = "{package} lacks it"\nfix = "reinstall {package}"\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "signature_texts", "facts", "summary", "why", "fix"),
+    [
+        pytest.param(_TEXTS, "", _DRIVER, "driver 550.54.15 broke", "driver 550.54.15 lacks it", "upgrade 550.54.15",
+                     id="facts-state-the-rule-s-text"),
+        pytest.param(_TEXTS, "", build_facts(), "rule ec9001: the error output shows it", "", _FALLBACK_FIX,
+                     id="facts-do-not-state-it"),
+        pytest.param('summary = "plain"\nwhy = "plain why"\nfix = "plain fix"\n', "", build_facts(), "plain",
+                     "plain why", "plain fix", id="text-without-placeholders"),
+        pytest.param(_TEXTS, _OWN, build_facts(), "b-pkg broke", "b-pkg lacks it", "reinstall b-pkg",
+                     id="the-signature-s-own-text"),
+        pytest.param(_TEXTS, _OWN, _DRIVER, "b-pkg broke", "b-pkg lacks it", "reinstall b-pkg",
+                     id="the-signature-s-text-first"),
+    ],
+)
+def test_error_output_finding_text(tmp_path: Path, body: str, signature_texts: str, facts: Facts, summary: str,
+                                   why: str, fix: str) -> None:
+    """A finding drawn from error output (a rule only error output shows) says what the signature says, else the
+    rule's own text where the facts state every value it names, else a fallback that guesses nothing."""
+    rule = make_rule(tmp_path, body + SIGNATURE + signature_texts)
+    seen = _seen({"package": "b-pkg"})
+    [finding] = evaluate(pack(rule), dataclasses.replace(facts, observed=seen)).findings
+    assert (finding.summary, finding.why, finding.fix) == (summary, why, fix)
+    assert (finding.status, finding.observed) == (Status.FAIL, True)
+
+
+def test_error_output_of_an_unknown_signature_falls_back(tmp_path: Path) -> None:
+    """An observation naming a signature the rule no longer has (a snapshot from an older pack) still makes the
+    finding, with the rule's own text where it can and no severity claimed."""
+    finding = _observed_finding(tmp_path, 'summary = "plain"\nfix = "f"\n', _seen({}, signature=3), severity="info")
+    assert (finding.summary, finding.fix, finding.severity, finding.status) == ("plain", "f", Severity.INFO,
+                                                                                Status.INFO)
+
+
+def test_only_the_rule_s_own_observations_count(tmp_path: Path) -> None:
+    """A line another rule's signature matched is not this rule's evidence: without its own, an error-output rule
+    is n/a, and says why."""
+    finding = _observed_finding(tmp_path, 'summary = "s"\nfix = "f"\n', _seen({}, rule_id="EC9002"))
+    assert (finding.status, finding.summary, finding.evidence) == (
+        Status.NA, "shown only by error output (envcheck explain, check --report): none was given, or none showed it",
+        "")
+
+
+@pytest.mark.parametrize(
+    ("rule_severity", "claimed", "severity", "status"),
+    [
+        pytest.param("info", "error", Severity.ERROR, Status.FAIL, id="info-raised-to-error"),
+        pytest.param("info", "warning", Severity.WARNING, Status.WARN, id="info-raised-to-warning"),
+        pytest.param("warning", "info", Severity.WARNING, Status.WARN, id="never-lowered"),
+        pytest.param("warning", "", Severity.WARNING, Status.WARN, id="none-claimed"),
+    ],
+)
+def test_error_output_raises_the_severity_its_signature_claims(tmp_path: Path, rule_severity: str, claimed: str,
+                                                               severity: Severity, status: Status) -> None:
+    """The message shows the failure happened: the finding is as severe as its signature says, never less than the
+    rule's own severity."""
+    signature = f'severity = "{claimed}"\n' if claimed else ""
+    rule = make_rule(tmp_path, 'summary = "s"\nfix = "f"\n' + SIGNATURE + signature, severity=rule_severity)
+    [finding] = evaluate(pack(rule), dataclasses.replace(FACTS, observed=_seen({}, {}))).findings
+    assert (finding.severity, finding.status) == (severity, status)
+
+
+def test_error_output_adds_to_a_finding_the_facts_give(tmp_path: Path) -> None:
+    """A rule the facts already fire keeps its own text and evidence; the error output's lines come first."""
+    body = ('when = { first = [ { module = "apex" }, { package = "torch<2.6" } ] }\n'
+            'summary = "torch {torch.version} is old"\nfix = "f"\n')
+    finding = _observed_finding(tmp_path, body, _seen({"package": "x"}))
+    assert (finding.summary, finding.observed) == ("torch 2.5.1+cu124 is old", True)
+    assert finding.evidence == ("the error output shows it (log.txt, line 1: «went wrong 1»); `torch<2.6` is installed "
+                                "(instead of: module apex (not looked up in this snapshot))")
+
+
+def test_error_output_fires_a_rule_the_facts_pass(tmp_path: Path) -> None:
+    """The failure happened: a rule whose `when` the facts answer false is still a finding from the text."""
+    finding = _observed_finding(tmp_path, 'when = { package = "torch>=2.6" }\nsummary = "s"\nfix = "f"\n',
+                                _seen({"package": "x"}))
+    assert (finding.status, finding.summary, finding.evidence) == (
+        Status.FAIL, "s", "the error output shows it (log.txt, line 1: «went wrong 1»)")
+
+
+_FOREACH = ('foreach = "requirements.missing"\nsummary = "{item.package} needs torch {item.installed}"\n'
+            'fix = "reinstall it"\n'
+            'commands = [["{python}", "-m", "pip", "install", "{item.package}=={item.installed}"]]\n')
+
+
+@pytest.mark.parametrize(
+    ("captures", "facts", "summary", "fix", "commands", "item"),
+    [
+        pytest.param({"package": "b-pkg", "installed": "2.5"}, {}, "b-pkg needs torch 2.5", "reinstall it",
+                     ((EXE, "-m", "pip", "install", "b-pkg==2.5"),), {"package": "b-pkg", "installed": "2.5"},
+                     id="the-text-states-every-value"),
+        pytest.param({"package": "b-pkg", "installed": "2.5"}, {"torch.version": "2.5.0"}, "b-pkg needs torch 2.5.0",
+                     "reinstall it", ((EXE, "-m", "pip", "install", "b-pkg==2.5.0"),),
+                     {"package": "b-pkg", "installed": "2.5.0"}, id="a-yielded-fact-beats-its-capture"),
+        pytest.param({"package": "b-pkg"}, {}, "rule ec9001: the error output shows it", "reinstall it", (),
+                     {"package": "b-pkg", "installed": ""}, id="an-unstated-value-is-not-guessed"),
+    ],
+)
+def test_error_output_of_a_foreach_rule_names_its_item(tmp_path: Path, captures: dict[str, str],
+                                                       facts: dict[str, str], summary: str, fix: str,
+                                                       commands: tuple[tuple[str, ...], ...],
+                                                       item: dict[str, str]) -> None:
+    """With no item in the facts (nothing is missing there), the error output's captures are the item: its text
+    and commands are written where they state every value they name, and nothing is guessed."""
+    finding = _observed_finding(tmp_path, _FOREACH, _seen(captures, facts=facts))
+    assert (finding.summary, finding.fix, finding.commands) == (summary, fix, commands)
+    assert finding.item is not None
+    assert {k: v for k, v in finding.item.items() if v or k in item} == item
+    assert set(finding.item) == {"package", "package_version", "requirer", "via", "requirement", "dependency",
+                                 "specifier", "installed", "kind"}
