@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
+import _crashes
 import pytest
 from conftest import build_facts, dist_dict, nvml_dict
 
 from envcheck import rule_pack
-from envcheck.conditions import Condition, Context, Outcome
+from envcheck.conditions import Condition, Context, Outcome, Where
 from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
 from envcheck.facts.observed import Observation
@@ -404,3 +406,43 @@ def test_error_output_of_a_foreach_rule_names_its_item(tmp_path: Path, captures:
     assert {k: v for k, v in finding.item.items() if v or k in item} == item
     assert set(finding.item) == {"package", "package_version", "requirer", "via", "requirement", "dependency",
                                  "specifier", "installed", "kind"}
+
+
+@dataclasses.dataclass(frozen=True)
+class BadData:
+    """A condition whose data turns out unusable when evaluated: a legitimate rule error, not a crash."""
+
+    def evaluate(self, ctx: Context) -> Outcome:
+        raise Where("rules/x.toml", "EC9003", "when").error("no such row")
+
+    def leaves(self) -> Iterator[Condition]:
+        yield self
+
+    def describe(self) -> str:
+        return "bad data"
+
+
+@pytest.mark.evaluation_crash
+def test_the_suite_fails_a_test_whose_evaluation_crashes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/_crashes.py: a rule that raises an exception other than an EnvcheckError is recorded (and its test
+    fails at the end unless marked evaluation_crash); a RuleError from bad data is only the rule's error verdict."""
+    crashes = _crashes.watch(monkeypatch)
+    crashing = dataclasses.replace(make_rule(tmp_path, "when = { python = \">=3\" }", rule_id="EC9002"), when=Boom())
+    bad_data = dataclasses.replace(make_rule(tmp_path, "when = { python = \">=3\" }", rule_id="EC9003"), when=BadData())
+    report = evaluate(pack(crashing, bad_data), FACTS)
+    assert [(f.rule_id, f.status, f.detail) for f in report.findings] == [
+        ("EC9002", Status.ERROR, "ValueError: unexpected data"),
+        ("EC9003", Status.ERROR, "RuleError: rules/x.toml: rule EC9003: key 'when': no such row")]
+    assert len(crashes) == 1 and crashes[0].startswith("rule EC9002: Traceback")
+    assert crashes[0].rstrip().endswith("ValueError: unexpected data")
+    for marker, fails in ((None, True), (pytest.mark.evaluation_crash, False)):
+        node = types.SimpleNamespace(get_closest_marker=lambda name, m=marker: m)
+        watching = _crashes.no_crash(types.SimpleNamespace(node=node), monkeypatch)  # a request's one part it reads
+        next(watching)
+        evaluate(pack(crashing, bad_data), FACTS)
+        if fails:
+            with pytest.raises(pytest.fail.Exception, match=r"evaluate\(\) crashed on 1 rule\(s\)"):
+                next(watching)
+        else:
+            with pytest.raises(StopIteration):
+                next(watching)
