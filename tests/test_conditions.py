@@ -11,6 +11,7 @@ from conftest import build_facts, dist_dict, torch_dict
 
 from envcheck.conditions import Condition, Context, Outcome, Where, parse
 from envcheck.conditions.core import FALSE, TRUE, All, AnyOf, Not, unknown
+from envcheck.errors import RuleError
 
 U_A, U_B = unknown("a"), unknown("b")
 
@@ -280,3 +281,30 @@ def test_first_names_the_deciding_part(condition: dict[str, Any], value: bool | 
     """`first` decides by its first known part and says which (and what it fell back from): shown with the finding."""
     out = parse(condition, _WHEN).evaluate(Context(build_facts(**_TORCH_ONLY)))
     assert (out.value, out.evidence, set(out.missing)) == (value, evidence, missing)
+
+
+@pytest.mark.parametrize(
+    ("where", "condition", "message"),
+    [
+        pytest.param(Where("rules/x.toml", "EC9001", "when"), {"nope": 1},
+                     "rules/x.toml: rule EC9001: key 'when.nope': unknown predicate", id="nested-key"),
+        pytest.param(Where("rules/x.toml", "EC9001", ""), {"all": []},
+                     "rules/x.toml: rule EC9001: key 'all': expected a non-empty list of conditions",
+                     id="top-level-key-without-a-dot"),
+        pytest.param(Where("rules/x.toml", None, "when"), {"any": [{"package": "torch"}, {"package": "to rch!"}]},
+                     "rules/x.toml: key 'when.any.1.package': invalid requirement", id="no-rule-id"),
+    ],
+)
+def test_a_bad_condition_names_the_file_rule_and_key(where: Where, condition: dict[str, Any], message: str) -> None:
+    """A condition that cannot be used is one RuleError naming the file, the rule and the key path to it."""
+    with pytest.raises(RuleError) as caught:
+        parse(condition, where)
+    assert str(caught.value).startswith(message)
+
+
+def test_leaves_are_every_predicate_in_order() -> None:
+    """`leaves()` reaches through every combinator (what the pack's checks and `unseen` read the predicates from)."""
+    condition = parse({"all": [{"package": "a"}, {"any": [{"package": "b"}, {"not": {"package": "c"}}]},
+                               {"first": [{"module": "d"}, {"package": "e"}]}]}, _WHEN)
+    assert [leaf.describe() for leaf in condition.leaves()] == [
+        "`a` is installed", "`b` is installed", "`c` is installed", "module `d` is importable", "`e` is installed"]
