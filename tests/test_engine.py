@@ -16,6 +16,7 @@ from envcheck.conditions import Condition, Context, Outcome, Where
 from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
 from envcheck.facts.observed import Observation
+from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Finding, Report, Rule, Severity, Status
 from envcheck.rule_pack import RulePack
@@ -134,6 +135,43 @@ def test_report_carries_its_context(tmp_path: Path) -> None:
     report = evaluate(pack(make_rule(tmp_path, 'when = { python = ">=3" }')), facts)
     assert (report.python, report.origin, report.collection_problems) == (
         EXE, "local", ("listing distributions failed: x",))
+    assert (report.installer, report.project) == ("pip (this snapshot does not record the installer)", "")
+
+
+def test_report_names_the_project_and_its_files(tmp_path: Path) -> None:
+    """The report's project line: its folder and every file read, in reading order."""
+    project = ProjectFacts(root="/srv/app", name=None, files=("pyproject.toml", "requirements.txt"), requirements=(),
+                           index_options=(), locks=())
+    facts = dataclasses.replace(build_facts(), project=project)
+    report = evaluate(pack(make_rule(tmp_path, 'when = { python = ">=3" }')), facts)
+    assert report.project == "/srv/app: pyproject.toml, requirements.txt"
+
+
+@pytest.mark.parametrize(
+    ("body", "summary", "evidence"),
+    [
+        pytest.param('when = { all = [ { module = "b" }, { module = "a" }, { python = ">=3" } ] }',
+                     "not checked: needs module a (not looked up in this snapshot); module b (not looked up in this "
+                     "snapshot)", "", id="skipped-names-each-missing-fact-sorted"),
+        pytest.param('applies = { first = [ { module = "a" }, { package = "torch" } ] }\n'
+                     'when = { first = [ { package = "torch<2.6" } ] }',
+                     "s", "`torch` is installed (instead of: module a (not looked up in this snapshot)); "
+                     "`torch<2.6` is installed", id="applies-and-when-evidence-joined"),
+        pytest.param('when = { package = "torch<2.6" }', "s", "", id="no-first-no-evidence"),
+        pytest.param('applies = { all = [ { package = "torch" }, { any = [ { package = "apex" }, '
+                     '{ package = "xformers" } ] } ] }\nwhen = { python = ">=3" }',
+                     "does not apply here: applies when `torch` is installed and (`apex` is installed or `xformers` is "
+                     "installed)", "", id="n/a-describes-a-combination"),
+        pytest.param('when = { any = [ { package = "apex" }, { first = [ { module = "a" }, { package = "xformers" } '
+                     '] } ] }', "not found: fires when `apex` is installed or (the first known of: module `a` is "
+                     "importable; else `xformers` is installed)", "", id="pass-describes-a-combination"),
+    ],
+)
+def test_verdict_summary_and_evidence(tmp_path: Path, body: str, summary: str, evidence: str) -> None:
+    """The texts a verdict shows: what a skipped one lacked, what a n/a or pass one would need, and which parts of
+    `first` decided a finding."""
+    [finding] = evaluate(pack(make_rule(tmp_path, body)), FACTS).findings
+    assert (finding.summary, finding.evidence) == (summary, evidence)
 
 
 def _finding(rule_id: str, severity: Severity, status: Status) -> Finding:
