@@ -60,6 +60,7 @@ def test_merge(args: tuple[str, ...], requirements: tuple[str, ...],
     [
         pytest.param(">=2,<2", False, id="empty-range"),
         pytest.param(">=2,<=2", True, id="one-version"),
+        pytest.param(">=2.1rc1,<=2.1rc1", True, id="one-pre-release"),
         pytest.param(">2,<=2", False, id="open-point"),
         pytest.param("==1.*,>=2", False, id="prefix-below-floor"),
         pytest.param("~=1.4,>=2", False, id="compatible-below-floor"),
