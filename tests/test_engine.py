@@ -363,7 +363,7 @@ def test_error_output_finding_text(tmp_path: Path, body: str, signature_texts: s
 def test_error_output_of_an_unknown_signature_falls_back(tmp_path: Path) -> None:
     """An observation naming a signature the rule no longer has (a snapshot from an older pack) still makes the
     finding, with the rule's own text where it can and no severity claimed."""
-    finding = _observed_finding(tmp_path, 'summary = "plain"\nfix = "f"\n', _seen({}, signature=3), severity="info")
+    finding = _observed_finding(tmp_path, 'summary = "plain"\nfix = "f"\n', _seen({}, signature=1), severity="info")
     assert (finding.summary, finding.fix, finding.severity, finding.status) == ("plain", "f", Severity.INFO,
                                                                                 Status.INFO)
 
@@ -484,3 +484,38 @@ def test_the_suite_fails_a_test_whose_evaluation_crashes(tmp_path: Path, monkeyp
         else:
             with pytest.raises(StopIteration):
                 next(watching)
+
+
+def test_only_the_matched_signature_claims_a_severity(tmp_path: Path) -> None:
+    """Of a rule's signatures, only the one that matched raises the severity: a line the first (severity-less)
+    signature matched leaves the rule at its own severity, though the second claims `error`."""
+    second = SIGNATURE.replace("went wrong in", "broke down in") + 'severity = "error"\n'
+    rule = make_rule(tmp_path, 'summary = "s"\nfix = "f"\n' + SIGNATURE + second, severity="info")
+    assert [s.severity for s in rule.signatures] == ["", "error"]
+    for index, severity in ((0, Severity.INFO), (1, Severity.ERROR)):
+        [finding] = evaluate(pack(rule), dataclasses.replace(FACTS, observed=_seen({}, signature=index))).findings
+        assert finding.severity is severity, index
+
+
+@pytest.mark.parametrize(
+    ("when", "evidence"),
+    [
+        pytest.param('when = { python = ">=3" }', ["probe: sm_90 missing", "table: sm_80 covered"],
+                     id="each-item-s-own"),
+        pytest.param('when = { first = [ { python = ">=3" } ] }', ["Python `>=3`", "Python `>=3`"],
+                     id="the-rule-s-first-comes-first"),
+    ],
+)
+def test_an_item_names_what_decided_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str,
+                                       evidence: list[str]) -> None:
+    """An item of a foreach rule may say which facts decided it (a probe's answer, else a table's): that is the
+    finding's evidence, unless the rule's own `first` decided."""
+    from envcheck.derived import derive
+
+    name = "gpu.devices-not-in-build"
+    fields = derive.DERIVATIONS[name].fields
+    items = [{**dict.fromkeys(fields, "x"), "evidence": text} for text in ("probe: sm_90 missing",
+                                                                            "table: sm_80 covered")]
+    monkeypatch.setitem(derive.DERIVATIONS, name, derive.Derivation(name, "test", fields, lambda d: items))
+    rule = make_rule(tmp_path, f'foreach = "{name}"\n{when}\n')
+    assert [f.evidence for f in evaluate(pack(rule), FACTS).findings] == evidence
