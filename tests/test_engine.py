@@ -364,8 +364,8 @@ def test_error_output_of_an_unknown_signature_falls_back(tmp_path: Path) -> None
     """An observation naming a signature the rule no longer has (a snapshot from an older pack) still makes the
     finding, with the rule's own text where it can and no severity claimed."""
     finding = _observed_finding(tmp_path, 'summary = "plain"\nfix = "f"\n', _seen({}, signature=1), severity="info")
-    assert (finding.summary, finding.fix, finding.severity, finding.status) == ("plain", "f", Severity.INFO,
-                                                                                Status.INFO)
+    assert (finding.summary, finding.why, finding.fix) == ("plain", "w", "f")
+    assert (finding.severity, finding.status) == (Severity.INFO, Status.INFO)
 
 
 def test_only_the_rule_s_own_observations_count(tmp_path: Path) -> None:
