@@ -8,6 +8,7 @@ pass is a survivor: printed with its line and change, for a reader to judge (som
 
     python bench/mutants.py envcheck/engine.py -t tests/test_engine.py --sample 40
     python bench/mutants.py envcheck/support/specifiers.py -t tests/test_specifiers.py --all
+    python bench/mutants.py envcheck/engine.py -t tests/test_engine.py --index 93 --index 95   # those two again
 
 Docstrings, annotations and `__all__` are not mutated (changing them changes no behaviour). The copy's unmutated
 module, unparsed the same way, must pass the tests first, else nothing is measured. Standard library only.
@@ -135,12 +136,13 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=40, help="how many mutants, drawn at random (default 40)")
     parser.add_argument("--all", action="store_true", help="every mutant, not a sample")
     parser.add_argument("--seed", type=int, default=35, help="the sample's seed (the same mutants each run)")
+    parser.add_argument("--index", type=int, action="append", help="only this mutant, by its #number (repeatable)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds one mutant's tests may take")
     args = parser.parse_args()
     source = (ROOT / args.module).read_text(encoding="utf-8")
     total = len(list(_points(ast.parse(source))))
-    chosen = list(range(total)) if args.all else sorted(random.Random(args.seed).sample(range(total),
-                                                                                      min(args.sample, total)))
+    chosen = (list(range(total)) if args.all else args.index if args.index else
+              sorted(random.Random(args.seed).sample(range(total), min(args.sample, total))))
     with tempfile.TemporaryDirectory(prefix="envcheck-mutants-") as tmp:
         copy = _copy(Path(tmp))
         target = copy / args.module
