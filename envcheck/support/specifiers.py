@@ -51,7 +51,7 @@ def _wildcard_range(version: str) -> tuple[Version, Version] | None:
         return None
     release = list(base.release)
     release[-1] += 1
-    return base, Version(f"{base.epoch}!" * bool(base.epoch) + ".".join(map(str, release)))
+    return base, Version((f"{base.epoch}!" if base.epoch else "") + ".".join(map(str, release)))
 
 
 def _interval(spec: SpecifierSet) -> tuple[tuple[Version, bool] | None, tuple[Version, bool] | None]:
@@ -81,8 +81,8 @@ def _interval(spec: SpecifierSet) -> tuple[tuple[Version, bool] | None, tuple[Ve
         elif clause.operator == "~=":  # ~=2.1.3 is >=2.1.3 and ==2.1.*; a suffix is not in the prefix (PEP 440:
             # ~=2.2.post3 is >=2.2.post3 and ==2.*)
             floor = Version(clause.version)
-            prefix = _wildcard_range(f"{floor.epoch}!" * bool(floor.epoch) + ".".join(map(str, floor.release[:-1]))
-                                     + ".*")
+            epoch = f"{floor.epoch}!" if floor.epoch else ""
+            prefix = _wildcard_range(epoch + ".".join(map(str, floor.release[:-1])) + ".*")
             found = None if prefix is None else (floor, prefix[1])
         if found is not None:
             raise_low(found[0], True)
