@@ -9,7 +9,7 @@ from pathlib import Path
 
 import _crashes
 import pytest
-from conftest import build_facts, dist_dict, nvml_dict
+from conftest import SITE, build_facts, dist_dict, nvml_dict
 
 from envcheck import rule_pack
 from envcheck.conditions import Condition, Context, Outcome, Where
@@ -519,3 +519,16 @@ def test_an_item_names_what_decided_it(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setitem(derive.DERIVATIONS, name, derive.Derivation(name, "test", fields, lambda d: items))
     rule = make_rule(tmp_path, f'foreach = "{name}"\n{when}\n')
     assert [f.evidence for f in evaluate(pack(rule), FACTS).findings] == evidence
+
+
+def test_what_must_be_done_by_hand_follows_the_fix(tmp_path: Path) -> None:
+    """Where a command cannot run as the rule wrote it (pip cannot uninstall a copy without a RECORD), the finding's
+    fix goes on to say what is done instead, after one space."""
+    files = [f"{SITE}/apex-0.1.dist-info", f"{SITE}/apex"]
+    apex = dist_dict("apex", "0.1", unrecorded="its RECORD is empty", files_by_name=files)
+    facts = build_facts(dists=[apex], python={"executable": EXE})
+    rule = make_rule(tmp_path, 'when = { package = "apex" }\nfix = "Remove apex."\n'
+                               'commands = [["{python}", "-m", "pip", "uninstall", "-y", "apex"]]\n')
+    [finding] = evaluate(pack(rule), facts).findings
+    assert finding.commands == (("rm", "-rf", *files),)
+    assert finding.fix.startswith("Remove apex. pip and uv cannot uninstall apex 0.1 in ")
