@@ -41,6 +41,7 @@ from envcheck.support.specifiers import _interval, merge, names, satisfiable
         pytest.param(("a>2.1", "a>=2.1"), ("a>2.1",), (), id="the-open-floor-wins"),
         pytest.param(("a<=3", "a<3"), ("a<3",), (), id="the-open-ceiling-wins"),
         pytest.param(("numpy>=2", "numpy>=2"), ("numpy>=2",), (), id="the-same-text-once"),
+        pytest.param(("torch==2.7.0rc1", "torch>=2.6"), ("torch==2.7.0rc1",), (), id="a-pre-release-pin-meets-a-range"),
         pytest.param(("a~=2.2.post3", "a>=2.5"), ("a>=2.5,~=2.2.post3",), (), id="a-post-release-floor-merged"),
         pytest.param(("NumPy<2", "numpy>=2.1"), (), (("NumPy", ("NumPy<2", "numpy>=2.1")),),
                      id="named-as-first-written"),
