@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Check the distributions that `python -m build` wrote, as a user gets them: CI's smoke job, the release workflow
-and the README's check after a build all run this one script.
+and CONTRIBUTING.md's check after a build all run this one script.
 
     python .ci/verify_dist.py DIST_DIR [--torch | --torch-python PATH]
 

@@ -9,7 +9,7 @@ business: it turns them into rules.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,6 @@ from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.support import input_files
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import too_complex
 
 if TYPE_CHECKING:
@@ -32,7 +31,7 @@ _MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a pyproject.toml is kilobytes; megabytes 
 _CAPABILITY = lazy(r"\d+(\.\d+)?")
 
 
-@record
+@dataclass(frozen=True)
 class Config:
     """A project's policy and check settings. The defaults are what a project without configuration gets."""
 
@@ -190,7 +189,7 @@ def _machines(value: object, cfg: Config, key: str) -> tuple[DeclaredMachine, ..
     return parse(value, cfg.error, key, cfg.file or "<configuration>", cfg.prefix)
 
 
-# TOML key -> (Config field, parser). The README's configuration table documents each one.
+# TOML key -> (Config field, parser). The configuration table of docs/usage.md documents each one.
 KEYS: dict[str, tuple[str, Parser]] = {
     "require": ("require", _requirements),
     "forbid": ("forbid", _requirements),

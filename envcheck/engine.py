@@ -7,6 +7,7 @@ opens a file: a saved snapshot evaluates the same anywhere, and a bad table has 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from envcheck.commands.installers import choose
 from envcheck.conditions import Context
@@ -19,20 +20,27 @@ from envcheck.rule_pack import RulePack
 from envcheck.unseen import unseen
 from envcheck.version import __version__
 
+if TYPE_CHECKING:
+    from envcheck.evidence.origin import Foreign
 
-def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None) -> Report:
+
+def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None, foreign: Foreign | None = None) -> Report:
     """Every rule's verdict on `facts`. A rule that cannot be evaluated becomes an `error` verdict.
 
     `memo`: where derived results that are costly and keyed by exactly their inputs (the requirement walk) are
-    remembered between runs (envcheck.cache.signed.SignedMemo); the verdicts are the same with or without it."""
+    remembered between runs (envcheck.cache.signed.SignedMemo); the verdicts are the same with or without it.
+    `foreign`: error output that is not tied to `facts` (envcheck/evidence/origin.py): each rule it shows is judged
+    on the log's own facts instead, without commands, beside the rule's verdict on `facts` where that is a finding."""
     ctx = Context(facts, pack.tables, memo)
+    elsewhere = None if foreign is None else (Context(foreign.facts, pack.tables, None), foreign.reason)
     findings: list[Finding] = []
     for rule in sorted(pack.rules, key=lambda r: r.id):
         try:
-            findings.extend(_verdicts(rule, ctx))
+            findings.extend(_verdicts(rule, ctx, elsewhere))
         except Exception as exc:  # noqa: BLE001 - one bad rule or odd fact must not cost the other verdicts
             detail = f"{type(exc).__name__}: {exc}"
             findings.append(_plain(rule, Status.ERROR, f"could not be evaluated: {detail}", detail=detail))
+    findings = _confirmed_first(pack, facts, findings)
     return Report(
         findings=tuple(findings),
         python=facts.python.executable,
@@ -57,7 +65,8 @@ def _skipped(rule: Rule, missing: frozenset[str]) -> Finding:
     return _plain(rule, Status.SKIPPED, f"not checked: needs {'; '.join(sorted(missing))}", missing=missing)
 
 
-def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "") -> Finding:
+def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str = "", *,
+           commands: bool = True) -> Finding:
     # Only a rule that fires renders and plans commands: a clean check never imports the planner.
     from envcheck.commands.installers import for_environment
     from envcheck.commands.planner import plan_commands
@@ -71,10 +80,14 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
     except LookupError:  # rules evaluated without the pack's tables (built by hand)
         matrix = None
     plan = _plan(rule, ctx)
+    fix = render(rule.fix if plan is not None or rule.plan is None else rule.fix_without_plan, facts, item, plan)
+    if not commands:  # the facts are a log's own, not the checked environment's: no command is written for them
+        return Finding(rule_id=rule.id, name=rule.name, severity=rule.severity, status=FINDING_STATUS[rule.severity],
+                       summary=render(rule.summary, facts, item), why=render(rule.why, facts, item), fix=fix,
+                       references=rule.references_for(item), item=item, area=rule.area, evidence=evidence)
     planned = plan_commands(render_argvs(rule.commands, facts, item, plan), facts, ctx.derived.companions(), item,
                             matrix)
-    commands = for_environment(planned, facts)
-    fix = render(rule.fix if plan is not None or rule.plan is None else rule.fix_without_plan, facts, item, plan)
+    written = for_environment(planned, facts)
     return Finding(
         rule_id=rule.id,
         name=rule.name,
@@ -82,9 +95,9 @@ def _found(rule: Rule, ctx: Context, item: dict[str, str] | None, evidence: str 
         status=FINDING_STATUS[rule.severity],
         summary=render(rule.summary, facts, item),
         why=render(rule.why, facts, item),
-        fix=f"{fix} {commands.by_hand}" if commands.by_hand else fix,
-        commands=commands.commands,
-        references=rule.references,
+        fix=f"{fix} {written.by_hand}" if written.by_hand else fix,
+        commands=written.commands,
+        references=rule.references_for(item),
         item=item,
         area=rule.area,
         evidence=evidence,
@@ -100,26 +113,83 @@ def _plan(rule: Rule, ctx: Context) -> dict[str, str] | None:
     return dict(items[0]) if items else None
 
 
-def _verdicts(rule: Rule, ctx: Context) -> list[Finding]:
+def _decides(rule: Rule, observation: Observation) -> bool:
+    """Whether the observation's message alone shows the rule's failure (a signature with `decides = false` needs
+    the facts to fire the rule as well)."""
+    signatures = rule.signatures[observation.signature:observation.signature + 1]
+    return not signatures or signatures[0].decides
+
+
+def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = None) -> list[Finding]:
+    if elsewhere is not None:
+        log, reason = elsewhere
+        shown = [o for o in log.facts.observed if o.rule_id == rule.id and _decides(rule, o)]
+        if shown:
+            # What the log shows is judged on the log's facts; this environment's own verdict follows where it is a
+            # finding of its own (a pass or n/a of this environment says nothing about the log).
+            here = [f for f in _verdicts(rule, ctx) if f.status.is_finding]
+            return [*_observed(rule, log, shown, elsewhere=reason), *here]
     seen = [o for o in ctx.facts.observed if o.rule_id == rule.id] if ctx.facts.observed else []
-    if seen:
+    if seen and not any(_decides(rule, o) for o in seen):
+        # A message with several causes is this rule's failure only where the facts fire the rule: then the
+        # finding carries the line as evidence; otherwise the rule is judged as if no line had been given.
+        judged = _judged(rule, ctx)
+        if not any(f.status.is_finding for f in judged):
+            return judged
         return _observed(rule, ctx, seen)
+    if seen:
+        decided = [o for o in seen if _decides(rule, o)]
+        # A pasted report's facts are the output's own (origin "report:..."): what they leave out is not a
+        # contradiction, so only facts of an environment itself are weighed against the output.
+        if not rule.evidence_only and not ctx.facts.origin.startswith("report:"):
+            judged = _judged(rule, ctx)
+            if judged and all(f.status in (Status.PASS, Status.NA) for f in judged):
+                # This environment's facts say the failure is not here: what the output shows is told as the
+                # output's, not as a fact of this environment, and no command is written for it.
+                return _observed(rule, ctx, decided, elsewhere=f"this environment's facts say otherwise: "
+                                                              f"{judged[0].summary}", contradicted=True)
+        return _observed(rule, ctx, decided)
     if rule.evidence_only:
         return [_plain(rule, Status.NA, "shown only by error output (envcheck explain, check --report): none "
                                         "was given, or none showed it")]
     return _judged(rule, ctx)
 
 
-def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding]:
+def _confirmed_first(pack: RulePack, facts: Facts, findings: list[Finding]) -> list[Finding]:
+    """`findings` without the general reading of a line that a rule's facts confirmed: where a message with several
+    causes (`decides = false`) is one rule's failure by the facts, an error-output-only rule that read the same
+    lines as "one of several causes" has nothing left to say."""
+    if not facts.observed:
+        return findings
+    by_id = {rule.id: rule for rule in pack.rules}
+    fired = {f.rule_id for f in findings if f.observed and f.status.is_finding}
+    confirmed = {o.line for o in facts.observed if o.rule_id in fired and o.rule_id in by_id
+                 and not _decides(by_id[o.rule_id], o)}
+    if not confirmed:
+        return findings
+    general = {rule_id for rule_id in fired if by_id[rule_id].evidence_only
+               and all(o.line in confirmed for o in facts.observed if o.rule_id == rule_id)}
+    return [f for f in findings if f.rule_id not in general]
+
+
+def _observed(rule: Rule, ctx: Context, seen: list[Observation], elsewhere: str = "",
+              contradicted: bool = False) -> list[Finding]:
     """The verdicts of a rule whose failure the error output shows: that is a finding whatever the other facts
-    say or leave unknown (the failure happened), with the matched lines as evidence, beside the facts' own."""
+    say or leave unknown (the failure happened), with the matched lines as evidence, beside the facts' own.
+    `elsewhere`: why the output is not tied to the checked environment, whose facts `ctx` then are not: the
+    finding is about the log alone and carries no command. `contradicted`: `ctx`'s facts decide that the rule does
+    not fire, so nothing of the rule's own text, which would state it of them, is used."""
     from envcheck.templates import stated
 
     shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
     said = f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"
-    judged = [] if rule.evidence_only else _judged(rule, ctx)
+    if elsewhere:
+        said = f"{said}; judged on what the error output states alone ({elsewhere})"
+    judged = [] if rule.evidence_only or contradicted else _judged(rule, ctx)
     fired = [f for f in judged if f.status.is_finding]
     if fired:
+        if elsewhere:
+            fired = [_found(rule, ctx, f.item, f.evidence, commands=False) for f in fired]
         return [_escalated(dataclasses.replace(f, evidence=f"{said}; {f.evidence}" if f.evidence else said,
                                                observed=True), rule, seen) for f in fired]
     first = seen[0]
@@ -131,7 +201,7 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
         told = {**first.captures, **({group: first.facts[fact] for fact, group in signature.yields.items()
                                       if fact in first.facts} if signature is not None else {})}
         item = {key: told.get(key, "") for key in DERIVATIONS[rule.foreach].fields}
-    finding = _found(rule, ctx, item, said)
+    finding = _found(rule, ctx, item, said, commands=not elsewhere)
     # The rule's own text is shown only where the facts state every value it names; otherwise the signature's text
     # (filled from its captures) says what the error shows, and no command that needs an unstated value is written.
     facts = ctx.facts
@@ -141,10 +211,11 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
     says = signature.says(captures) if signature is not None else ""
     explains = signature.explains(captures) if signature is not None else ""
     fixes = signature.fixes(captures) if signature is not None else ""
-    summary = says or (finding.summary if stated(rule.summary, facts, item) else
+    own = not contradicted
+    summary = says or (finding.summary if own and stated(rule.summary, facts, item) else
                        f"{rule.name.replace('-', ' ')}: the error output shows it")
-    why = explains or (finding.why if stated(rule.why, facts, item) else "")
-    fix = fixes or (finding.fix if stated(rule.fix, facts, item) else
+    why = explains or (finding.why if own and stated(rule.why, facts, item) else "")
+    fix = fixes or (finding.fix if own and stated(rule.fix, facts, item) else
                     "The error output shows this failure but not the facts its usual fix names: `envcheck check` run "
                     "in the environment that printed it gives the fix for that environment.")
     finding = dataclasses.replace(finding, summary=summary, why=why, fix=fix, observed=True)
@@ -153,8 +224,14 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation]) -> list[Finding
 
 def _escalated(finding: Finding, rule: Rule, seen: list[Observation]) -> Finding:
     """`finding` at the severity its signatures claim, where that is higher: the message shows the failure
-    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says."""
-    claimed = [Severity(s.severity) for o in seen for s in rule.signatures[o.signature:o.signature + 1] if s.severity]
+    happened, so a rule that can only guess from a version range (info) is as severe here as its signature says.
+    It cites first the thread of each signature that matched: a real report of this very message."""
+    matched = [s for o in seen for s in rule.signatures[o.signature:o.signature + 1]]
+    threads = tuple(dict.fromkeys(s.thread for s in matched if s.thread))
+    if threads:
+        finding = dataclasses.replace(finding, references=(*threads, *(r for r in finding.references
+                                                                       if r not in threads)))
+    claimed = [Severity(s.severity) for s in matched if s.severity]
     severity = max(claimed, key=lambda s: s.rank, default=finding.severity)
     if severity.rank <= finding.severity.rank:
         return finding

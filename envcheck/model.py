@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
-
-from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.conditions import Condition
@@ -47,7 +45,7 @@ FINDING_STATUS = {Severity.ERROR: Status.FAIL, Severity.WARNING: Status.WARN, Se
 FAIL_ON_LEVELS = ("error", "warning", "info", "never")
 
 
-@record
+@dataclass(frozen=True)
 class Rule:
     """One known hazard, loaded from a TOML file under rules/ (see docs/rule-language.md)."""
 
@@ -70,9 +68,21 @@ class Rule:
     # one item as {plan.KEY}. It never decides a verdict: where it is unknown, the finding stands with
     # `fix_without_plan` and without the commands that name it
     fix_without_plan: str = ""  # the fix in words where the plan is unknown or empty; given exactly with `plan`
+    # (url, item field, values): a reference cited only for the findings whose item has one of the values
+    scoped_references: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def references_for(self, item: dict[str, str] | None) -> tuple[str, ...]:
+        """The references about a finding of this rule for `item`: every one, but for an item those scoped to other
+        items' values (the threads about torchaudio are not cited for a torchvision finding)."""
+        if item is None or not self.scoped_references:
+            return self.references
+        scopes: dict[str, list[bool]] = {}
+        for url, key, values in self.scoped_references:
+            scopes.setdefault(url, []).append(item.get(key, "") in values)
+        return tuple(url for url in self.references if all(scopes.get(url, [True])))
 
 
-@record
+@dataclass(frozen=True)
 class Finding:
     """A verdict of one rule, rendered for the checked interpreter."""
 
@@ -98,7 +108,7 @@ TARGET_SOURCES = ("python-option", "virtual-env", "conda-env", "uv-project-envir
                   "project-venv", "conda-base", "self", "snapshot")
 
 
-@record
+@dataclass(frozen=True)
 class Target:
     """The interpreter a check is about, and how it was chosen (envcheck/target.py decides)."""
 
@@ -115,7 +125,7 @@ class Target:
         return {"python": self.python, "source": self.source, "reason": self.reason, "in_process": self.in_process}
 
 
-@record
+@dataclass(frozen=True)
 class Report:
     """Every verdict of one check, in rule-id order."""
 
@@ -130,6 +140,8 @@ class Report:
     explained: str = ""  # `envcheck explain`: the error output read and what was recognised in it, in words
     unseen: tuple[str, ...] = ()  # what the verdicts could not see, a sentence each (envcheck/unseen.py): "torch
     # is not installed here, so 60 rules about torch were not checked"; the tally says it
+    notes: tuple[str, ...] = ()  # about using envcheck with this environment, a sentence each, shown above the
+    # tally (envcheck.target.pytest_plugin_note: the pytest plugin out of pytest's reach)
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.status is status)

@@ -12,6 +12,7 @@ shipped rules; nothing downstream knows the difference. Ids are positional withi
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.requirements import Requirement
@@ -21,7 +22,6 @@ from envcheck.conditions import ALWAYS, Where, parse
 from envcheck.config import Config, requirement_problem
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.model import Rule, Severity
-from envcheck.support.records import record
 
 RESERVED = "EC99"  # ids in this range belong to project policy; the rule pack never uses them
 AREA = "project"
@@ -33,7 +33,7 @@ _COMPLEMENT = {">=": "<", ">": "<=", "<": ">=", "<=": ">", "==": "!=", "!=": "==
 _NOT_OK = ["error", "crashed", "timeout", "skipped"]  # every probe status but "ok"
 
 
-@record
+@dataclass(frozen=True)
 class _Declared:
     """One requirement and where it was declared: a configuration file's key, or a command-line option."""
 

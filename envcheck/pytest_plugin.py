@@ -8,6 +8,7 @@ rootdir, as `envcheck` finds it from the working directory.
 
     pytest --envcheck                   # static tier: stop before the first test if the check fails (exit 1)
     pytest --envcheck --envcheck-probes # the live probes too (seconds; cached between runs)
+    pytest --envcheck-explain build.log # the check, with the failures that log shows explained (as `envcheck explain`)
 
     @pytest.mark.envcheck("EC0301")              # skip while rule EC0301 fires here (ids, prefixes, names)
     @pytest.mark.envcheck(probe="sdpa")          # skip unless the sdpa probe passes (runs it, cached)
@@ -51,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "session with exit code 1 if it fails per fail-on")
     group.addoption("--envcheck-probes", action="store_true", default=False,
                     help="with --envcheck: also run envcheck's live probes (imports torch in child processes)")
+    group.addoption("--envcheck-explain", metavar="FILE", default=None,
+                    help="check the environment as --envcheck does, with the failures that FILE (error output: a "
+                         "traceback, a CI log) shows explained as `envcheck explain FILE` explains them: the header "
+                         "says what was recognised, and a failure it shows stops the session")
     group.addoption("--envcheck-fail-on", choices=_FAIL_ON, default=None,
                     help="with --envcheck: the lowest severity that stops the session (default: the project's "
                          "fail-on, else error)")
@@ -61,13 +66,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # getattr: config.rootpath is pytest >= 6.1; this module is loaded by every pytest that shares an environment
     # with envcheck, old ones included, so it sticks to what they all have (no config.stash either).
     root = getattr(config, "rootpath", None) or getattr(config, "rootdir", None) or Path.cwd()
-    _SESSIONS[config] = _Session(Path(str(root)))
+    _SESSIONS[config] = _Session(Path(str(root)), explain=config.getoption("envcheck_explain", None))
 
 
 @pytest.hookimpl(tryfirst=True)  # before the terminal reporter's own sessionstart, so that the header has the tally
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
-    if not config.getoption("envcheck") or hasattr(config, "workerinput"):  # xdist workers: the controller checks
+    wanted = config.getoption("envcheck") or config.getoption("envcheck_explain") is not None
+    if not wanted or hasattr(config, "workerinput"):  # xdist workers: the controller checks
         return
     from envcheck.errors import EnvcheckError
 
@@ -87,7 +93,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                     "test was run", returncode=EXIT_FINDINGS)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = _SESSIONS.get(config)
     return state.header if state is not None else None
 
@@ -145,9 +151,10 @@ def _strings(value: object, what: str) -> list[str]:
 class _Session:
     """What one pytest session knows: the project's rules and the facts, each collected once and only if needed."""
 
-    def __init__(self, rootpath: Path) -> None:
+    def __init__(self, rootpath: Path, explain: str | None = None) -> None:
         self.rootpath = rootpath
-        self.header: str | None = None
+        self.explain = explain  # error output to explain (--envcheck-explain FILE)
+        self.header: list[str] | None = None
         self._check: Check | None = None
         self._facts: Facts | None = None
         self._verdicts: dict[tuple[str, ...], list[Finding]] = {}
@@ -155,11 +162,21 @@ class _Session:
     def check(self) -> Check:
         """The check of the interpreter pytest runs in (envcheck/pipeline/), with the configuration found from
         pytest's rootdir; static: the probes a session or a marker asks for are run on their own (`facts`). The
-        project's files are not read (no EC98xx): the tests check what they import, not the project's pins."""
+        project's files are not read (no EC98xx): the tests check what they import, not the project's pins. With
+        --envcheck-explain, the log is read now and explained by the check's report (envcheck/pipeline/)."""
         if self._check is None:
             from envcheck.pipeline import Check, CheckOptions
 
-            self._check = Check(CheckOptions(project_dir=self.rootpath, static=True, no_project=True))
+            error_output = None
+            if self.explain is not None:
+                from envcheck.intake.text import decode
+                from envcheck.pipeline import pasted
+                from envcheck.pipeline.stages import ErrorOutput
+
+                data, name = pasted(self.explain)
+                error_output = ErrorOutput(decode(data, name), name)
+            self._check = Check(CheckOptions(project_dir=self.rootpath, static=True, no_project=True,
+                                             error_output=error_output))
         return self._check
 
     def rules(self) -> RuleSet:
@@ -183,7 +200,9 @@ class _Session:
 
         check = self.check()
         report = check.report(self.facts(PROBE_NAMES if probes else ()))
-        self.header = f"envcheck: {tally(report)} ({'with probes' if probes else 'static'}) — {report.python}"
+        self.header = [f"envcheck: {tally(report)} ({'with probes' if probes else 'static'}) — {report.python}"]
+        if report.explained:
+            self.header.append(f"envcheck: explained {report.explained}")
         return report, check.rules.level(fail_on)
 
     def _marker_rules(self, marks: Sequence[pytest.Mark]) -> RulePack:

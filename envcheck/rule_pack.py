@@ -13,6 +13,7 @@ mean the same: an id prefix, any case ("EC01", "ec0201"), or a rule's exact name
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from envcheck.evidence.signatures import parse_signatures
 from envcheck.model import Rule, Severity
 from envcheck.support import input_files
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.resources import builtin_rules_dir
 from envcheck.templates import invalid_placeholder, placeholders
 
@@ -39,12 +39,12 @@ _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundr
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
 _OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fix_without_plan")
-# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck plan` answers).
+# Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck recommend` answers).
 # A rule names one as `plan`, never as `foreach`: a finding never waits for its fix to be plannable.
 PLANS = ("torch.recommended-build", "rocm.recommended-build")
 
 
-@record
+@dataclass(frozen=True)
 class RuleFile:
     """One file of the pack: its area (the file's stem), a title for the docs, and its rules."""
 
@@ -55,7 +55,7 @@ class RuleFile:
     rules: tuple[Rule, ...]
 
 
-@record
+@dataclass(frozen=True)
 class RulePack:
     """Rules and the data tables their derived facts read, loaded and validated together: everything an
     evaluation needs besides the facts. Iterating it gives the rules."""
@@ -79,6 +79,38 @@ def _text(rule: dict[str, Any], key: str, where: Where) -> str:
     if not isinstance(value, str) or not value.strip():
         raise where.at(key).error("expected a non-empty string")
     return value.strip()
+
+
+def _references(raw: object, where: Where, item_fields: tuple[str, ...] | None,
+                ) -> tuple[tuple[str, ...], tuple[tuple[str, str, tuple[str, ...]], ...]]:
+    """A rule's references: https:// URLs, each a string (about every finding of the rule) or, in a `foreach`
+    rule, `{ url = "https://...", item = { FIELD = "value" or ["value", ...] } }`: cited only for the findings whose
+    item has one of those values (a thread about torchaudio is no reference for a finding about torchvision).
+    Returns every URL, and (url, field, values) for each scope."""
+    if not isinstance(raw, list) or not raw:
+        raise where.error("expected a non-empty list of https:// URLs")
+    urls: list[str] = []
+    scoped: list[tuple[str, str, tuple[str, ...]]] = []
+    for i, entry in enumerate(raw):
+        url = entry.get("url") if isinstance(entry, dict) else entry
+        if not isinstance(url, str) or not url.startswith("https://"):
+            raise where.error(f"[{i}]: expected an https:// URL, or a table "
+                              "{ url = \"https://...\", item = { FIELD = \"value\" } }")
+        if isinstance(entry, dict):
+            item = entry.get("item")
+            if set(entry) != {"url", "item"} or not isinstance(item, dict) or not item:
+                raise where.error(f"[{i}]: a table takes exactly `url` and `item` (the item fields it is about)")
+            if item_fields is None:
+                raise where.error(f"[{i}]: `item` scopes a reference to a foreach rule's items; this rule has none")
+            for field, values in item.items():
+                values = [values] if isinstance(values, str) else values
+                if field not in item_fields:
+                    raise where.error(f"[{i}]: item field {field!r} is not one of {', '.join(item_fields)}")
+                if not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values):
+                    raise where.error(f"[{i}]: item.{field}: expected a value or a list of values")
+                scoped.append((url, field, tuple(values)))
+        urls.append(url)
+    return tuple(urls), tuple(scoped)
 
 
 def _check_placeholders(text: str, where: Where, item_fields: tuple[str, ...] | None,
@@ -173,10 +205,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
     if plan is not None and not any(name.lstrip("*").startswith("plan.") for name in used):
         raise at("plan").error("neither 'fix' nor 'commands' uses it (write {plan.KEY} where the plan goes)")
 
-    refs = raw["references"]
-    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.startswith("https://")
-                                                         for r in refs):
-        raise at("references").error("expected a non-empty list of https:// URLs")
+    refs, scoped = _references(raw["references"], at("references"), item_fields)
 
     return Rule(
         id=rule_id,
@@ -186,7 +215,8 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         why=texts["why"],
         fix=texts["fix"],
         commands=tuple(commands),
-        references=tuple(refs),
+        references=refs,
+        scoped_references=scoped,
         applies=parse(raw["applies"], at("applies")) if "applies" in raw else ALWAYS,
         when=parse(raw["when"], at("when")) if "when" in raw else ALWAYS,
         foreach=foreach,

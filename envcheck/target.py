@@ -3,7 +3,7 @@
 envcheck is often installed where it cannot see the project: `pipx install`, `uv tool install`, `uvx` and
 pre-commit each give it an isolated environment of its own. Checking that environment would report on envcheck's
 few dependencies and say nothing about the project. So the interpreter is chosen in this order, the first that
-applies winning (README.md, "Which environment is checked"):
+applies winning (docs/usage.md, "Which environment is checked"):
 
 1. `--python PATH` (the library's `python=`);
 2. an activated environment: `$VIRTUAL_ENV`, then `$CONDA_PREFIX` unless it is conda's base environment;
@@ -39,13 +39,13 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from envcheck.errors import EnvcheckError
 from envcheck.model import Target
 from envcheck.support import input_files
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 _UV_CACHE_BUCKET = lazy(r"archive-v\d+")
 _UV_WORKSPACE = lazy(r"^\s*\[tool\.uv\.workspace\]", re.MULTILINE)
@@ -58,7 +58,7 @@ class TargetError(EnvcheckError):
     """The interpreter to check cannot be decided, or what names it holds none (exit 2, one line)."""
 
 
-@record
+@dataclass(frozen=True)
 class Surroundings:
     """What discovery reads besides the file system: the working directory, the environment variables, and the
     interpreter envcheck runs in. `current()` gives the real ones; tests give their own."""
@@ -113,6 +113,22 @@ def tool_environment(prefix: str | os.PathLike[str]) -> str | None:
     if _UV_CACHE_BUCKET.fullmatch(real.parent.name) and (real.parent.parent / "CACHEDIR.TAG").is_file():
         return "a throwaway environment of uvx / uv tool run (in uv's cache)"
     return None
+
+
+def pytest_plugin_note(target: Target | None, installed: set[str], own_prefix: str | None = None) -> str:
+    """A sentence for the report when `pytest --envcheck` cannot work in the checked environment although pytest
+    is there: envcheck runs from an isolated tool environment (pipx, `uv tool`, uvx) and is not installed beside
+    pytest, whose plugins are those of its own environment (`installed`: its distributions' canonical names).
+    "" otherwise, and for a snapshot, which is no environment pytest runs in."""
+    if target is None or target.in_process or target.source == "snapshot":
+        return ""
+    if "pytest" not in installed or "envcheck-ml" in installed:
+        return ""
+    tool = tool_environment(sys.prefix if own_prefix is None else own_prefix)
+    if tool is None:
+        return ""
+    return (f"pytest here cannot load envcheck's plugin (`pytest --envcheck`): envcheck runs from {tool}; "
+            "install envcheck into this environment, beside pytest, to use it")
 
 
 def shown(path: Path, cwd: Path) -> str:

@@ -38,16 +38,27 @@ def about_torch(rule: Rule) -> bool:
     return any(_names_torch(leaf) for part in (rule.applies, rule.when) for leaf in part.leaves())
 
 
-def unseen(rules: Iterable[Rule], facts: Facts, findings: Sequence[Finding]) -> tuple[str, ...]:
-    """One sentence per thing the verdicts could not see; empty when they saw all they asked about."""
+def unchecked(rules: Iterable[Rule], facts: Facts, findings: Sequence[Finding]) -> int:
+    """How many rules about torch found nothing because there is no torch to look at; 0 where torch is installed."""
     if facts.active(TORCH) is not None or (facts.torch is not None and facts.torch.location):
-        return ()  # installed (a torch on the path without metadata has a build read from its folder)
+        return 0  # installed (a torch on the path without metadata has a build read from its folder)
     ids = {rule.id for rule in rules if about_torch(rule)}
-    idle = {f.rule_id for f in findings if f.rule_id in ids and f.status in _IDLE}
-    if not idle:
+    return len({f.rule_id for f in findings if f.rule_id in ids and f.status in _IDLE})
+
+
+def said(reason: str, count: int) -> str:
+    """The sentence: `reason` (why there is no torch to look at), then how many rules were not checked."""
+    rules_were = f"{count} rule about torch was" if count == 1 else f"{count} rules about torch were"
+    return f"{reason}, so {rules_were} not checked"
+
+
+def unseen(rules: Iterable[Rule], facts: Facts, findings: Sequence[Finding]) -> tuple[str, ...]:
+    """One sentence per thing the verdicts could not see; empty when they saw all they asked about. (A declared
+    machine's report says its own, from the project's pins: envcheck/machines/check.py.)"""
+    count = unchecked(rules, facts, findings)
+    if not count:
         return ()
-    rules_were = f"{len(idle)} rule about torch was" if len(idle) == 1 else f"{len(idle)} rules about torch were"
     if facts.absence_known(TORCH):
-        return (f"torch is not installed here, so {rules_were} not checked",)
+        return (said("torch is not installed here", count),)
     source = "the report" if facts.origin.startswith("report:") else "the snapshot"  # a partial package list
-    return (f"{source} does not say whether torch is installed, so {rules_were} not checked",)
+    return (said(f"{source} does not say whether torch is installed", count),)

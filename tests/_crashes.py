@@ -32,9 +32,9 @@ def watch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     crashes: list[str] = []
     step: Callable[..., Any] = engine._verdicts
 
-    def watched(rule: Any, ctx: Any) -> Any:
+    def watched(rule: Any, *args: Any, **kwargs: Any) -> Any:  # whatever else the step is given, passed on
         try:
-            return step(rule, ctx)
+            return step(rule, *args, **kwargs)
         except EnvcheckError:
             raise
         except Exception as exc:

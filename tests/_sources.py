@@ -1,6 +1,6 @@
 """envcheck's source files that run in envcheck's own process: every module but the two that run standalone inside
 the checked interpreter (standard library only, Python 3.8; CONTRIBUTING.md, "Risky to touch"). The import-cost
-guards (tests/test_records.py, tests/test_patterns.py) read these."""
+guard (tests/test_patterns.py) reads these."""
 
 from __future__ import annotations
 

@@ -247,9 +247,9 @@ def test_explicit_config_option_on_the_command_line(tmp_path: Path) -> None:
     assert (missing.exit_code, missing.output) == (2, f"envcheck: error: {tmp_path / 'absent.toml'}: no such file\n")
 
 
-def test_readme_documents_every_key() -> None:
-    """The README's configuration table has a row for every key the loader accepts, and no row for any other."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Project policy", 1)[1].split("\n## ", 1)[0]
+def test_manual_documents_every_key() -> None:
+    """The manual's configuration table has a row for every key the loader accepts, and no row for any other."""
+    manual = (Path(__file__).resolve().parent.parent / "docs" / "usage.md").read_text(encoding="utf-8")
+    section = manual.split("## Project policy", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `")]
     assert rows == list(config_mod.KEYS)

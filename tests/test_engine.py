@@ -407,11 +407,16 @@ def test_error_output_adds_to_a_finding_the_facts_give(tmp_path: Path) -> None:
 
 
 def test_error_output_fires_a_rule_the_facts_pass(tmp_path: Path) -> None:
-    """The failure happened: a rule whose `when` the facts answer false is still a finding from the text."""
-    finding = _observed_finding(tmp_path, 'when = { package = "torch>=2.6" }\nsummary = "s"\nfix = "f"\n',
+    """The failure happened: a rule whose `when` this environment's facts answer false is still a finding from the
+    text, told as the output's (the rule's own text would state it of this environment) and with no command."""
+    finding = _observed_finding(tmp_path, 'when = { package = "torch>=2.6" }\nsummary = "s"\nfix = "f"\n'
+                                          'commands = [["{python}", "-m", "pip", "install", "torch>=2.6"]]\n',
                                 _seen({"package": "x"}))
-    assert (finding.status, finding.summary, finding.evidence) == (
-        Status.FAIL, "s", "the error output shows it (log.txt, line 1: «went wrong 1»)")
+    assert (finding.status, finding.summary, finding.fix, finding.commands) == (
+        Status.FAIL, "rule ec9001: the error output shows it", _FALLBACK_FIX, ())
+    assert finding.evidence == (
+        "the error output shows it (log.txt, line 1: «went wrong 1»); judged on what the error output states alone "
+        "(this environment's facts say otherwise: not found: fires when `torch>=2.6` is installed)")
 
 
 _FOREACH = ('foreach = "requirements.missing"\nsummary = "{item.package} needs torch {item.installed}"\n'
@@ -436,9 +441,10 @@ def test_error_output_of_a_foreach_rule_names_its_item(tmp_path: Path, captures:
                                                        facts: dict[str, str], summary: str, fix: str,
                                                        commands: tuple[tuple[str, ...], ...],
                                                        item: dict[str, str]) -> None:
-    """With no item in the facts (nothing is missing there), the error output's captures are the item: its text
-    and commands are written where they state every value they name, and nothing is guessed."""
-    finding = _observed_finding(tmp_path, _FOREACH, _seen(captures, facts=facts))
+    """With no item in the facts (a pasted report names no missing requirement), the error output's captures are
+    the item: its text and commands are written where they state every value they name, and nothing is guessed."""
+    pasted = dataclasses.replace(FACTS, origin="report:log.txt")  # a pasted report's facts: nothing to weigh
+    finding = _observed_finding(tmp_path, _FOREACH, _seen(captures, facts=facts), facts=pasted)
     assert (finding.summary, finding.fix, finding.commands) == (summary, fix, commands)
     assert finding.item is not None
     assert {k: v for k, v in finding.item.items() if v or k in item} == item

@@ -379,6 +379,23 @@ def test_other_commands_need_allow_other(workdir: Path) -> None:
     assert "remaining (1):\n  ✗ EC9810 needs-other: needs-other fires" in allowed.output
 
 
+def test_a_note_is_not_a_remaining_problem(workdir: Path) -> None:
+    """An info note that the check still gives after the fix is listed as a note (`i`), never as "✗ remaining":
+    it is information, not a problem; the error beside it, which its command did not cure, remains."""
+    rules = _rules(workdir, **{"needs-other": _writes("ran")})
+    text = (rules / "fixes.toml").read_text(encoding="utf-8")
+    note = RULE.format(id="EC9830", name="a-note", commands=_writes("noted")).replace('"error"', '"info"')
+    (rules / "fixes.toml").write_text(text + note, encoding="utf-8")
+    result = run("fix", "--yes", "--allow-other", "--static", "--no-config", "--rules", str(rules), "--select",
+                 "EC98")
+    assert (workdir / "ran").exists()
+    assert result.exit_code == 1, result.output
+    outcome = result.output[result.output.index("before: "):]
+    assert "remaining (1):\n  ✗ EC9810 needs-other: needs-other fires\n" in outcome
+    assert "notes (1):\n  i EC9830 a-note: a-note fires\n" in outcome
+    assert "✗ EC9830" not in outcome and "! EC9830" not in outcome
+
+
 def test_only_the_shipped_pack_is_shipped(tmp_path: Path) -> None:
     """rules.shipped: every rule of the pack is; a rule directory's and the policy's (EC99xx) are not."""
     from envcheck import config as config_mod

@@ -4,6 +4,7 @@ each), its near misses, and the bounds on reading it (envcheck/intake/prose/).""
 from __future__ import annotations
 
 import gc
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -406,3 +407,21 @@ def test_an_amd_gpu_names_the_rocm_rules_gpu() -> None:
     text = "GPU: AMD Radeon RX 5700 XT\ntorch 2.3.1+rocm5.7\n"
     result = CliRunner().invoke(cli, ["check", "--static", "--report", "-"], input=text)
     assert "EC1401" in result.output, result.output
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
+def test_python_torch_and_os_are_read_in_any_order(order: tuple[int, ...]) -> None:
+    """"Python 3.11, torch 2.5.1+cpu, Windows 11" states all three whichever comes first: a line that opens with
+    "Python X.Y" and goes on is a sentence, not the interpreter's banner."""
+    parts = ("Python 3.11", "torch 2.5.1+cpu", "Windows 11")
+    facts = read_report((", ".join(parts[i] for i in order) + "\n").encode(), "pasted.md")
+    assert facts.python.version == "3.11" and facts.python.platform == "win32"
+    assert facts.torch is not None and facts.torch.version == "2.5.1+cpu"
+
+
+@pytest.mark.parametrize("line", ["GPU: Tesla T4, NVIDIA driver 470.82.01", "NVIDIA driver 470.82.01, GPU: Tesla T4",
+                                  "Driver: 470.82.01, GPU: Tesla T4"])
+def test_a_gpu_line_reads_the_driver_beside_it(line: str) -> None:
+    facts = read_report(f"{line}\n".encode(), "pasted.md")
+    assert facts.nvml is not None and facts.nvml.driver_version == "470.82.01"
+    assert [d.name for d in facts.nvml.devices] == ["T4"] or "T4" in (facts.nvml.devices[0].name or "")

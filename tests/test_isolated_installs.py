@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from conftest import BIN, clean_env
+from conftest import BIN, clean_env, write_dist
 from test_target_cli import make_broken_env
 
 pytestmark = pytest.mark.slow
@@ -158,8 +158,16 @@ def test_uv_tool_install(project: Path, nowhere: Path, wheelhouse: Path, wheel: 
               sys.executable, wheel], cwd=nowhere, env=env))
     installed = state / "uv-bin" / ("envcheck.exe" if os.name == "nt" else "envcheck")
     _assert_refused(_run([installed, "--static"], cwd=nowhere, env=env), "`uv tool install`")
-    _assert_checked(_run([installed, "--static"], cwd=project, env=env), project / ".venv" / BIN / "python",
-                    "from ./.venv")
+    checked = _run([installed, "--static"], cwd=project, env=env)
+    _assert_checked(checked, project / ".venv" / BIN / "python", "from ./.venv")
+    assert "pytest here" not in checked.stdout  # no pytest in the project's venv: nothing to say about its plugin
+    (site,) = [*(project / ".venv").glob("lib/python*/site-packages"), *(project / ".venv").glob("Lib/site-packages")]
+    write_dist(site, "pytest", "8.3.5")
+    with_pytest = _run([installed, "--static"], cwd=project, env=env)
+    _assert_checked(with_pytest, project / ".venv" / BIN / "python", "from ./.venv")
+    assert ("pytest here cannot load envcheck's plugin (`pytest --envcheck`): envcheck runs from the isolated "
+            "environment of `uv tool install`; install envcheck into this environment, beside pytest, to use it"
+            ) in with_pytest.stdout.splitlines()
 
 
 @pytest.fixture(scope="module")

@@ -253,7 +253,7 @@ def test_json_has_one_schema_valid_report_per_machine_with_each_findings_pin(pro
     assert [rtx["report"]["findings"][i]["id"] for i in failed] == ["EC0401"]
     assert rtx["about"][failed[0]] == "torch"
     assert {"name": "torch", "written": "torch==2.5.1+cu124", "version": "2.5.1+cu124", "file": "requirements.txt",
-            "line": 2, "index": "https://download.pytorch.org/whl/cu124"} in rtx["pins"]
+            "line": 2, "index": "https://download.pytorch.org/whl/cu124", "also": []} in rtx["pins"]
     assert all(not f["commands"] for m in data["machines"] for f in m["report"]["findings"])
 
 

@@ -83,14 +83,18 @@ def test_uv_lock_gives_the_same_verdicts_as_the_requirements_file(locked: Path) 
     assert "✗ EC0401 gpu-architecture-not-in-torch-build" in rtx
     assert f"[torch 2.5.1+cu124, uv.lock:{torch_line}]" in " ".join(rtx.split())
     flat = " ".join(rtx.split())
-    assert f"in place of torch 2.5.1+cu124 (uv.lock:{torch_line}, required as torch==2.5.1 in pyproject.toml:5)" \
-        in flat
+    # pyproject.toml's own torch==2.5.1 would keep uv from locking the new build: it changes with the lock.
+    assert f"in place of torch 2.5.1+cu124 (uv.lock:{torch_line}); torch==2.11.0 in place of torch==2.5.1 " \
+           "(pyproject.toml:5)" in flat
     assert "`uv lock --upgrade-package torch --upgrade-package torchvision`" in flat
     assert "/whl/cu128" in flat
     assert "✗" not in by_machine["train"] and "! EC" not in by_machine["train"]
     mac = by_machine["intel-mac"]
     assert f"intel-mac: uv.lock:{torch_line} requires torch==2.5.1+cu124" in " ".join(mac.split())
     assert "✗ EC1601" in mac
+    # Its tally says why it has no torch to look at, from the lock: not that "the snapshot does not say".
+    assert (f"torch 2.5.1+cu124 (uv.lock:{torch_line}) has no wheel for Python 3.12 on macos-x86_64: it installs "
+            "no torch there, so ") in " ".join(mac.split())
 
 
 def test_github_annotation_of_a_lock_is_on_the_pins_line(locked: Path) -> None:

@@ -57,7 +57,7 @@ def test_a_driver_too_old_for_torch_fails_without_a_gpu_list_and_says_what_to_do
     finding = _one(facts, "EC0403")
     assert finding.status is Status.FAIL
     assert finding.commands == ()
-    assert "supports CUDA 12.1" in finding.fix and "envcheck plan" in finding.fix
+    assert "supports CUDA 12.1" in finding.fix and "envcheck recommend" in finding.fix
     assert "{" not in finding.fix
 
 

@@ -46,6 +46,11 @@ def test_manifest_declares_the_hook_as_documented() -> None:
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return hook_repository(tmp_path_factory)
+
+
+def hook_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository whose .pre-commit-hooks.yaml is this checkout's (the module docstring says which)."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     tracked = _git("ls-files", "--error-unmatch", ".pre-commit-hooks.yaml", cwd=ROOT)

@@ -132,13 +132,38 @@ def test_evidence_names_the_probe_or_the_version_range_that_decided() -> None:
     naming the probe that did not run."""
     with_probe = evaluate(PACK.only([BY_ID["EC0502"]]), _snapshot(CASES["EC0502"]["fires"])).findings[0]
     assert with_probe.status is Status.WARN
-    static = {k: v for k, v in CASES["EC0502"]["fires"].items() if k != "probes"}
+    static = {k: v for k, v in CASES["EC0503"]["fires"].items() if k != "probes"}
     pack = PACK.only([BY_ID["EC0502"], BY_ID["EC0503"]])
     by_id = {f.rule_id: f for f in evaluate(pack, _snapshot(static)).findings}
     assert not by_id["EC0502"].status.is_finding
     assert by_id["EC0503"].status is Status.INFO
     assert by_id["EC0503"].evidence.startswith("torch build: version")
     assert "probe transformer-fastpath (not run" in by_id["EC0503"].evidence
+
+
+@pytest.mark.parametrize(("change", "expect"), [
+    pytest.param({}, Status.INFO, id="cpu-build-with-lightning"),
+    pytest.param({"dists": [["torch", "2.5.1"], ["pytorch-lightning", "2.2.0"]]}, Status.INFO,
+                 id="pytorch-lightning"),
+    pytest.param({"dists": [["torch", "2.5.1"]]}, Status.NA, id="no-lightning"),
+    pytest.param({"torch": {"version": "2.6.0+cpu"}, "dists": [["torch", "2.6.0"], ["lightning", "2.4.0"]]},
+                 Status.PASS, id="fixed-release"),
+    # A CUDA build on a machine without an NVIDIA GPU computes on the CPU: Lightning autocasts there.
+    pytest.param({"torch": {"version": "2.5.1+cu124", "cuda": "12.4"},
+                  "nvml": {"status": "no-driver", "devices": []}}, Status.INFO, id="cuda-build-without-gpu"),
+    # A GPU machine whose GPUs NVML could not list: unknown, so not said.
+    pytest.param({"torch": {"version": "2.5.1+cu124", "cuda": "12.4"},
+                  "nvml": {"status": "unavailable", "devices": []}}, Status.SKIPPED, id="gpus-unknown"),
+])
+def test_the_fastpath_note_needs_lightning_on_the_cpu(change: dict[str, Any], expect: Status) -> None:
+    """EC0503 notes the CPU bf16 autocast bug from torch's version only where its mechanism is likely: Lightning is
+    installed and torch computes on the CPU (a CPU build, or no GPU for its build); on a GPU, Lightning autocasts on
+    CUDA, which the fast path checks, and the note stays away."""
+    case = {**CASES["EC0503"]["fires"], **change}
+    finding = evaluate(PACK.only([BY_ID["EC0503"]]), _snapshot(case)).findings[0]
+    assert finding.status is expect, (finding.summary, finding.missing)
+    if expect is Status.INFO:
+        assert finding.commands[0][:5] == ("/opt/venv/bin/python", "-m", "pip", "install", "torch>=2.6")
 
 
 def test_a_torch_requirement_no_wheel_satisfies_is_reported_once_without_an_install_command() -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from envcheck.cli.output import Seconds as _Seconds
+from envcheck.cli.check_options import CHECKING, POLICY, PROJECT, SOURCES, offer, option_of
 from envcheck.cli.output import clip as _clip
 from envcheck.cli.output import error_line as _error_line
 from envcheck.cli.output import use_color as _use_color
@@ -27,10 +27,8 @@ from envcheck.version import __version__
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.facts.observed import Observation
     from envcheck.model import Report
     from envcheck.pipeline import CheckOptions
-    from envcheck.pipeline.stages import RuleSet
     from envcheck.remedy.fix import Step
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -107,18 +105,6 @@ class _Group(click.Group):
             raise click.exceptions.Exit(EXIT_INTERNAL) from None
 
 
-_rules_option = click.option(
-    "--rules", "rule_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-    help="An extra directory of rule files (repeatable).",
-)
-_probe_timeout_option = click.option(
-    "--probe-timeout", type=_Seconds(0.5), default=120.0, show_default=True, metavar="SECONDS",
-    help="Kill a probe that has not finished after this long (its process group goes with it); the same bound holds "
-         "for the fact collector in another interpreter.",
-)
-_no_cache_option = click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
-
-
 class _ProgressLine(ProgressLine):
     """The probes' status line (envcheck.support.output_text.ProgressLine), written through click."""
 
@@ -126,95 +112,17 @@ class _ProgressLine(ProgressLine):
         click.echo(text, err=True, nl=False)
 
 
-_python_option = click.option(
-    "--python", "python", metavar="PATH",
-    help="The interpreter to check (a venv's bin/python); envcheck need not be installed there. Default: "
-         "$VIRTUAL_ENV, $CONDA_PREFIX, the project's .venv / venv at or above the working directory, else "
-         "envcheck's own interpreter (see the README: which environment is checked).",
-)
-
-
-_config_option = click.option(
-    "--config", "config_file", metavar="FILE",
-    help="Read the project's configuration from FILE (an envcheck.toml, or a pyproject.toml with "
-         "[tool.envcheck]) instead of the nearest one at or above the working directory.",
-)
-_no_config_option = click.option("--no-config", is_flag=True, help="Use no configuration file.")
-_require_option = click.option(
-    "--require", multiple=True, metavar="REQ",
-    help="A PEP 508 requirement that must be installed and satisfied, added to the configuration's `require` "
-         "(repeatable): --require 'torch>=2.6'.",
-)
-_forbid_option = click.option(
-    "--forbid", multiple=True, metavar="REQ",
-    help="A PEP 508 requirement that must not be installed (in that range), added to `forbid` (repeatable).",
-)
 _fail_on_option = click.option(
     "--fail-on", type=click.Choice(FAIL_ON_LEVELS), default=None,
     help="Lowest severity that makes the exit code 1 (default: the configuration's fail-on, else error).",
 )
-_select_option = click.option(
-    "--select", multiple=True, metavar="ID",
-    help="Only these rules: ids, id prefixes (EC01) or names; repeatable or comma-separated. Replaces the "
-         "configuration's select; the project's own policy rules (EC99xx) always run.",
-)
-_ignore_option = click.option("--ignore", multiple=True, metavar="ID",
-                              help="Skip these rules (same forms as --select); adds to the configuration's ignore.")
-_static_option = click.option("--static", is_flag=True,
-                              help="Static tier only: packages, torch build, modules, NVML (no probes).")
-
-
-def _options(*decorators: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def apply(fn: Any) -> Any:
-        for decorator in reversed(decorators):
-            fn = decorator(fn)
-        return fn
-
-    return apply
-
-
-_policy_options = _options(_config_option, _no_config_option, _require_option, _forbid_option)
-
-
-def _project(ctx: click.Context, param: click.Parameter, value: object) -> object:
-    """Collects the four project options into one ProjectOptions, passed to the command as `project`."""
-    ctx.meta.setdefault("envcheck.project", {})[param.name] = value
-    return value
-
-
-# The project's own files (envcheck/project/): read at or above the working directory unless --no-project.
-_project_options = _options(
-    click.option("--requirements", "requirements", multiple=True, metavar="FILE", expose_value=False,
-                 callback=_project, help="Read this requirements file (or lock, or environment.yml) instead of "
-                                         "the project's requirements.txt (repeatable)."),
-    click.option("--extra", "extras", multiple=True, metavar="NAME", expose_value=False, callback=_project,
-                 help="Also check the project's optional dependencies NAME (repeatable)."),
-    click.option("--group", "groups", multiple=True, metavar="NAME", expose_value=False, callback=_project,
-                 help="Also check the project's dependency group NAME, PEP 735 (repeatable)."),
-    click.option("--no-project", "no_project", is_flag=True, expose_value=False, callback=_project,
-                 help="Do not read the project's pyproject.toml, requirements.txt, environment.yml or lock."),
-)
-
-
-def _check_options() -> CheckOptions:
-    """The check's options from the running command's (envcheck/pipeline/)."""
-    from envcheck.pipeline import CheckOptions
-
-    ctx = click.get_current_context()
-    return CheckOptions.from_command(ctx.params, ctx.meta.get("envcheck.project", {}))
-
-
-# What `check` and `explain` share after where the facts come from: the rules, the project's policy and files, and
-# how the report reads.
-_report_options = _options(
-    _rules_option, _policy_options, _project_options,
-    click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules."),
-    click.option("--color/--no-color", default=None, help="Colour the text report (default: on a terminal, "
-                 "unless NO_COLOR is set)."),
-)
-# What `check` and `fix` share: which verdicts count, which rules run, how facts are gathered, the project policy.
-_checking_options = _options(_fail_on_option, _select_option, _ignore_option, _static_option, _probe_timeout_option,
-                             _no_cache_option, _python_option)
+_format_option = click.option("--format", "fmt", type=click.Choice(ReportFormat.names()), default="text",
+                              show_default=True)
+_output_option = click.option("-o", "--output", metavar="FILE",
+                              help="Write the report to FILE instead of standard output.")
+_verbose_option = click.option("-v", "--verbose", is_flag=True, help="Also list passed, n/a and skipped rules.")
+_color_option = click.option("--color/--no-color", default=None, help="Colour the text report (default: on a "
+                             "terminal, unless NO_COLOR is set).")
 
 
 def _also(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[tuple[ReportFormat, str]]:
@@ -238,29 +146,24 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(ReportFormat.names()), default="text", show_default=True)
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
+@_format_option
+@_output_option
 @click.option("--also", "also", multiple=True, metavar="FORMAT=FILE", callback=_also,
               help="Also write the report in FORMAT to FILE (repeatable): --also junit=envcheck.xml.")
-@_checking_options
-@click.option("--facts", "facts_file", metavar="FILE", help="Evaluate a snapshot saved by `envcheck facts -o`.")
-@click.option("--report", "report_file", metavar="FILE|-", help="Evaluate the environment a pasted report "
-              "describes (collect_env, pip list/freeze, conda list, nvidia-smi; markdown welcome).")
-@_report_options
+@_fail_on_option
+@offer(*CHECKING, *SOURCES, *POLICY, *PROJECT)
+@_verbose_option
+@_color_option
 @click.option("--machine", "machines", multiple=True, metavar="NAME|all",
               help="Judge what the project pins (its lock, else its pinned requirements) for a machine declared "
                    "in the configuration ([[tool.envcheck.machines]]), without that machine: one report per "
                    "machine (repeatable; `all`: every one). The local environment is not checked.")
-def check(fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: str | None, select: tuple[str, ...],
-          ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-          facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,
-          no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
-          color: bool | None, machines: tuple[str, ...]) -> None:
+def check(options: CheckOptions, fmt: str, output: str | None, also: list[tuple[str, str]], fail_on: str | None,
+          verbose: bool, color: bool | None, machines: tuple[str, ...]) -> None:
     """Check the environment and print a verdict per rule (the default command)."""
     from envcheck.pipeline import run
     from envcheck.report import render
 
-    options = _check_options()
     if machines:
         _check_machines(machines, options, fail_on, fmt, output, also, verbose, color)
     report, rules = run(options, progress=_ProgressLine())
@@ -298,17 +201,13 @@ def _error_output(source: str) -> tuple[str, str]:
 
 @cli.command()
 @click.argument("source", metavar="[FILE|-]", default="-")
-@click.option("--format", "fmt", type=click.Choice(ReportFormat.names()), default="text", show_default=True)
-@click.option("-o", "--output", metavar="FILE", help="Write the report to FILE instead of standard output.")
-@_checking_options
-@click.option("--facts", "facts_file", metavar="FILE", help="Explain for a snapshot saved by `envcheck facts -o`.")
-@click.option("--report", "report_file", metavar="FILE|-", help="Explain for the environment a pasted report "
-              "describes (collect_env, pip list/freeze, conda list, nvidia-smi; markdown welcome).")
-@_report_options
-def explain(source: str, fmt: str, output: str | None, fail_on: str | None, select: tuple[str, ...],
-            ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-            facts_file: str | None, report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None,
-            no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], verbose: bool,
+@_format_option
+@_output_option
+@_fail_on_option
+@offer(*CHECKING, *SOURCES, *POLICY, *PROJECT)
+@_verbose_option
+@_color_option
+def explain(options: CheckOptions, source: str, fmt: str, output: str | None, fail_on: str | None, verbose: bool,
             color: bool | None) -> None:
     """Explain error output (a traceback, a CI log) for this environment: the failures it shows, their cause, the
     lines and facts that show it, and the fix; then the rest of the check. Same formats and exit codes as check.
@@ -317,41 +216,22 @@ def explain(source: str, fmt: str, output: str | None, fail_on: str | None, sele
     """
     import dataclasses
 
-    from envcheck.evidence.join import summary
-    from envcheck.evidence.signatures import scan
     from envcheck.pipeline import run
+    from envcheck.pipeline.stages import ErrorOutput
     from envcheck.report import render
 
-    if report_file == "-" and source == "-":
+    if options.report_file == "-" and source == "-":
         raise click.UsageError("explain: standard input cannot be both the error output and --report")
     text, name = _error_output(source)
-    seen: list[Observation] = []
-
-    def recognise(rules: RuleSet) -> list[Observation]:
-        seen.extend(scan(text, [s for rule in rules.every for s in rule.signatures], source=name))
-        return seen
-
-    report, rules = run(_check_options(), progress=_ProgressLine(), explain=recognise)
-    report = dataclasses.replace(report, explained=summary(name, text.count("\n") + (not text.endswith("\n")),
-                                                            seen))
+    report, rules = run(dataclasses.replace(options, error_output=ErrorOutput(text, name)), progress=_ProgressLine())
     _write(render(report, fmt, color=_use_color(color, output), verbose=verbose), output)
     raise click.exceptions.Exit(EXIT_FINDINGS if report.at_or_above(rules.level(fail_on)) else EXIT_CLEAN)
 
 
 @cli.command()
 @click.option("-o", "--output", metavar="FILE", help="Write the snapshot to FILE instead of standard output.")
-@click.option("--static", is_flag=True, help="Leave out the live probes.")
-@_probe_timeout_option
-@_no_cache_option
-@_python_option
-@click.option("--report", "report_file", metavar="FILE|-", help="Read the facts from a pasted report instead "
-              "(collect_env, pip list/freeze, conda list, nvidia-smi); what it does not state stays unknown.")
-@_rules_option
-@_config_option
-@_no_config_option
-@_project_options
-def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-          report_file: str | None, rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool) -> None:
+@offer("static", "probe_timeout", "use_cache", "python", "report_file", "rule_dirs", "config", "no_config", *PROJECT)
+def facts(options: CheckOptions, output: str | None) -> None:
     """Print the facts snapshot (JSON) that `envcheck check --facts FILE` can evaluate elsewhere."""
     import json
 
@@ -359,14 +239,14 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
     from envcheck.pipeline import Check
 
     # The configuration's rule directories decide what is collected (the modules and files their rules read).
-    check = Check(_check_options())
+    check = Check(options)
     snapshot = check.facts(_ProgressLine())
     data = snapshot.to_dict()
     # Derived facts are recomputed whenever a snapshot is read; they are written out for the human reader only,
     # and so is how the interpreter was chosen (a snapshot's `check --facts` names the snapshot instead; a pasted
     # report's target line is no interpreter that was found).
     data["derived"] = Derived(snapshot, check.rules.every.tables).all()
-    if report_file is None and check.target is not None:
+    if options.report_file is None and check.target is not None:
         data["target"] = check.target.to_dict()
     _write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", output)
 
@@ -376,7 +256,7 @@ def facts(output: str | None, static: bool, probe_timeout: float, no_cache: bool
 @click.option("--all", "show_all", is_flag=True, help="Document every rule of the pack.")
 @click.option("--fleet", "show_fleet", is_flag=True, help="Document every fleet check (EC10xx, `envcheck fleet`).")
 @click.option("--format", "fmt", type=click.Choice(DocFormat.names()), default="text", show_default=True)
-@_rules_option
+@option_of("rule_dirs")
 def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_dirs: tuple[Path, ...]) -> None:
     """Explain rules and fleet checks: what each detects, why it matters, how to fix it, and its references.
 
@@ -418,10 +298,10 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 @cli.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--format", "fmt", type=click.Choice(ProbeFormat.names()), default="text", show_default=True)
-@_probe_timeout_option
-@_no_cache_option
-@_python_option
-def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool, python: str | None) -> None:
+@option_of("probe_timeout")
+@option_of("use_cache")
+@option_of("python")
+def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, use_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
     from envcheck import rule_pack
     from envcheck.pipeline.stages import gather
@@ -437,7 +317,7 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, no_cache: bool
     snapshot = gather(rule_pack.load(()), python=target)
     progress = _ProgressLine()
     try:
-        probed = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout, use_cache=not no_cache,
+        probed = run_probes(snapshot, names or PROBE_NAMES, timeout_s=probe_timeout, use_cache=use_cache,
                             progress=progress)
     finally:
         progress.clear()
@@ -488,14 +368,9 @@ def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
 @click.option("--allow-other", is_flag=True,
               help="Also run commands that are not pip / uv pip / conda commands for the checked interpreter, and "
                    "installer commands of project rules that name an index, a path or a requirements file.")
-@_checking_options
-@_rules_option
-@_policy_options
-@_project_options
-def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select: tuple[str, ...],
-        ignore: tuple[str, ...], static: bool, probe_timeout: float, no_cache: bool, python: str | None,
-        rule_dirs: tuple[Path, ...], config_file: str | None, no_config: bool, require: tuple[str, ...],
-        forbid: tuple[str, ...]) -> None:
+@_fail_on_option
+@offer(*CHECKING, *POLICY, *PROJECT)
+def fix(options: CheckOptions, dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None) -> None:
     """Run the commands that fix the problems found (after showing them and asking), then check again."""
     from envcheck.pipeline import Check
     from envcheck.remedy import fix as fix_mod
@@ -503,7 +378,7 @@ def fix(dry_run: bool, yes: bool, allow_other: bool, fail_on: str | None, select
     from envcheck.rule_pack import shipped
     from envcheck.support.output_text import shell
 
-    check = Check(_check_options())
+    check = Check(options)
     rules, target = check.rules, check.target
     level = rules.level(fail_on)
     assert target is not None  # fix takes no --facts or --report: an interpreter was found

@@ -52,13 +52,14 @@ def applies(argv: Sequence[str]) -> bool:
 
 def _check(recording: Recording | None, static: bool) -> tuple[str, int, list[Path]]:
     """The report's text, the exit code, and the rule directories the pack was made of."""
-    from envcheck.pipeline import CheckOptions, run
+    from envcheck.pipeline import run
+    from envcheck.pipeline.options import CheckOptions
     from envcheck.report import render
     from envcheck.rule_pack import builtin_rules_dir
     from envcheck.support.output_text import ProgressLine, printable, use_color
 
     # Every option at the command line's default: the options click would pass for this argument list.
-    options = CheckOptions.from_command({"static": static}, {})
+    options = CheckOptions.command_line(static=static)
     report, rules = run(options, progress=ProgressLine(), recording=recording)
     text = printable(render(report, "text", color=use_color(None, None), verbose=False),
                      getattr(sys.stdout, "encoding", None))

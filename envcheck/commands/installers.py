@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from envcheck.commands import conda
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
-from envcheck.support.records import record
 
 # `uv pip` has these subcommands with pip's meaning; pip's others (download, wheel, ...) have no uv counterpart.
 _UV_SUBCOMMANDS = frozenset({"install", "uninstall", "freeze", "list", "show", "check"})
@@ -50,7 +50,7 @@ _UV_DROP = frozenset({"-y", "--yes", "--no-input", "--disable-pip-version-check"
 _UV_RENAME = {"-I": "--reinstall", "--ignore-installed": "--reinstall"}
 
 
-@record
+@dataclass(frozen=True)
 class Installer:
     """The installer chosen for an environment, and why, in words."""
 
@@ -70,7 +70,7 @@ class Installer:
         return line
 
 
-@record
+@dataclass(frozen=True)
 class Rendered:
     """Commands for one finding, and what to do by hand for those that cannot run here."""
 

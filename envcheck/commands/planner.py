@@ -36,7 +36,7 @@ or a test's local index); companions.pytorch_index reads it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
@@ -45,7 +45,6 @@ from packaging.version import Version
 from envcheck.derived import build_matrix as tb
 from envcheck.derived.companions import Companion, companion_release, installed_torch, pytorch_index
 from envcheck.facts.snapshot import Facts, canonical_name
-from envcheck.support.records import record
 from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
 TORCH = "torch"
@@ -55,7 +54,7 @@ _TAGGED = frozenset({"torch", "torchvision", "torchaudio"})
 _INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "--default-index", "--index"})
 
 
-@record
+@dataclass(frozen=True)
 class _Install:
     """A pip install command, taken apart."""
 
@@ -105,7 +104,7 @@ def _without_marker(req: Requirement, facts: Facts) -> str:
     return str(bare)
 
 
-@record
+@dataclass(frozen=True)
 class _Torch:
     """The installed torch's release and variant."""
 

@@ -9,6 +9,7 @@ False, whatever the others; `any` is True as soon as one part is True.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Protocol
 
 from envcheck.derived.derive import Derived
@@ -16,12 +17,13 @@ from envcheck.derived.tables import NO_TABLES, Tables
 from envcheck.derived.walk_memo import Memo
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
-from envcheck.support.records import record
 from envcheck.support.versions import marker_env
 
 
-@record
+@dataclass(frozen=True)
 class Outcome:
+    """A condition's value on some facts: true, false or unknown (and what was missing)."""
+
     value: bool | None  # None: unknown
     missing: frozenset[str] = frozenset()  # what made it unknown
     evidence: str = ""  # for `first`: which part decided, in words (shown with the finding)
@@ -63,7 +65,7 @@ class Condition(Protocol):
     def describe(self) -> str: ...
 
 
-@record
+@dataclass(frozen=True)
 class Where:
     """Where a condition was written, for error messages."""
 
@@ -82,8 +84,10 @@ class Where:
 # --- combinators -----------------------------------------------------------------------------------------------
 
 
-@record
+@dataclass(frozen=True)
 class All:
+    """`all`: true when every part is true."""
+
     parts: tuple[Condition, ...]
 
     def evaluate(self, ctx: Context) -> Outcome:
@@ -109,8 +113,10 @@ class All:
         return " and ".join(_grouped(p) for p in self.parts) if self.parts else "always"
 
 
-@record
+@dataclass(frozen=True)
 class AnyOf:
+    """`any`: true when some part is true."""
+
     parts: tuple[Condition, ...]
 
     def evaluate(self, ctx: Context) -> Outcome:
@@ -131,8 +137,10 @@ class AnyOf:
         return " or ".join(_grouped(p) for p in self.parts)
 
 
-@record
+@dataclass(frozen=True)
 class Not:
+    """`not`: the part's value negated (unknown stays unknown)."""
+
     part: Condition
 
     def evaluate(self, ctx: Context) -> Outcome:
@@ -146,7 +154,7 @@ class Not:
         return f"not {_grouped(self.part)}"
 
 
-@record
+@dataclass(frozen=True)
 class First:
     """The first part whose outcome is known decides: `first = [probe..., version range...]` trusts the live probe
     when it ran and falls back to the version range when it did not. The outcome names the deciding part."""

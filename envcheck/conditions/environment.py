@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
@@ -24,7 +25,6 @@ from envcheck.conditions._parsing import (
 from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.facts._collector import _ENV_NAMES, _ENV_PREFIXES
-from envcheck.support.records import record
 from envcheck.support.versions import marker_holds, parse_version
 
 
@@ -56,7 +56,7 @@ def _requirement_holds(req: Requirement, ctx: Context) -> Outcome:
     return of(req.specifier.contains(version, prereleases=True))
 
 
-@record
+@dataclass(frozen=True)
 class Package(Leaf):
     """`package = "transformers>=4.26,<5.8"`: installed (the imported copy) in that range, markers holding."""
 
@@ -69,7 +69,7 @@ class Package(Leaf):
         return _requirement_holds(self.requirement, ctx)
 
 
-@record
+@dataclass(frozen=True)
 class Missing(Leaf):
     """`missing = "safetensors"` / `"safetensors>=0.4.3"`: no installed copy satisfies it (markers must hold)."""
 
@@ -92,7 +92,7 @@ class Missing(Leaf):
         return out if out.value is None else of(not out.value)
 
 
-@record
+@dataclass(frozen=True)
 class Module(Leaf):
     """`module = "apex.normalization"`: importable, as found on the import path without importing anything."""
 
@@ -110,7 +110,7 @@ class Module(Leaf):
         return of(fact.found)
 
 
-@record
+@dataclass(frozen=True)
 class Source(Leaf):
     """`source = { file = "dia/layers.py", contains = "REGEX" }` (or `lacks`): the file exists and (not) matches."""
 
@@ -135,7 +135,7 @@ class Source(Leaf):
         return of(found == self.contains)
 
 
-@record
+@dataclass(frozen=True)
 class MarkerCond(Leaf):
     """`marker = "sys_platform == 'win32'"`: a PEP 508 marker, for the checked interpreter."""
 
@@ -149,7 +149,7 @@ class MarkerCond(Leaf):
         return unknown(f"marker {self.marker}") if holds is None else of(holds)
 
 
-@record
+@dataclass(frozen=True)
 class Python(Leaf):
     """`python = ">=3.13"`: the checked interpreter's version."""
 
@@ -165,7 +165,7 @@ class Python(Leaf):
         return of(self.specifier.contains(version, prereleases=True))
 
 
-@record
+@dataclass(frozen=True)
 class Env(Leaf):
     """`env = "NAME"` (set) or `env = { name = "NAME", set = false | equals = "x" | in = [...] | matches = "RE" }`."""
 
@@ -193,7 +193,7 @@ class Env(Leaf):
         return of(re.search(self.values[0], value) is not None)
 
 
-@record
+@dataclass(frozen=True)
 class Fact(Leaf):
     """`fact = { name = "requirements.missing", nonempty = true }` (or `equals = VALUE`): a derived fact."""
 
@@ -216,7 +216,7 @@ class Fact(Leaf):
         return of(bool(got == self.value))
 
 
-@record
+@dataclass(frozen=True)
 class Torch(Leaf):
     """`torch = { version = "<2.6", cuda = ">=12.8" | "none" | "any", hip = ... }`: torch's build (version.py).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -14,7 +15,6 @@ from envcheck.conditions.core import FALSE, TRUE, Condition, Context, Outcome, W
 from envcheck.conditions.environment import Leaf
 from envcheck.facts.gpus import STATUSES, GpuDevice
 from envcheck.facts.probe_results import PROBE_STATUSES
-from envcheck.support.records import record
 from envcheck.support.versions import parse_version
 
 
@@ -27,7 +27,7 @@ def _nvml_unknown(ctx: Context) -> Outcome | None:
     return None
 
 
-@record
+@dataclass(frozen=True)
 class Gpu(Leaf):
     """`gpu = { capability = "<8.0", name = "RTX 40", memory_gib = ">=24", count = ">1", match = "any" }`.
 
@@ -89,7 +89,7 @@ class Gpu(Leaf):
         return TRUE
 
 
-@record
+@dataclass(frozen=True)
 class Driver(Leaf):
     """`driver = { version = "<525.60.13", cuda = "<12.4", status = "driver-mismatch", loaded = true }`: the NVIDIA
     driver.
@@ -150,7 +150,7 @@ class Driver(Leaf):
         return TRUE
 
 
-@record
+@dataclass(frozen=True)
 class Probe(Leaf):
     """`probe = { name = "sdpa", case = "cpu/q=float32,kv=float16/eager", status = "error", error = "RuntimeError",
     message = "REGEX" }`: what a live probe (or one case of it) observed.

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.derived.nvidia_gpus import longest_at, name_words, parse_names
 from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["AmdGpuNames", "at", "lookup", "parse", "shipped", "words_of"]
 
@@ -22,7 +22,7 @@ _NOISE = frozenset({"amd", "radeon", "instinct", "ati"})
 _TARGET = lazy(r"gfx[0-9]{1,2}[0-9a-f]{2}")
 
 
-@record
+@dataclass(frozen=True)
 class AmdGpuNames:
     """rules/data/amd-gpus.toml, parsed: normalised name words -> (name as listed, gfx target)."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from packaging.version import InvalidVersion, Version
 from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import major_minor
 
 DATA_FILE = "torch-builds.toml"
@@ -45,7 +45,7 @@ _RELEASE_KEYS = frozenset({"series", "versions", "python", "platforms", "compani
 _PLATFORM_KEYS = frozenset({"variants", "pypi", "python", "archs"})
 
 
-@record
+@dataclass(frozen=True)
 class Variant:
     """One build of a torch release for one platform: a wheel index of PyTorch's, e.g. cu128."""
 
@@ -61,7 +61,7 @@ class Variant:
         return (self.version[0], self.version[1]) if self.kind == "cuda" else None
 
 
-@record
+@dataclass(frozen=True)
 class PlatformBuilds:
     """What a torch release published for one platform."""
 
@@ -71,7 +71,7 @@ class PlatformBuilds:
     python: tuple[str, ...]  # Python versions with wheels ("3.12", "3.13t")
 
 
-@record
+@dataclass(frozen=True)
 class Release:
     """One torch release (X.Y.Z) and its builds per platform."""
 
@@ -82,7 +82,7 @@ class Release:
     sources: tuple[str, ...]
 
 
-@record
+@dataclass(frozen=True)
 class DriverTable:
     """NVIDIA's minimum drivers: per CUDA toolkit (full compatibility) and per CUDA major (minor-version
     compatibility), each for "linux" and "windows" where NVIDIA states one."""
@@ -91,7 +91,7 @@ class DriverTable:
     minor_compat: Mapping[int, Mapping[str, Version]]
 
 
-@record
+@dataclass(frozen=True)
 class BuildMatrix:
     """rules/data/torch-builds.toml, parsed: releases oldest first."""
 
@@ -99,7 +99,7 @@ class BuildMatrix:
     drivers: DriverTable
 
 
-@record
+@dataclass(frozen=True)
 class Choice:
     """An answer of `best_build`: install this release's variant; `coverage` says how it runs each GPU."""
 

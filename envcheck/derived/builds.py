@@ -9,12 +9,14 @@
   changes only the variant when that suffices; the installed companions (torchvision, torchaudio, ...) move with
   torch in the same install, each pinned to the release made for the chosen torch.
 
-This module exports them as derived facts (`DERIVATIONS`); `envcheck plan` asks `recommend` for a described machine.
+This module exports them as derived facts (`DERIVATIONS`); `envcheck recommend` prints the same, also for a
+described machine (`--gpu`, `--driver`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -26,7 +28,6 @@ from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, with
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import major_minor, parse_version
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
@@ -40,7 +41,7 @@ RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evid
 COVERAGE_FIELDS = ("index", "name", "compute_capability", "coverage", "build_archs", *RECOMMENDATION_FIELDS)
 
 
-@record
+@dataclass(frozen=True)
 class Machine:
     """What the recommendation depends on: the platform, Python, GPUs and driver, and what is installed."""
 
@@ -56,7 +57,7 @@ class Machine:
     installed: tuple[tuple[str, str], ...] = ()
 
 
-@record
+@dataclass(frozen=True)
 class Recommendation:
     """The install `recommend` chose, or why there is none (`choice` None)."""
 
@@ -470,7 +471,7 @@ _COVERAGE_DOC = ("`index`, `name`, `compute_capability`, `coverage`, `build_arch
 
 DERIVATIONS: list[Derivation] = [
     Derivation("torch.recommended-build",
-               "one item, the torch-family install that runs this machine (`envcheck plan` prints the same): "
+               "one item, the torch-family install that runs this machine (`envcheck recommend` prints the same): "
                "`install` (space-separated requirements: torch pinned to release and variant, "
                "`torch==2.7.1+cu128`, and each installed torchvision, torchaudio, xformers, torchcodec pinned "
                "to the release made for it; when the installed torch is that build, only the companions that "

@@ -10,14 +10,13 @@ assembles them into the registry. Nothing here imports a module that declares de
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from envcheck.derived import build_matrix
 from envcheck.derived.walk_memo import Memo
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
-from envcheck.support.records import record
 
 __all__ = ["NO_TABLES", "TORCH_BUILDS", "Derivation", "Item", "Table", "Tables", "Values", "metadata_unknown",
            "of_facts", "release_table", "without_cuda_torch"]
@@ -27,7 +26,7 @@ T = TypeVar("T")
 Item = dict[str, str]  # one element of a list-valued derived fact; templates read it as {item.KEY}
 
 
-@record
+@dataclass(frozen=True)
 class Table(Generic[T]):
     """One kind of table: rules/data/STEM.toml, parsed and validated by `parse(data, file)`. Declared beside its
     parser; envcheck/derived/tables.py lists them all (`REGISTRY`) and loads them."""
@@ -36,7 +35,7 @@ class Table(Generic[T]):
     parse: Callable[[dict[str, Any], str], T]
 
 
-@record
+@dataclass(frozen=True)
 class Tables:
     """Parsed tables by stem, and the file each came from."""
 
@@ -73,7 +72,7 @@ class Values(Protocol):
         requirement walk, the merged companion tables)."""
 
 
-@record
+@dataclass(frozen=True)
 class Derivation:
     """One derived fact, as a rule reads it (`fact = "NAME"`, `foreach = "NAME"`)."""
 

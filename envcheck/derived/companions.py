@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -40,7 +40,6 @@ from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Value
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Distribution, Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import marker_env, parse_requirement, parse_version
 
 PYPI_INDEX = "https://pypi.org/simple"
@@ -56,7 +55,7 @@ _ROW_KEYS = frozenset({"torch", "linux-x86_64", "cuda-match"})
 _COMPANION_KEYS = frozenset({"releases", "symptom", "cuda-match", *_PLATFORMS})
 
 
-@record
+@dataclass(frozen=True)
 class Build:
     """How a binary was built: "cpu", "cuda" (with "12.4", or "" when not recorded) or "rocm" (with "6.2")."""
 
@@ -70,7 +69,7 @@ class Build:
         return f"a {name} {self.version} build" if self.version else f"a {name} build"
 
 
-@record
+@dataclass(frozen=True)
 class Release:
     """One row of a companion table: a release (or series) of the companion and what it was built for."""
 
@@ -99,8 +98,10 @@ class Release:
         return str(self.torch)
 
 
-@record
+@dataclass(frozen=True)
 class Companion:
+    """A companion library of torch (torchvision, torchaudio, ...) and the torch each of its releases was built for."""
+
     name: str
     symptom: str  # how a build for another torch fails, in the library's own words
     releases: tuple[Release, ...]
@@ -127,7 +128,7 @@ def _tag_build(tag: str) -> Build | None:
     return Build("rocm", ".".join(match.group(4).split(".")[:2]))
 
 
-@record
+@dataclass(frozen=True)
 class CompanionTable:
     """One companion table file (rules/data/torch-companions.toml, rules/data/xformers.toml), parsed: companion
     name -> its releases."""
@@ -197,8 +198,10 @@ def _cuda_match(file: str, value: object, key: str) -> str | None:
 # --- the installed torch and companions ----------------------------------------------------------------------
 
 
-@record
+@dataclass(frozen=True)
 class InstalledTorch:
+    """The installed torch release, its build and where its companions come from."""
+
     version: Version  # the release, X.Y.Z (local tag dropped)
     text: str  # as installed, "2.7.0+cpu"
     build: Build | None  # None when torch/version.py could not be read

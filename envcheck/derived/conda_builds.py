@@ -48,6 +48,8 @@ class CondaForgeRelease:
 
 @dataclass(frozen=True)
 class CondaForgeTable:
+    """conda-forge's pytorch builds, release by release: which CUDA each built for and its architecture list."""
+
     channel: str  # "conda-forge"
     releases: tuple[CondaForgeRelease, ...]  # oldest first
 

@@ -26,6 +26,7 @@ Every key of a row other than `cuda` names a distribution and gives the versions
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -34,7 +35,6 @@ from packaging.version import InvalidVersion, Version
 from envcheck.derived.common import Table, release_table
 from envcheck.errors import RuleError
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["APPLIES", "EXTENSION_RELEASES", "ExtensionTable", "Library", "Row", "parse"]
 
@@ -44,7 +44,7 @@ _OPERATORS = ("<", ">", "=", "!", "~")
 _CUDA = lazy(r"\d+(?:\.\d+)?")
 
 
-@record
+@dataclass(frozen=True)
 class Row:
     """One release (or range of releases) of an extension and what it works with."""
 
@@ -86,8 +86,10 @@ class Row:
         return text
 
 
-@record
+@dataclass(frozen=True)
 class Library:
+    """An extension library's rows: which torch each of its releases was built for."""
+
     name: str
     symptom: str
     applies_to: str  # "all", "tagged" (only installs whose version carries a local tag), "untagged"
@@ -111,8 +113,10 @@ class Library:
         return fitting[0] if fitting else None
 
 
-@record
+@dataclass(frozen=True)
 class ExtensionTable:
+    """Every extension library of rules/data, by name."""
+
     libraries: Mapping[str, Library]
 
 

@@ -6,6 +6,7 @@ rules/data/cuda-driver.toml, read and validated with the rule pack (`parse_cuda_
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -15,13 +16,12 @@ from envcheck.derived.common import Derivation, Item, Table, Values, of_facts, w
 from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.snapshot import Facts
-from envcheck.support.records import record
 from envcheck.support.versions import major_minor, parse_version
 
 NATIVE_BF16 = (8, 0)  # Ampere: bfloat16 tensor-core math; earlier GPUs emulate it (slowly) or kernels refuse it
 
 
-@record
+@dataclass(frozen=True)
 class CudaDriverTable:
     """rules/data/cuda-driver.toml, parsed."""
 

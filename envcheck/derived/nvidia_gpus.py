@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from envcheck.errors import RuleError, check_table_head
 from envcheck.support import input_files, resources
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 Capability = tuple[int, int]
 V = TypeVar("V")
@@ -30,7 +30,7 @@ MAX_NAME = 1024
 _CUT = ("...", "\u2026")  # nvidia-smi cuts a long name: "GeForce GTX 108..."
 
 
-@record
+@dataclass(frozen=True)
 class GpuNames:
     """rules/data/gpus.toml, parsed: normalised name words -> (name as listed, capability)."""
 

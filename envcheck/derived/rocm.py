@@ -14,6 +14,7 @@ Pure: Facts and the parsed tables in, items out. Exported as derived facts (`DER
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -26,7 +27,6 @@ from envcheck.errors import RuleError, check_table_head
 from envcheck.facts.rocm import AmdGpu, override_target
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import major_minor_text
 
 OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
@@ -39,7 +39,7 @@ RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evid
 GPU_FIELDS = ("index", "gfx_target", "pci_bus_id", "build_archs", "runs_as", "override", *RECOMMENDATION_FIELDS)
 
 
-@record
+@dataclass(frozen=True)
 class RocmArchTable:
     """rules/data/rocm-archs.toml, parsed."""
 
@@ -102,7 +102,7 @@ def _gfx_list(value: object, file: str, key: str) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------ the installed build
 
 
-@record
+@dataclass(frozen=True)
 class Build:
     """The installed ROCm torch's gfx targets and where they were read."""
 

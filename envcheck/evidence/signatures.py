@@ -9,17 +9,41 @@
     why = "..."         # optional: the mechanism, where the rule's own why names what only the facts know
     fix = "Install a torch build with sm_{cc}."     # optional; required where the rule's fix needs {item.*}
     severity = "error"  # optional: where the message proves worse than the rule's own severity guesses
+    decides = false     # optional (default true): the message alone does not decide this rule, the facts must
     source = "https://github.com/pytorch/pytorch/blob/v2.13.0/torch/cuda/__init__.py#L427"   # the emitting line
     thread = "https://github.com/pytorch/pytorch/issues/150733"        # one real thread that shows it
     example = "..."     # real text it matches (the loader and the tests check it does)
     near_miss = "..."   # text a careless pattern would match, that it must not
 
-Matching stays linear in the input: `anchor` is a literal every match contains, found with `str.find`; the pattern
-runs once per line holding it, over at most MAX_BEFORE characters before the anchor and MAX_AFTER after it, and the
-`lines` after that line, each clipped to MAX_LINE characters; and the loader refuses a pattern with a backreference,
-a quantifier over a quantified group or two quantifiers side by side (the forms whose backtracking explodes). Write
-what comes before the anchor with a bounded quantifier (`[^\\n:]{1,120}?`): the search tries each start before
-it. A 1 MB log is read in well under a second (tests/test_signatures.py).
+Matching is linear in the input, with a small constant, on Python's own `re` (envcheck runs inside broken
+environments, so it needs no compiled dependency to run):
+
+- Each distinct `anchor` (a literal every match contains) is found with `str.find`, once per line that holds it,
+  however many signatures share it. (One alternation of all the anchors, compiled, costs four times as much.)
+- A line holding an anchor is cut to a window: at most MAX_BEFORE characters before the anchor and MAX_AFTER after
+  it, then the `lines` after it, each clipped to MAX_LINE characters. The pattern runs once over it, at the starts
+  up to the anchor, leftmost first, in one call (a lazy `.{0,MAX_BEFORE}?` before it: the loop over the starts is
+  re's own, not Python's).
+- A window seen before is answered from what it gave the first time: a log of one repeated warning costs one
+  match, whatever its length.
+- The loader refuses every pattern whose backtracking has no useful bound (envcheck/evidence/bounded.py): a
+  backreference or a conditional group; a repeated part that can match one text in two ways (`(a+)+`,
+  `(?:\\w|\\w\\w)*`), or nothing; repetitions whose ways of splitting a window multiply past MAX_PATHS (`.*a.*b`), or
+  whose steps on one window, at every start, could pass MAX_STEPS; and flags for the whole pattern (`(?i)`: write
+  `(?i:...)`). What is left costs a constant per line, whatever the line holds. Lookarounds are allowed (the
+  shipped pack uses them).
+
+RE2 (`google-re2`), a linear-time engine, was weighed as an optional accelerator and not taken: it has no
+lookarounds (https://github.com/google/re2/wiki/Syntax), which 23 of the shipped pack's 167 signatures use; its
+`\\w`, `\\d` and `\\s` are ASCII where `re`'s are Unicode, so a log in another script would match differently with
+and without it; and without wheels for older glibc, the fallback must be safe on its own anyway, which the bound
+above makes it.
+
+Measured on 8 MB logs (bench/scan.py, a shared 2-core machine under load, before -> after): generated noise with
+every signature's near miss, 3-4 -> 5-8 MB/s; torch's three-line sm_XX warning repeated, 0.9-1.3 -> 6-20 MB/s;
+the corpus's real threads concatenated, 5-6 -> 6-8 MB/s; hostile lines packed with 40 anchors each, 0.1-0.4 ->
+1-3 MB/s. The whole `envcheck explain` of 8 MB (start-up and the check included): 4-17 s -> 1.4-2.8 s, at most
+70 MB.
 """
 
 from __future__ import annotations
@@ -27,17 +51,16 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from bisect import bisect_right
-from collections.abc import Iterable, Sequence
-from dataclasses import field
-from itertools import pairwise
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 from envcheck.conditions import Where
+from envcheck.evidence.bounded import Unbounded, paths
 from envcheck.evidence.facts import YIELDS, normalised
 from envcheck.facts.observed import Observation
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 if sys.version_info >= (3, 11):
     from re import _parser as sre_parse
@@ -51,14 +74,15 @@ MAX_BEFORE = 300  # characters before the anchor a pattern sees on the anchor's 
 MAX_AFTER = 1000  # and after it
 MAX_LINES = 5  # following lines a match may span
 MAX_TEXT = 400  # characters of the matched text kept as evidence
-_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "source", "thread",
-         "example",
-         "near_miss"}
+_KEYS = {"anchor", "pattern", "lines", "yields", "summary", "why", "fix", "severity", "differ", "decides", "source",
+         "thread", "example", "near_miss"}
 _REQUIRED = ("anchor", "pattern", "source", "thread", "example", "near_miss")
 _PLACEHOLDER = lazy(r"\{([^{}]*)\}")
+_PLAIN = re.UNICODE  # a str pattern's flags when it sets none of its own
+MAX_REMEMBERED = 4_000_000  # characters of windows the scan keeps with their answers (a repeated warning's is one)
 
 
-@record
+@dataclass(frozen=True)
 class Signature:
     """One message a rule's failure produces (see the module's docstring for the keys)."""
 
@@ -80,6 +104,9 @@ class Signature:
     # Two groups that must capture different text for the line to mean this failure (a regex cannot compare its
     # captures without a backreference): xformers "built for 2.0.1 (you have 2.0.1)" is not "built for another torch".
     differ: tuple[str, ...] = ()
+    # False: the message has several causes (a dtype error may be apex, an old torch or the code), and it is this
+    # rule's failure only where the facts of the environment it came from fire the rule: it never fires it alone.
+    decides: bool = True
     source: str = ""
     thread: str = ""
     example: str = ""
@@ -88,6 +115,17 @@ class Signature:
     @property
     def pattern(self) -> re.Pattern[str]:
         return _compiled(self.regex)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Literal text every match holds (the pattern's longest fixed runs): a window without one of them is
+        answered without running the pattern."""
+        return _required(self.regex)
+
+    @property
+    def anchored(self) -> re.Pattern[str]:
+        """The pattern tried at each of the first MAX_BEFORE + 1 starts of a window, leftmost first, in one call."""
+        return _anchored(self.regex)
 
     def says(self, captures: dict[str, str]) -> str:
         """The signature's summary with its captures filled in ("" when it has none)."""
@@ -107,41 +145,41 @@ def _compiled(regex: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
+_START = "_envcheck_match"  # the group that holds the match itself in `_anchored` (a name no signature may use)
+
+
+@functools.cache
+def _anchored(regex: str) -> re.Pattern[str]:
+    # `.{0,N}?` skips the fewest characters that let the pattern match: the leftmost start, as a loop over the
+    # starts would find it, with the loop in C. Lookbehinds still see the characters before the start.
+    return re.compile(f"(?s:.{{0,{MAX_BEFORE}}}?)(?P<{_START}>{regex})")
+
+
+@functools.cache
+def _required(regex: str) -> tuple[str, ...]:
+    runs: list[str] = []
+
+    def walk(items: Any) -> None:
+        run: list[str] = []
+        for op, av in items:
+            if str(op) == "LITERAL":
+                run.append(chr(av))
+                continue
+            runs.append("".join(run))
+            run = []
+            # A group's text is part of every match; an alternative's, a repetition's or a lookaround's may not be.
+            if str(op) == "SUBPATTERN" and not av[1] & re.IGNORECASE:
+                walk(av[-1])
+        runs.append("".join(run))
+
+    parsed = sre_parse.parse(regex)
+    if not parsed.state.flags & re.IGNORECASE:
+        walk(parsed)
+    return tuple(sorted((r for r in runs if len(r) > 1), key=len, reverse=True)[:3])
+
+
 def _filled(text: str, captures: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: captures.get(m[1]) or "(not stated)", text) if text else ""
-
-
-def _repeats(op: Any, av: Any) -> bool:
-    return str(op) in ("MAX_REPEAT", "MIN_REPEAT") and (av[1] is sre_parse.MAXREPEAT or av[1] > 1)
-
-
-def _nested_repeat(parsed: Any, inside: bool = False) -> bool:
-    """Whether a quantifier repeats something that is itself quantified ((a+)+, (\\w*\\s)*), two quantifiers
-    stand side by side (\\w*?\\s*: cubic on a long run of spaces), or a group is referred back to: the regex forms
-    whose backtracking grows exponentially or polynomially with the line."""
-    items = list(parsed)
-    if any(_repeats(*a) and _repeats(*b) for a, b in pairwise(items)):
-        return True
-    for op, av in items:
-        name = str(op)
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            _low, high, body = av
-            repeats = high is sre_parse.MAXREPEAT or high > 1
-            if repeats and inside:
-                return True
-            if _nested_repeat(body, inside or repeats):
-                return True
-        elif name in ("GROUPREF", "GROUPREF_EXISTS"):
-            return True
-        elif name == "SUBPATTERN":
-            if _nested_repeat(av[-1], inside):
-                return True
-        elif name == "BRANCH":
-            if any(_nested_repeat(branch, inside) for branch in av[1]):
-                return True
-        elif name in ("ASSERT", "ASSERT_NOT", "ATOMIC_GROUP") and _nested_repeat(av[-1], inside):
-            return True
-    return False
 
 
 def _url(raw: dict[str, Any], key: str, where: Where) -> str:
@@ -173,12 +211,24 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
         pattern = re.compile(source)
     except re.error as exc:
         raise where.at("pattern").error(f"not a regular expression: {exc}") from None
-    if _nested_repeat(sre_parse.parse(source)):
-        raise where.at("pattern").error("a quantifier over a quantified group, two quantifiers side by side, or "
-                                        "a backreference: matching could take exponential time; write it without")
+    except OverflowError as exc:  # a{4294967296}
+        raise where.at("pattern").error(f"not a regular expression: {exc}") from None
+    except RecursionError:  # groups nested thousands deep
+        raise where.at("pattern").error("not a regular expression: groups nested too deeply") from None
     lines = raw.get("lines", 0)
     if not isinstance(lines, int) or isinstance(lines, bool) or not 0 <= lines <= MAX_LINES:
         raise where.at("lines").error(f"expected a whole number from 0 to {MAX_LINES}")
+    if pattern.flags != _PLAIN:
+        raise where.at("pattern").error("flags for the whole pattern ((?i) at its start): scope them to a group, "
+                                        "(?i:...)")
+    if _START in pattern.groupindex:
+        raise where.at("pattern").error(f"the group name {_START} is the scan's own")
+    try:
+        paths(source, window=MAX_BEFORE + MAX_AFTER + lines * (MAX_LINE + 1), line=MAX_LINE, starts=MAX_BEFORE + 1)
+    except Unbounded as exc:
+        raise where.at("pattern").error(f"could backtrack without a useful bound: {exc}") from None
+    except RecursionError:
+        raise where.at("pattern").error("groups nested too deeply to be bounded") from None
     groups = set(pattern.groupindex)
     yields = raw.get("yields", {})
     if not isinstance(yields, dict) or not all(isinstance(v, str) for v in yields.values()):
@@ -194,6 +244,9 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
     differ = raw.get("differ", [])
     if not isinstance(differ, list) or len(differ) not in (0, 2) or not all(g in groups for g in differ):
         raise where.at("differ").error("expected two of the pattern's group names")
+    decides = raw.get("decides", True)
+    if not isinstance(decides, bool):
+        raise where.at("decides").error("expected true or false")
     if severity not in ("", "error", "warning", "info"):
         raise where.at("severity").error(f"expected error, warning or info, got {severity!r}")
     for key, text in (("summary", summary), ("why", why), ("fix", fix)):
@@ -202,7 +255,7 @@ def _one(raw: object, rule_id: str, index: int, where: Where) -> Signature:
                 raise where.at(key).error(f"{{{name}}}: the pattern has no group (?P<{name}>...)")
     signature = Signature(rule_id=rule_id, index=index, anchor=anchor, regex=source, lines=lines,
                           yields=dict(yields), summary=summary, why=why, fix=fix, severity=severity,
-                          differ=tuple(differ),
+                          differ=tuple(differ), decides=decides,
                           source=_url(raw, "source", where),
                           thread=_url(raw, "thread", where), example=_text(raw, "example", where),
                           near_miss=_text(raw, "near_miss", where))
@@ -234,68 +287,99 @@ def parse_signatures(raw: object, rule_id: str, where: Where, rule_fix: str = ""
     return signatures
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    find = text.find
-    at = find("\n")
-    while at >= 0:
-        starts.append(at + 1)
-        at = find("\n", at + 1)
-    return starts
-
-
 def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[Observation]:
     """Every line of `text` a signature recognises, as observations in input order (one per signature and
-    line). Linear in `text`: each anchor is found with `str.find`, and each pattern runs once per line that holds
-    its anchor, over a window of at most (1 + lines) * MAX_LINE characters."""
-    starts: list[int] | None = None
-    out: list[tuple[int, int, Observation]] = []
+    line). Linear in `text`: each distinct anchor is found with `str.find`, once per line that holds it, whatever
+    the number of signatures that share it; each pattern runs once per such line, over a window of at most
+    MAX_BEFORE + MAX_AFTER characters and `lines` more lines of MAX_LINE; and a window seen before (a repeated
+    warning) is answered from what it gave the first time."""
+    groups: dict[str, list[tuple[int, Signature]]] = {}
     for order, signature in enumerate(signatures):
-        at = text.find(signature.anchor)
-        last_line = -1
+        groups.setdefault(signature.anchor, []).append((order, signature))
+    widest = {anchor: max(s.lines for _, s in members) for anchor, members in groups.items()}
+    hits: list[tuple[int, int, str]] = []  # (where the line begins, where the anchor is, the anchor)
+    find, rfind, size = text.find, text.rfind, len(text)
+    for anchor in groups:
+        at = find(anchor)
         while at >= 0:
-            if starts is None:
-                starts = _line_starts(text)
-            line = bisect_right(starts, at) - 1
-            if line != last_line:
-                last_line = line
-                seen = _match(text, starts, line, signature, source, at)
-                if seen is not None:
-                    out.append((seen.line, order, seen))
-            following = starts[line + 1] if line + 1 < len(starts) else len(text)
-            at = text.find(signature.anchor, following)
-    out.sort(key=lambda entry: entry[:2])
+            hits.append((rfind("\n", 0, at) + 1, at, anchor))
+            end = find("\n", at)
+            at = -1 if end < 0 else find(anchor, end + 1)
+    hits.sort()
+    memo: dict[tuple[str, str, int], list[tuple[int, Signature, _Seen | None]]] = {}
+    remembered = 0  # characters of the windows in `memo`
+    out: list[tuple[int, int, Observation]] = []
+    line, counted = 1, 0
+    for begin, at, anchor in hits:
+        line += text.count("\n", counted, begin)
+        counted = begin
+        members = groups[anchor]
+        window, offset = _window(text, size, begin, at, widest[anchor])
+        key = (anchor, window, offset)
+        seen = memo.get(key)
+        if seen is None:
+            remembered += len(window)
+            if remembered > MAX_REMEMBERED:  # a log of windows all different: memory stays bounded, not the answer
+                memo.clear()
+                remembered = len(window)
+            seen = memo[key] = [(order, s, _match(_clipped(window, offset, s.lines), offset, s))
+                                for order, s in members]
+        out.extend((line, order, Observation(rule_id=s.rule_id, signature=s.index, line=line, text=found.text,
+                                             captures=dict(found.captures), facts=dict(found.facts),
+                                             source=source))
+                   for order, s, found in seen if found is not None)
+    out.sort(key=itemgetter(0, 1))
     return [observation for _, _, observation in out]
 
 
-def _window(text: str, starts: Sequence[int], first: int, count: int, anchor_at: int) -> tuple[str, int]:
+def _window(text: str, size: int, begin: int, at: int, count: int) -> tuple[str, int]:
     """(the anchor's line from at most MAX_BEFORE characters before the anchor to MAX_AFTER after it, then the
     `count` lines after it, each at most MAX_LINE characters; where the anchor is in it): what a pattern sees is
     bounded whatever the input holds."""
-    lines = []
-    offset = 0
-    for number in range(first, min(first + count + 1, len(starts))):
-        begin, limit = starts[number], MAX_LINE
-        if number == first:
-            begin = max(begin, anchor_at - MAX_BEFORE)
-            offset, limit = anchor_at - begin, anchor_at - begin + MAX_AFTER
-        end = starts[number + 1] - 1 if number + 1 < len(starts) else len(text)
-        lines.append(text[begin:min(end, begin + limit)].rstrip("\r"))
-    return "\n".join(lines), offset
+    first = max(begin, at - MAX_BEFORE)
+    end = text.find("\n", at)
+    end = size if end < 0 else end
+    lines = [text[first:min(end, at + MAX_AFTER)].rstrip("\r")]
+    for _ in range(count):
+        if end >= size:
+            break
+        begin = end + 1
+        end = text.find("\n", begin)
+        end = size if end < 0 else end
+        lines.append(text[begin:min(end, begin + MAX_LINE)].rstrip("\r"))
+    return "\n".join(lines), at - first
 
 
-def _match(text: str, starts: Sequence[int], line: int, signature: Signature, source: str,
-           anchor_at: int) -> Observation | None:
-    window, offset = _window(text, starts, line, signature.lines, anchor_at)
-    # A match holds the anchor, so it starts at or before it: trying those starts alone (leftmost first, as search
-    # would) spares a line whose anchor is not the message the cost of a search through the rest of the window.
-    match = next((m for m in map(lambda pos: signature.pattern.match(window, pos), range(offset + 1)) if m), None)
-    if match is None:
+def _clipped(window: str, offset: int, count: int) -> str:
+    """`window` up to the end of its `count`-th line after the anchor's: a signature sees no more lines than it
+    asked for, though the window was cut for the one of its anchor's signatures that asks for most."""
+    end = window.find("\n", offset)
+    for _ in range(count):
+        if end < 0:
+            break
+        end = window.find("\n", end + 1)
+    return window if end < 0 else window[:end]
+
+
+class _Seen(NamedTuple):
+    """What a signature's pattern found in one window: the same for every line whose window is the same."""
+
+    text: str
+    captures: dict[str, str]
+    facts: dict[str, str]
+
+
+def _match(window: str, offset: int, signature: Signature) -> _Seen | None:
+    # A match holds the anchor, so it starts at or before it: the pattern is tried at those starts alone
+    # (leftmost first, as search would), in one call (`_anchored`), not through the rest of the window.
+    if any(literal not in window for literal in signature.required):
         return None
-    captures = {k: v.strip() for k, v in match.groupdict().items() if v is not None}
+    match = signature.anchored.match(window)
+    if match is None or match.start(_START) > offset:
+        return None
+    captures = {k: v.strip() for k, v in match.groupdict().items() if v is not None and k != _START}
     if signature.differ and captures.get(signature.differ[0]) == captures.get(signature.differ[1]):
         return None
-    matched = " ".join(part.strip() for part in match[0].splitlines() if part.strip())
-    return Observation(rule_id=signature.rule_id, signature=signature.index, line=line + 1,
-                       text=matched if len(matched) <= MAX_TEXT else matched[:MAX_TEXT - 1] + "…",
-                       captures=captures, facts=normalised(signature.yields, captures), source=source)
+    matched = " ".join(part.strip() for part in match[_START].splitlines() if part.strip())
+    return _Seen(text=matched if len(matched) <= MAX_TEXT else matched[:MAX_TEXT - 1] + "…", captures=captures,
+                 facts=normalised(signature.yields, captures))

@@ -7,8 +7,9 @@ only some of them mean "there is no GPU".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 # `status` values. With these, the device list is complete (possibly empty): there is no usable NVIDIA GPU
 # beyond those listed. With any other status the devices are unknown and GPU predicates are unknown too.
@@ -26,7 +27,7 @@ STATUSES = KNOWN_DEVICE_STATUSES | {
 NO_PERMISSION_PREFIX = "no-permission: "  # GpuDevice.error of a GPU this user may not open
 
 
-@record
+@dataclass(frozen=True)
 class GpuDevice:
     """One GPU as NVML indexes it (PCI bus order, which CUDA follows only with CUDA_DEVICE_ORDER=PCI_BUS_ID: a
     probe's cuda:N is matched to it by UUID, never by index)."""
@@ -57,7 +58,7 @@ class GpuDevice:
         )
 
 
-@record
+@dataclass(frozen=True)
 class NvmlFacts:
     """The NVIDIA driver and GPUs, or why NVML could not say."""
 

@@ -6,11 +6,12 @@ turns the pack's `{python} -m pip ...` commands into what this environment runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class InstallerFacts:
     """What can install into and remove from the checked environment."""
 

@@ -7,11 +7,12 @@ Collected in envcheck's own process from files (envcheck/facts/native_scan.py); 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class SharedLibrary:
     """A CUDA library file in an LD_LIBRARY_PATH folder."""
 
@@ -24,7 +25,7 @@ class SharedLibrary:
         return cls(directory=r.text("directory"), name=r.text("name"), version=r.opt_text("version"))
 
 
-@record
+@dataclass(frozen=True)
 class VersionNeed:
     """The highest symbol version of one family (GLIBCXX, CXXABI, GLIBC) that a distribution's ELF files need."""
 
@@ -39,7 +40,7 @@ class VersionNeed:
                    version=r.text("version"))
 
 
-@record
+@dataclass(frozen=True)
 class Provider:
     """The libstdc++.so.6 the loader finds first, and the newest versions it defines."""
 
@@ -54,7 +55,7 @@ class Provider:
                    cxxabi=r.opt_text("cxxabi"))
 
 
-@record
+@dataclass(frozen=True)
 class WheelFloor:
     """An installed distribution whose wheel tags name a minimum glibc (manylinux)."""
 
@@ -69,7 +70,7 @@ class WheelFloor:
                    glibc=r.text("glibc"))
 
 
-@record
+@dataclass(frozen=True)
 class NativeFacts:
     """Native libraries around the checked environment. Empty tuples mean "looked, none"; see each field."""
 

@@ -6,12 +6,13 @@ subprocess, no address lookups. Interfaces are named as the kernel names them (`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
 from envcheck.facts.raw import interface_names
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class NetworkFacts:
     """The network interfaces of the machine the snapshot was taken on."""
 

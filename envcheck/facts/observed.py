@@ -9,15 +9,14 @@ evidence.
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 __all__ = ["Observation"]
 
 
-@record
+@dataclass(frozen=True)
 class Observation:
     """One recognised failure: which rule's signature matched, where, the text, and what it stated."""
 

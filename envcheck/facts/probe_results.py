@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 # ok: the probe ran and what it tried worked; error: it ran and what it tried raised (the error is the finding);
 # crashed: the child died (signal or exit code); timeout: killed after --probe-timeout; skipped: not run, and
 # `message` says why (no CUDA device, apex absent, torch failed to import, ...).
 PROBE_STATUSES = ("ok", "error", "crashed", "timeout", "skipped")
+# How long a probe may take before it (and what it started) is killed, unless --probe-timeout says otherwise: the
+# default of the command line, of `envcheck.check()` and of the probe runner. The first CUDA use can take a minute
+# (context creation, PTX JIT).
+PROBE_TIMEOUT_S = 120.0
 
 
-@record
+@dataclass(frozen=True)
 class ProbeResult:
     """One probe's outcome. `cases` holds per-case outcomes for probes that try several things (SDPA's matrix)."""
 

@@ -7,11 +7,12 @@ the project asked for and `envcheck check --facts FILE` judges the environment a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Declared:
     """One requirement as the project declares it."""
 
@@ -29,7 +30,7 @@ class Declared:
                    kind=r.choice("kind", ("project", "extra", "group", "requirements", "constraint", "policy")))
 
 
-@record
+@dataclass(frozen=True)
 class Pin:
     """One package of a lock that applies to the checked environment (its markers hold there)."""
 
@@ -37,7 +38,7 @@ class Pin:
     version: str
 
 
-@record
+@dataclass(frozen=True)
 class Lock:
     """A lock file's pins for this environment."""
 
@@ -52,7 +53,7 @@ class Lock:
                    pins=r.list_of("pins", lambda p: Pin(name=p.text("name"), version=p.text("version"))))
 
 
-@record
+@dataclass(frozen=True)
 class ProjectFacts:
     """The project at or above the working directory (or the files named with --requirements)."""
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envcheck.facts._reader import Reader
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 # With these statuses `devices` is the complete list (possibly empty): no AMD GPU is usable beyond those listed.
 KNOWN_DEVICE_STATUSES = frozenset({"ok", "no-kfd"})
@@ -41,7 +40,7 @@ _AMD_VENDOR = 0x1002
 _MAX_PROPERTIES_BYTES = 64 * 1024  # a real properties file is about 1 KB
 
 
-@record
+@dataclass(frozen=True)
 class AmdGpu:
     """One AMD GPU as the KFD topology lists it."""
 
@@ -62,7 +61,7 @@ class AmdGpu:
                    pci_bus_id=r.opt_text("pci_bus_id"), render_access=_opt_access(r, "render_access"))
 
 
-@record
+@dataclass(frozen=True)
 class RocmFacts:
     """The AMD GPUs and the ROCm stack of the machine, or why they could not be read."""
 

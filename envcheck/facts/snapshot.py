@@ -10,7 +10,7 @@ documents every field for users.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from envcheck.facts._collector import SCHEMA
@@ -26,7 +26,6 @@ from envcheck.facts.project import ProjectFacts
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
            "TorchBuild", "canonical_name", "check_schema"]
@@ -55,7 +54,7 @@ def canonical_name(name: str) -> str:
     return found
 
 
-@record
+@dataclass(frozen=True)
 class PythonFacts:
     """The checked interpreter and its platform.
 
@@ -97,7 +96,7 @@ class PythonFacts:
         )
 
 
-@record
+@dataclass(frozen=True)
 class Distribution:
     """One installed distribution (a .dist-info or .egg-info folder on the import path)."""
 
@@ -131,7 +130,7 @@ class Distribution:
         )
 
 
-@record
+@dataclass(frozen=True)
 class TorchBuild:
     """torch's build as recorded in torch/version.py (read as text; torch is never imported for this)."""
 
@@ -157,7 +156,7 @@ class TorchBuild:
         )
 
 
-@record
+@dataclass(frozen=True)
 class ModuleFact:
     """Whether a (dotted) module can be found on the import path, found without executing package code."""
 
@@ -170,7 +169,7 @@ class ModuleFact:
         return cls(found=r.flag("found"), origin=r.opt_text("origin"), error=r.opt_text("error"))
 
 
-@record
+@dataclass(frozen=True)
 class SourceFact:
     """A source file of an installed package (path relative to its import root) and which patterns it contains."""
 
@@ -183,7 +182,7 @@ class SourceFact:
         return cls(path=r.opt_text("path"), matches=r.flag_map("matches"), error=r.opt_text("error"))
 
 
-@record
+@dataclass(frozen=True)
 class Facts:
     """One environment. A missing module or source entry means "not asked", which rules treat as unknown."""
 

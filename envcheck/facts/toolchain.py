@@ -7,15 +7,16 @@ static check stays fast and a saved snapshot evaluates the same anywhere.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.facts._reader import Reader
-from envcheck.support.records import record
 
 # How a toolkit was found, in the order torch.utils.cpp_extension._find_cuda_home tries: CUDA_HOME, else CUDA_PATH,
 # else the folder above the `nvcc` that PATH finds, else the platform's default install folder.
 TOOLKIT_SOURCES = ("CUDA_HOME", "CUDA_PATH", "PATH", "default")
 
 
-@record
+@dataclass(frozen=True)
 class CudaToolkit:
     """One CUDA toolkit folder."""
 
@@ -34,7 +35,7 @@ class CudaToolkit:
                    gcc_max=r.opt_integer("gcc_max", minimum=0))
 
 
-@record
+@dataclass(frozen=True)
 class HostCompiler:
     """The C compiler nvcc calls as its host compiler: $CC (which torch passes to nvcc as -ccbin), else `gcc`."""
 
@@ -46,7 +47,7 @@ class HostCompiler:
         return cls(path=r.text("path"), version=r.opt_text("version"))
 
 
-@record
+@dataclass(frozen=True)
 class ToolchainFacts:
     """What would build a CUDA extension here. None fields: not found (no toolkit at all, no nvcc on PATH)."""
 

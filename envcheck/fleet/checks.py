@@ -10,12 +10,12 @@ NVML, no NCCL found) is left out of the comparison rather than counted as differ
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet.fingerprint import packages, torch_build, torch_version
 from envcheck.fleet.model import FleetFinding, Group, Node
 from envcheck.model import Severity
-from envcheck.support.records import record
 
 # Packages with a check of their own, left out of the per-package comparison (EC1007).
 _OWN_CHECK = ("torch", "nvidia-nccl-")
@@ -33,7 +33,7 @@ def mixed(values: Values) -> bool:
     return len({part for value in values for part in value.split(", ")}) > 1
 
 
-@record
+@dataclass(frozen=True)
 class FleetCheck:
     """A cross-node check, documented like a rule (`envcheck rule EC1001`, docs/fleet.md)."""
 

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from envcheck.cli.output import Seconds, use_color, write
+from envcheck.cli.output import Seconds, split, use_color, write
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
 
@@ -62,11 +63,15 @@ def _report_options(fn: F) -> F:
     return fn
 
 
-def _options() -> CheckOptions:
-    """What `fleet` evaluates, from the running command's options, as `envcheck check` reads them."""
-    from envcheck.pipeline import CheckOptions
+def _options(select: tuple[str, ...], ignore: tuple[str, ...], rule_dirs: tuple[Path, ...], config_file: str | None,
+             no_config: bool, require: tuple[str, ...], forbid: tuple[str, ...], **probing: Any) -> CheckOptions:
+    """What `fleet` and `fleet merge` evaluate, from the options they share (`probing`: fleet's static,
+    probe_timeout and use_cache), as `envcheck check` reads them."""
+    from envcheck.pipeline.options import CheckOptions
 
-    return CheckOptions.from_command(click.get_current_context().params, {})
+    return CheckOptions.command_line(select=tuple(split(select)), ignore=tuple(split(ignore)), rule_dirs=rule_dirs,
+                                     config=config_file, no_config=no_config, require=require, forbid=forbid,
+                                     **probing)
 
 
 def _rules(options: CheckOptions) -> tuple[RuleSet, list[str]]:
@@ -116,7 +121,7 @@ def _emit(report: Any, fmt: str, output: str | None, color: bool | None, verbose
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @_report_options
 @click.option("--static", is_flag=True, help="Static tier only on every rank (no probes).")
-@click.option("--probe-timeout", type=Seconds(0.5), default=120.0, show_default=True, metavar="SECONDS",
+@click.option("--probe-timeout", type=Seconds(0.5), default=PROBE_TIMEOUT_S, show_default=True, metavar="SECONDS",
               help="Kill a probe that has not finished after this long.")
 @click.option("--no-cache", is_flag=True, help="Run the probes even if cached results match.")
 @click.option("--gather-timeout", type=Seconds(1.0), default=300.0, show_default=True,
@@ -138,7 +143,8 @@ def fleet(ctx: click.Context, fmt: str, output: str | None, fail_on: str | None,
     from envcheck.fleet import distributed
     from envcheck.fleet import merge as merge_mod
 
-    options = _options()
+    options = _options(select, ignore, rule_dirs, config_file, no_config, require, forbid, static=static,
+                       probe_timeout=probe_timeout, use_cache=not no_cache)
     probes = options.probe_options()
     env = distributed.RankEnv.from_environ(os.environ)
     if env.rank != 0:
@@ -169,7 +175,7 @@ def merge(files: tuple[str, ...], fmt: str, output: str | None, fail_on: str | N
     """
     from envcheck.fleet import merge as merge_mod
 
-    rules, fleet_ignores = _rules(_options())
+    rules, fleet_ignores = _rules(_options(select, ignore, rule_dirs, config_file, no_config, require, forbid))
     members, facts = merge_mod.load_members(files)
     report = merge_mod.build(members, facts, rules.chosen, expected=len(files), ignore_checks=fleet_ignores)
     _emit(report, fmt, output, color, verbose, rules.level(fail_on))

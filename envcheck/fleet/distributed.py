@@ -45,13 +45,12 @@ from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.fleet.model import Member
 from envcheck.model import Rule
 from envcheck.pipeline.stages import ProbeOptions
-from envcheck.support.records import record
 
 _OWN_SHARE = 0.9  # of --gather-timeout a rank may spend collecting before it reports itself as timed out
 _POLL_S = (0.01, 0.1)  # rank 0 polls the result counter, backing off from the first to the second
 
 
-@record
+@dataclass(frozen=True)
 class RankEnv:
     """Where this process sits in the job, from the variables torchrun sets for each worker."""
 

@@ -5,11 +5,12 @@ Plain frozen data; merge.py builds it, report.py renders it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envcheck.model import Report, Severity
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Member:
     """One source of facts: a torchrun rank, or a saved snapshot file. Either it has facts (a fingerprint that
     names them) or it failed (`error`)."""
@@ -24,7 +25,7 @@ class Member:
     device: str | None = None  # the GPU this rank probed (CUDA_VISIBLE_DEVICES value), when it ran probes on one
 
 
-@record
+@dataclass(frozen=True)
 class Node:
     """A machine: members on one host with the same environment (or the same failure), merged."""
 
@@ -67,7 +68,7 @@ def spans(numbers: tuple[int, ...]) -> str:
     return ", ".join(out)
 
 
-@record
+@dataclass(frozen=True)
 class Group:
     """One distinct environment, the nodes that have it, and the rule pack's verdicts on it."""
 
@@ -78,7 +79,7 @@ class Group:
     report: Report  # evaluated once, on the facts of one member (the first to deliver them)
 
 
-@record
+@dataclass(frozen=True)
 class Difference:
     """A fact whose value is not the same in every group."""
 
@@ -86,7 +87,7 @@ class Difference:
     values: dict[int, str]  # group id -> value
 
 
-@record
+@dataclass(frozen=True)
 class FleetFinding:
     """A cross-node problem found by a fleet check (envcheck.fleet.checks): which value is where."""
 
@@ -101,7 +102,7 @@ class FleetFinding:
     item: str | None = None  # for checks that report one finding per thing (the package name)
 
 
-@record
+@dataclass(frozen=True)
 class FleetReport:
     """Everything `envcheck fleet` prints."""
 

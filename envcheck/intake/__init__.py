@@ -9,19 +9,19 @@ and where each fact came from.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from envcheck.derived.nvidia_gpus import GpuNames
-from envcheck.evidence.signatures import Signature, scan
+from envcheck.evidence.signatures import Signature
 from envcheck.facts.snapshot import Facts
 from envcheck.intake.build import NOTHING_READ, facts_of
 from envcheck.intake.detect import recognise_all
 from envcheck.intake.errors import found_of
 from envcheck.intake.found import Found
+from envcheck.intake.messages import recognised
 from envcheck.intake.text import ReportError, blocks, decode
 
-__all__ = ["ReportError", "read", "read_report"]
-
+__all__ = ["ReportError", "read", "read_report", "read_text"]
 
 def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
          gpu_names: GpuNames | None = None) -> tuple[Facts, list[Found]]:
@@ -29,9 +29,15 @@ def read(data: bytes, file: str, signatures: Iterable[Signature] = (),
     `signatures` recognise in its error output (and what those state); GPU names are read through `gpu_names` (the
     rule pack's rules/data/gpus.toml; the shipped one by default). ReportError for input that is not text or is too
     large. The report is decoded and read once: the snapshot and the line naming what was read both come from it."""
-    text = decode(data, file)
-    founds = recognise_all(blocks(text))
-    observed = scan(text, signatures, source=file)
+    return read_text(decode(data, file), file, signatures, gpu_names)
+
+
+def read_text(text: str, file: str, signatures: Iterable[Signature] = (),
+              gpu_names: GpuNames | None = None, beside: Sequence[Found] = ()) -> tuple[Facts, list[Found]]:
+    """`read`, of text already decoded; `beside`: what else the text states, read by the caller (ranked after the
+    outputs and error messages)."""
+    founds = [*recognise_all(blocks(text)), *beside]
+    observed = recognised(text, signatures, source=file)
     stated = found_of(observed)
     facts = facts_of([*founds, *([] if stated is None else [stated])], file, gpu_names)
     if not observed:

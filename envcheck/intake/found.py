@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from envcheck.facts.conda import CondaPackage
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["Found", "Gpu", "Package", "cuda_of_local_version", "number"]
 
@@ -28,8 +28,10 @@ class Package(NamedTuple):
     build: str = ""  # conda's build string ("py3.10_cuda11.8_cudnn8.7.0_0")
 
 
-@record
+@dataclass(frozen=True)
 class Gpu:
+    """A GPU that pasted output names."""
+
     name: str | None
     compute_capability: str | None = None  # only when the output states it
     memory_total_mib: int | None = None
@@ -37,7 +39,7 @@ class Gpu:
     pci_bus_id: str | None = None
 
 
-@record
+@dataclass(frozen=True)
 class Found:
     """One recognised output: its format, where it is, and what it states."""
 

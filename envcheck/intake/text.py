@@ -8,10 +8,10 @@ reads alike inside or outside a fence.
 from __future__ import annotations
 
 import codecs
+from dataclasses import dataclass
 
 from envcheck.errors import EnvcheckError
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 __all__ = ["MAX_BYTES", "Block", "ReportError", "blocks", "decode"]
 
@@ -33,7 +33,7 @@ class ReportError(EnvcheckError):
         super().__init__(f"{file}: {message}")
 
 
-@record
+@dataclass(frozen=True)
 class Block:
     """Consecutive lines of the input: one fence's content, or the text outside fences."""
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
 from envcheck.derived import builds
 from envcheck.derived.tables import CUDA_DRIVER, TORCH_BUILDS
 from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.facts.snapshot import canonical_name
+from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.facts import facts_for
 from envcheck.machines.fixes import Change, pin_change, read_command
@@ -29,14 +32,17 @@ from envcheck.model import Finding, Report
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
-from envcheck.support.records import record
+from envcheck.unseen import said, unchecked
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
 _TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})
+# Areas whose findings the build `recommend` chooses for the machine fixes (a build it has wheels and kernels for):
+# a finding of another area without a command of its own (a bug of a torch release) is not fixed by it.
+_BUILD_AREAS = frozenset({"gpu", "wheels", "rocm"})
 _ITEM_NAMES = ("name", "dependency", "package", "distribution", "companion")
 
 
-@record
+@dataclass(frozen=True)
 class MachineReport:
     """One machine's verdicts, and the pin each finding is about."""
 
@@ -46,7 +52,7 @@ class MachineReport:
     about: tuple[Pin | None, ...]  # per finding of `report`, in order: the pin it is about, or None
 
 
-@record
+@dataclass(frozen=True)
 class MachinesReport:
     """Every checked machine's report, in declaration order."""
 
@@ -93,8 +99,22 @@ def _requirements(texts: tuple[str, ...]) -> tuple[Requirement, ...]:
     return tuple(out)
 
 
+def _resolved(change: Change, within: Callable[[SpecifierSet], Change | None]) -> Change:
+    """`change` with a torch range (`torch>=2.6`, written for a local interpreter whose resolver picks the build)
+    made the build for this machine that the range admits, as `recommend` chooses it; as it was where none fits."""
+    torch = next((r for r in change.install if canonical_name(r.name) == "torch" and r.specifier
+                  and not any(s.operator in ("==", "===") for s in r.specifier)), None)
+    chosen = None if torch is None else within(torch.specifier)
+    if chosen is None:
+        return change
+    moved = {canonical_name(r.name) for r in chosen.install}
+    rest = tuple(r for r in change.install if canonical_name(r.name) not in moved)
+    return Change((*chosen.install, *rest), change.remove, chosen.index or change.index)
+
+
 def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pins, scoped: bool,
-          shared: tuple[str, ...], recommended: Change | None) -> Finding:
+          shared: tuple[str, ...], recommended: Change | None,
+          within: Callable[[SpecifierSet], Change | None] = lambda _: None) -> Finding:
     """`finding` for the machine: named in the summary, its commands turned into pin changes."""
     if not finding.status.is_finding:
         return dataclasses.replace(finding, commands=())
@@ -110,9 +130,9 @@ def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pin
         fix = (f"{finding.fix} Run `{'`, then `'.join(pixi)}` in the project: pixi adds the requirement to "
                f"{pins.manifest or 'the manifest'} and re-solves {pins.lock_shown}, for every platform.").strip()
         return dataclasses.replace(finding, summary=summary, fix=fix, commands=())
-    changes = [c for c in map(read_command, finding.commands) if c is not None]
-    if not changes and recommended is not None and pin is not None and pin.name in ("torch",
-                                                                                    *builds.MOVES_WITH_TORCH):
+    changes = [_resolved(c, within) for c in map(read_command, finding.commands) if c is not None]
+    if (not changes and recommended is not None and finding.area in _BUILD_AREAS and pin is not None
+            and pin.name in ("torch", *builds.MOVES_WITH_TORCH)):
         changes = [recommended]
     said = [s for s in (pin_change(c, pins, machine.platform, scoped) for c in changes) if s]
     if said and shared:
@@ -120,6 +140,23 @@ def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pin
                     "--machine all` says which pins suit every machine, or that none do.")
     fix = " ".join([finding.fix, *said]).strip()
     return dataclasses.replace(finding, summary=summary, fix=fix, commands=())
+
+
+def _no_torch(machine: DeclaredMachine, pins: Pins, facts: Facts) -> str:
+    """Why the machine's snapshot has no torch to look at, from the project's pins: what is true of a declared
+    machine, where "the snapshot does not say" is not (its snapshot is made of the pins)."""
+    pin = pins.get("torch")
+    if pin is None and pins.lock is not None:
+        return f"{pins.lock_shown} installs no torch on {machine.name}"
+    if pin is None:
+        read = ", ".join(f for f in pins.files if f != pins.lock_shown) or "its files"
+        return (f"the project requires no torch on {machine.name} ({read}): whether a dependency pulls one in is "
+                "not in its files")
+    if pin.version is None:
+        return (f"{pin.written} ({pin.where}) pins no one torch version: which one a resolver installs is not in "
+                "the files")
+    return (f"{pin.written} ({pin.where}) has no wheel for Python {facts.python.version} on {machine.platform}: it "
+            "installs no torch there")
 
 
 def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | None, pack: RulePack,
@@ -141,9 +178,17 @@ def check_machines(machines: tuple[DeclaredMachine, ...], project: Project | Non
         about = tuple(_pin_of(f, pins) if f.status.is_finding else None for f in report.findings)
         shared = tuple(m.name for m in machines if m.platform == machine.platform and m is not machine)
         scoped = not shared and any(m.platform != machine.platform for m in machines)
-        findings = tuple(_said(f, machine, pin, pins, scoped, shared, recommended)
+
+        def within(spec: SpecifierSet, machine: DeclaredMachine = machine, pins: Pins = pins) -> Change | None:
+            chosen = per_machine(matrix, machine, pins, spec)
+            return None if chosen.choice is None or not chosen.requirements else Change(
+                _requirements(chosen.requirements), (), chosen.index_url or None)
+
+        findings = tuple(_said(f, machine, pin, pins, scoped, shared, recommended, within)
                          for f, pin in zip(report.findings, about, strict=True))
+        count = unchecked(rules.rules, facts, report.findings)
         report = dataclasses.replace(report, findings=findings, python=f"machine {machine.name}", installer="",
-                                     target=None, project=f"{project.root}: {pins.source}")
+                                     target=None, project=f"{project.root}: {pins.source}",
+                                     unseen=(said(_no_torch(machine, pins, facts), count),) if count else ())
         out.append(MachineReport(machine, report, pins, about))
     return MachinesReport(tuple(out))

@@ -16,6 +16,7 @@ the key (`tool.envcheck.machines[1].gpu[0]`), raised through the `error` the con
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,7 +25,6 @@ from envcheck.derived.build_matrix import PLATFORMS, Capability
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.facts.rocm import gfx_version
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 KEYS = ("name", "gpu", "driver", "rocm", "python", "platform")
 MAX_MACHINES = 64  # a project deploys to a handful of machine kinds; hundreds are nodes, which `envcheck fleet` checks
@@ -36,7 +36,7 @@ ALL = "all"  # `--machine all`: every declared machine; so no machine may be nam
 Error = Callable[[str, str], ConfigError]
 
 
-@record
+@dataclass(frozen=True)
 class DeclaredMachine:
     """One machine the project runs on: what it has, as declared (nothing here was measured)."""
 

@@ -9,19 +9,21 @@ and, for a lock, the command that regenerates it in the project's tool. Pure: pi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
 
 from envcheck.facts.snapshot import canonical_name
-from envcheck.machines.pins import PLATFORM_MARKERS, Pins, index_variant
-from envcheck.support.records import record
+from envcheck.machines.pins import PLATFORM_MARKERS, Pin, Pins, index_variant
+from envcheck.support.versions import parse_requirement, parse_version
 
 _VALUED = frozenset({"-i", "--index-url", "--extra-index-url", "--default-index", "--index", "-c", "--constraint",
                      "-r", "--requirement", "-f", "--find-links", "--python", "-p", "--target", "--prefix"})
 _INDEX = frozenset({"-i", "--index-url", "--default-index", "--index", "--extra-index-url"})
 
 
-@record
+@dataclass(frozen=True)
 class Change:
     """What one command asks of the pins."""
 
@@ -91,6 +93,53 @@ def regenerate(pins: Pins, names: Sequence[str]) -> str:
     return f"pdm update --no-sync {' '.join(names)}"
 
 
+def _versions(req: Requirement) -> list[Version]:
+    """The versions a requirement's clauses name, and one just above each: where two ranges meet, one of them is in
+    both (`>=2.6` and `<2.8` meet at 2.6; `>2.6` and `<2.7` at 2.6.1)."""
+    out = []
+    for spec in req.specifier:
+        version = parse_version(spec.version.removesuffix(".*"))
+        if version is not None:
+            out += [version, Version(f"{version.public}.1")]
+    return out
+
+
+def _admits(other: Pin, req: Requirement) -> bool:
+    """Whether the project's requirement `other` lets `req` install: the one version `req` pins is in its range, or
+    for a range, one version both name is in both."""
+    written = parse_requirement(other.written)
+    if written is None or not written.specifier:
+        return True
+    candidates = _versions(req) if req.specifier else []
+    if not candidates:
+        return True
+    exact = _exact_version(req)
+    if exact is not None:
+        return written.specifier.contains(exact, prereleases=True)
+    candidates += _versions(written)
+    return any(written.specifier.contains(v, prereleases=True) and req.specifier.contains(v, prereleases=True)
+               for v in candidates)
+
+
+def _exact_version(req: Requirement) -> Version | None:
+    specs = list(req.specifier)
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and not specs[0].version.endswith("*"):
+        return parse_version(specs[0].version)
+    return None
+
+
+def _in_place_of(other: Pin, req: Requirement) -> str:
+    """What the project's requirement `other` becomes so that `req` installs: the new pin, without the build's local
+    tag where `other` had none (`torch==2.11.0` in pyproject.toml beside `torch==2.11.0+cu128` from the index in
+    requirements.txt: an exact pin without a tag admits every build of that release), with `other`'s marker."""
+    written = parse_requirement(other.written)
+    exact = _exact_version(req)
+    local = written is not None and any("+" in s.version for s in written.specifier)
+    spec = f"=={exact.public}" if exact is not None and exact.local and not local else str(req.specifier)
+    marker = f"; {written.marker}" if written is not None and written.marker is not None else ""
+    return f"{written.name if written is not None else req.name}{spec}{marker}"
+
+
 def pin_change(change: Change, pins: Pins, platform: str, scoped: bool) -> str:
     """`change` as a change to the project's pins, in words. `scoped`: other checked machines run another platform,
     so a pin meant for this one needs a marker."""
@@ -106,9 +155,14 @@ def pin_change(change: Change, pins: Pins, platform: str, scoped: bool) -> str:
         elif pin.version is not None and f"{name}=={pin.version}" == f"{name}{req.specifier}":
             continue
         else:
-            declared = pins.declared.get(name)
-            also = f", required as {declared.written} in {declared.where}" if declared is not None else ""
+            others = pins.elsewhere(pin) if pins.written else tuple(filter(None, [pins.declared.get(name)]))
+            kept = [o for o in others if _admits(o, req)]
+            also = (f", required as {', '.join(f'{o.written} in {o.where}' for o in kept)}, which "
+                    f"{'admits' if len(kept) == 1 else 'admit'} it" if kept else "")
             parts.append(f"{wanted} in place of {pin.written} ({pin.where}{also})")
+            # Every other file that requires it in a way the new pin breaks changes with it: one left as it was
+            # would conflict with the new pin, and the install would fail (or keep the old one).
+            parts += [f"{_in_place_of(o, req)} in place of {o.written} ({o.where})" for o in others if o not in kept]
     for name in change.remove:
         pin = pins.get(name)
         parts.append(f"remove {pin.written} ({pin.where})" if pin is not None

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from envcheck.facts.snapshot import canonical_name
 from envcheck.project import locks as locks_mod
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import marker_holds, parse_requirement
 
 _BLOCK = lazy(r"^\[\[(?:package|packages)\]\]\s*$", re.MULTILINE)
@@ -29,7 +29,7 @@ _REGISTRY = lazy(r'^(?:source\s*=\s*\{[^}\n]*\bregistry\s*=\s*"([^"]+)"'
                  r'|index\s*=\s*"([^"]+)"|url\s*=\s*"([^"]+)")', re.MULTILINE)
 
 
-@record
+@dataclass(frozen=True)
 class Located:
     """One entry of a lock as found in its text."""
 

@@ -13,7 +13,7 @@ variable a declaration does not state (`python_full_version`) leaves the version
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -28,7 +28,6 @@ from envcheck.project.discover import Project
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 from envcheck.support.versions import marker_holds, parse_requirement
 
 # platform key -> (sys_platform, platform_machine, platform_system, os_name)
@@ -43,7 +42,7 @@ PLATFORM_MARKERS = {
 _INDEX_VARIANT = lazy(r"/whl/(cpu|cu\d+|rocm\d+(?:\.\d+)+)/?$")
 
 
-@record
+@dataclass(frozen=True)
 class Pin:
     """One package the project would install on the machine, and where the project says so."""
 
@@ -65,7 +64,7 @@ class Pin:
         return f"{self.name}=={self.version}" if self.version is not None else self.written
 
 
-@record
+@dataclass(frozen=True)
 class Pins:
     """Everything the project would install on one machine."""
 
@@ -79,6 +78,10 @@ class Pins:
     index_where: dict[str, str]  # an index URL -> where it is written ("requirements.txt:1")
     declared: dict[str, Pin]  # with a lock: what the project's own files require of each name (pyproject.toml)
     requires_python: Pin | None = None  # the project itself: its [project] version, `written` "requires-python SPEC"
+    # Every requirement the project's files write for each name on this machine (pyproject.toml, requirements files
+    # and their -c constraints), in the order read: a pin change changes each of them that would exclude the new
+    # version, so that no file is left to conflict with it.
+    written: dict[str, tuple[Pin, ...]] = field(default_factory=dict)
     manifest: str = ""  # a pixi project's manifest (pixi.toml, or pyproject.toml with [tool.pixi]); "" otherwise
     system_requirements: dict[str, str] = field(default_factory=dict)  # pixi's, for the environment read
     environment: str = ""  # the pixi environment whose packages these are ("default"); "" without pixi.lock
@@ -86,6 +89,11 @@ class Pins:
     def get(self, name: str) -> Pin | None:
         key = canonical_name(name)
         return next((p for p in self.pins if p.name == key), None)
+
+    def elsewhere(self, pin: Pin) -> tuple[Pin, ...]:
+        """The project's other requirements of `pin`'s name: those written in another place than the pin itself
+        (with a lock, every one: the pin is the lock's entry)."""
+        return tuple(w for w in self.written.get(pin.name, ()) if w.where != pin.where)
 
     @property
     def source(self) -> str:
@@ -178,6 +186,20 @@ def _from_requirements(project: Project, env: dict[str, str]) -> list[Pin]:
     return out
 
 
+def _written(project: Project, env: dict[str, str]) -> dict[str, tuple[Pin, ...]]:
+    """Every requirement of each name the project's files write that applies on the machine (its marker holds or
+    names what the declaration does not state), with its file and line."""
+    out: dict[str, list[Pin]] = {}
+    for declared in project.requirements:
+        req = parse_requirement(declared.requirement) if declared.kind != "policy" else None
+        if req is None or req.url is not None or (req.marker is not None and marker_holds(req.marker, env) is False):
+            continue
+        file, line = _where(declared.source)
+        out.setdefault(canonical_name(req.name), []).append(
+            Pin(canonical_name(req.name), declared.requirement, _exact(req), file, line))
+    return {name: tuple(pins) for name, pins in out.items()}
+
+
 # The packages PyTorch's indexes serve in variants: a requirements file's PyTorch index is where these come from.
 _FROM_TORCH_INDEX = frozenset({"torch", "torchvision", "torchaudio", "xformers", "triton", "pytorch-triton-rocm"})
 
@@ -223,9 +245,9 @@ def pins_for(project: Project, machine: DeclaredMachine) -> Pins:
             raise ProjectError(shown, f"cannot be read for the machines ({exc})") from None
         declared = {pin.name: pin for pin in _from_requirements(project, env)}
         return Pins(project.root, project.name, project.files, tuple(pins), lock, shown, (), index_where, declared,
-                    _own(project))
+                    _own(project), _written(project, env))
     return Pins(project.root, project.name, project.files, tuple(_from_requirements(project, env)), None, "",
-                project.index_options, index_where, {}, _own(project))
+                project.index_options, index_where, {}, _own(project), _written(project, env))
 
 
 # build-matrix platform -> conda subdir

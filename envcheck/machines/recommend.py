@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
@@ -21,10 +23,9 @@ from envcheck.derived.companions import pytorch_index
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.fixes import marker_for
 from envcheck.machines.pins import Pins
-from envcheck.support.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Shared:
     """One torch build for a group of machines, or None when none fits them all."""
 
@@ -107,9 +108,11 @@ def shared(matrix: tb.BuildMatrix, machines: Sequence[DeclaredMachine], pins: Pi
     return Shared(names, None, (), "", ())
 
 
-def per_machine(matrix: tb.BuildMatrix, machine: DeclaredMachine, pins: Pins | None) -> builds.Recommendation:
+def per_machine(matrix: tb.BuildMatrix, machine: DeclaredMachine, pins: Pins | None,
+                within: SpecifierSet | None = None) -> builds.Recommendation:
     """`envcheck recommend` for one declared machine, keeping the pinned torch release where a build of it fits and
-    moving the pinned companions with torch; no choice, with the reason, for GPUs declared without a driver."""
+    moving the pinned companions with torch; no choice, with the reason, for GPUs declared without a driver.
+    `within`: only torch releases it admits (what a finding's fix asks for, `>=2.6`)."""
     driver = _driver(machine)
     if machine.gpus and driver is None:
         return builds.Recommendation(None, (), "", (f"{machine.name} declares NVIDIA GPUs without a valid driver "
@@ -120,7 +123,7 @@ def per_machine(matrix: tb.BuildMatrix, machine: DeclaredMachine, pins: Pins | N
                       if p.version and p.name in ("torch", *companions))
     planned = builds.Machine(machine.platform, machine.python.rstrip("t"), machine.gpus, driver, machine.driver or "",
                              torch.version if torch is not None else None, companions, installed)
-    return builds.recommend(matrix, planned)
+    return builds.recommend(matrix, planned, within)
 
 
 def _line(rec: builds.Recommendation) -> str:

@@ -30,7 +30,12 @@ SCHEMA_VERSION = 1
 
 
 def _heading(m: MachineReport) -> str:
-    return f"machine {m.machine.name}: {m.machine.describe()}; pins from {m.pins.source}"
+    """`machine NAME: what it has; pins from FILES; torch: where each file requires it` (the pin first, then every
+    other requirement of torch a pin change changes with it)."""
+    torch = m.pins.get("torch")
+    places = [] if torch is None else [torch, *m.pins.elsewhere(torch)]
+    where = f"; torch: {', '.join(f'{p.written} ({p.where})' for p in places)}" if places else ""
+    return f"machine {m.machine.name}: {m.machine.describe()}; pins from {m.pins.source}{where}"
 
 
 def _verdict(m: MachineReport, level: str) -> str:
@@ -59,9 +64,11 @@ def _markdown(result: MachinesReport, level: str) -> str:
     return "\n".join(out)
 
 
-def _pin_dict(pin: Pin) -> dict[str, Any]:
+def _pin_dict(pin: Pin, also: tuple[Pin, ...] = ()) -> dict[str, Any]:
     return {"name": pin.name, "written": pin.written, "version": pin.version, "file": pin.file, "line": pin.line,
-            "index": pin.index}
+            "index": pin.index,
+            # the project's other requirements of the name, which a change of the pin changes with it
+            "also": [{"written": p.written, "file": p.file, "line": p.line} for p in also]}
 
 
 def _json(result: MachinesReport) -> str:
@@ -74,7 +81,7 @@ def _json(result: MachinesReport) -> str:
                          "gpus": [{"name": name, "compute_capability": f"{c[0]}.{c[1]}"} for name, c in d.gpus],
                          "amd_gpus": list(d.amd_gpus), "driver": d.driver, "rocm": d.rocm},
             "pins_from": m.pins.source,
-            "pins": [_pin_dict(p) for p in m.pins.pins],
+            "pins": [_pin_dict(p, m.pins.elsewhere(p)) for p in m.pins.pins],
             # finding i of `report` is about pin `about[i]` (its name), or null
             "about": [None if p is None else p.name for p in m.about],
             "report": json_report.as_dict(m.report),

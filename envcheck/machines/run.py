@@ -6,18 +6,18 @@ The CLI (envcheck/cli/click_cli.py) parses the options and writes what `checked`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from envcheck.errors import EnvcheckError
 from envcheck.machines.check import MachinesReport, check_machines
 from envcheck.machines.declared import chosen
-from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.pipeline import CheckOptions
 
 
-@record
+@dataclass(frozen=True)
 class Outcome:
     """The machines' reports and the fail-on level in effect."""
 

@@ -1,6 +1,7 @@
-"""The check pipeline: its options (`CheckOptions`, one frozen dataclass) and the one way a check runs from them
-(`run`): configuration -> rule set -> interpreter -> facts (collected, with the probes unless static, or read from
-a saved snapshot or a pasted report) -> evaluation -> report.
+"""The check pipeline: its options (`CheckOptions`, one frozen dataclass: options.py) and the one way a check runs
+from them (`run`): configuration -> rule set -> interpreter -> facts (collected, with the probes unless static, or
+read from a saved snapshot or a pasted report) -> error output explained (recognised and joined with the facts), if
+given -> evaluation -> report.
 
 Every entry point builds a `CheckOptions` and calls in here: `envcheck.check()` (api.py), `envcheck check`,
 `explain`, `facts` and `fix` (cli/click_cli.py), the click-free `envcheck --static` (cli/plain_cli.py), `recommend`,
@@ -10,24 +11,24 @@ evaluation). The stages themselves (`gather`, `rule_set`, `read_project`, ...) a
 a repeated plain static check from its last run (the recording `Check` tells what it collected).
 
 Everything heavy is imported inside the functions, so that importing this module costs next to nothing: the
-click-free `envcheck --static` imports it on every run.
+click-free `envcheck --static` imports it on every run, and a replayed one (replay.py) uses nothing else of it.
+`CheckOptions` is looked up in options.py on first use (PEP 562 module `__getattr__`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
-
-from envcheck.support.records import record
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:
     from envcheck.config import Config
-    from envcheck.facts.observed import Observation
     from envcheck.facts.snapshot import Facts
     from envcheck.model import Report, Target
+    from envcheck.pipeline.options import CheckOptions as CheckOptions
+    from envcheck.pipeline.options import ProgressLine
     from envcheck.pipeline.replay import Recording
-    from envcheck.pipeline.stages import ProbeOptions, ProjectOptions, RuleSet
+    from envcheck.pipeline.stages import RuleSet
     from envcheck.probes.runner import Started
     from envcheck.project.discover import Project
     from envcheck.rule_pack import RulePack
@@ -35,72 +36,12 @@ if TYPE_CHECKING:
 PathLike: TypeAlias = "str | os.PathLike[str]"
 
 
-class ProgressLine(Protocol):
-    """Called as each probe starts, and each second while torch is imported; `clear` when collection is over (the
-    CLI's status line on a terminal)."""
+def __getattr__(name: str) -> object:
+    if name == "CheckOptions":
+        from envcheck.pipeline.options import CheckOptions
 
-    def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
-
-    def clear(self) -> None: ...
-
-
-@record
-class CheckOptions:
-    """What a check reads and how: the options of `envcheck check`, and the keyword arguments of `envcheck.check()`.
-
-    The defaults are the library's: check the running interpreter, read the configuration and the project found at
-    or above `project_dir`, static tier off (the probes run).
-    """
-
-    require: Sequence[str] = ()  # PEP 508 requirements that must be satisfied, added to the configuration's
-    forbid: Sequence[str] = ()  # PEP 508 requirements that must not be installed, added to the configuration's
-    config: PathLike | Config | None = None  # a configuration file or a Config; default: the nearest one found
-    no_config: bool = False  # use no configuration file at all
-    project_dir: PathLike | None = None  # where the configuration and the project are looked for (default: cwd)
-    python: PathLike | None = None  # the interpreter to check instead of the running one
-    facts_file: PathLike | None = None  # evaluate a snapshot saved by `envcheck facts -o FILE`
-    report_file: str | None = None  # evaluate the environment a pasted report describes (`-`: standard input)
-    rule_dirs: Sequence[PathLike] = ()  # extra directories of rule files
-    select: Sequence[str] = ()  # only these rules of the pack (replaces the configuration's select)
-    ignore: Sequence[str] = ()  # skip these rules (added to the configuration's ignore)
-    static: bool = False  # the static tier only: no live probes
-    probe_timeout: float = 120.0  # seconds before a probe (and what it started) is killed
-    use_cache: bool = True  # False: --no-cache (probe results, the rule pack, the derived results)
-    discover: bool = False  # choose the interpreter as the command does (envcheck.target), not the running one
-    no_project: bool = False  # do not read the project's files (EC98xx)
-    requirements: Sequence[PathLike] = ()  # requirements files (or locks) to read instead of requirements.txt
-    extras: Sequence[str] = ()  # optional-dependencies of the project to check too
-    groups: Sequence[str] = ()  # dependency groups (PEP 735) to check too
-    python_named_by: str = "the python argument"  # how the target line names where `python` came from
-
-    @classmethod
-    def from_command(cls, params: Mapping[str, Any], project: Mapping[str, Any]) -> CheckOptions:
-        """The options of a command line's check: `params` as click names them (--config is `config_file`,
-        --no-cache `no_cache`; --select and --ignore repeated or comma-separated), `project` the four project
-        options. The interpreter is discovered as the README says, unless --python names one."""
-        from envcheck.support.output_text import split
-
-        return cls(require=params.get("require", ()), forbid=params.get("forbid", ()),
-                   config=params.get("config_file"), no_config=params.get("no_config", False),
-                   python=params.get("python"), facts_file=params.get("facts_file"),
-                   report_file=params.get("report_file"), rule_dirs=params.get("rule_dirs", ()),
-                   select=split(params.get("select", ())), ignore=split(params.get("ignore", ())),
-                   static=params.get("static", False), probe_timeout=params.get("probe_timeout", 120.0),
-                   use_cache=not params.get("no_cache", False), discover=True,
-                   no_project=project.get("no_project", False), requirements=project.get("requirements", ()),
-                   extras=project.get("extras", ()), groups=project.get("groups", ()), python_named_by="--python")
-
-    def project_options(self) -> ProjectOptions:
-        from envcheck.pipeline.stages import ProjectOptions
-
-        return ProjectOptions(use=not self.no_project, requirements=self.requirements, extras=self.extras,
-                              groups=self.groups)
-
-    def probe_options(self, progress: ProgressLine | None = None) -> ProbeOptions:
-        from envcheck.pipeline.stages import ProbeOptions
-
-        return ProbeOptions(run=not self.static, timeout_s=self.probe_timeout, use_cache=self.use_cache,
-                            progress=progress)
+        return CheckOptions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _path(value: PathLike | None) -> str | None:
@@ -206,9 +147,6 @@ def from_report(options: CheckOptions, rules: RulePack) -> tuple[Facts, Target]:
                                    "(`envcheck facts` run on that machine states it)", in_process=False)
 
 
-Explain: TypeAlias = "Callable[[RuleSet], Sequence[Observation]]"
-
-
 class Check:
     """One check under way: its project, rules and interpreter, and the facts where they were given (a saved
     snapshot, a pasted report); `facts()` gathers the rest, `report()` evaluates.
@@ -264,19 +202,25 @@ class Check:
             if progress is not None:
                 progress.clear()
 
-    def report(self, facts: Facts, explain: Explain | None = None) -> Report:
-        """The chosen rules' verdicts on `facts`, about the check's interpreter; `explain`: what error output shows,
-        recognised with the rules' signatures (`envcheck explain`), joined with the facts as evidence."""
+    def report(self, facts: Facts) -> Report:
+        """The chosen rules' verdicts on `facts`, about the check's interpreter; with the options' error output, the
+        failures it shows (recognised with every rule's signatures) joined with the facts as evidence first."""
         from envcheck.engine import evaluate
-        from envcheck.pipeline.stages import checked, memo_for
+        from envcheck.pipeline.stages import checked, explained, memo_for
 
-        if explain is not None:
-            from envcheck.evidence.join import joined
-
-            facts = joined(facts, explain(self.rules))
+        foreign = None
+        summary = ""
+        if self.options.error_output is not None:
+            facts, foreign, summary = explained(facts, self.rules.every, self.options.error_output)
         memo = None if self.snapshot is not None else memo_for(facts, self.options.use_cache)
-        return checked(evaluate(self.rules.chosen, facts, memo=memo), self.target,
-                       facts_file=_path(self.options.facts_file))
+        report = checked(evaluate(self.rules.chosen, facts, memo=memo, foreign=foreign), self.target,
+                         facts_file=_path(self.options.facts_file), explained=summary)
+        if self.snapshot is not None:  # a snapshot is no environment pytest runs in
+            return report
+        from envcheck.target import pytest_plugin_note
+
+        note = pytest_plugin_note(report.target, {d.canonical_name for d in facts.distributions})
+        return dataclasses.replace(report, notes=(*report.notes, note)) if note else report
 
 
 class Checked(NamedTuple):
@@ -286,9 +230,8 @@ class Checked(NamedTuple):
     rules: RuleSet
 
 
-def run(options: CheckOptions, *, progress: ProgressLine | None = None, recording: Recording | None = None,
-        explain: Explain | None = None) -> Checked:
+def run(options: CheckOptions, *, progress: ProgressLine | None = None, recording: Recording | None = None) -> Checked:
     """Run the check `options` describe: its report, with the rules it was made with. `progress` is called as each
-    probe starts; `recording`, `explain`: see `Check`."""
+    probe starts; `recording`: see `Check`."""
     check = Check(options, recording=recording)
-    return Checked(check.report(check.facts(progress), explain), check.rules)
+    return Checked(check.report(check.facts(progress)), check.rules)

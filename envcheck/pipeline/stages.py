@@ -1,5 +1,5 @@
 """The stages a check is made of (envcheck/pipeline/ runs them in order): the rule set, the project, the
-facts (collected or loaded), the report's interpreter. No printing, no exit codes.
+facts (collected or loaded), the error output explained, the report's interpreter. No printing, no exit codes.
 
 Entry points that need one stage alone (`envcheck facts` gathers, `envcheck fleet` takes the rule set) call it here;
 everything else goes through the pipeline's `run`.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,16 +19,17 @@ from envcheck.conditions import Module, Source
 from envcheck.config import Config
 from envcheck.errors import EnvcheckError
 from envcheck.facts import collect as collect_mod
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
 from envcheck.model import Report, Rule, Target
 from envcheck.project import generated_rules as project_rules
 from envcheck.project.discover import Project
 from envcheck.rule_pack import RulePack
-from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from envcheck.derived.walk_memo import Memo
+    from envcheck.evidence.join import Joined
     from envcheck.pipeline.replay import Recording
     from envcheck.probes.runner import Progress, Started
 
@@ -46,12 +48,12 @@ def collection_request(rules: Iterable[Rule]) -> dict[str, Any]:
     return collect_mod.request_for(modules, sources)
 
 
-@record
+@dataclass(frozen=True)
 class ProbeOptions:
     """Whether and how to run the live probes."""
 
     run: bool = True  # False: the static tier only (--static)
-    timeout_s: float = 120.0  # per probe, and for the collector in another interpreter (--probe-timeout)
+    timeout_s: float = PROBE_TIMEOUT_S  # per probe, and for the collector in another interpreter (--probe-timeout)
     use_cache: bool = True  # False: --no-cache
     progress: Progress | None = None  # called as each probe starts (the CLI draws a line on a terminal)
 
@@ -98,9 +100,9 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
     return dataclasses.replace(facts, probes=probed.results, problems=facts.problems + probed.problems)
 
 
-@record
+@dataclass(frozen=True)
 class ProjectOptions:
-    """Which project files to read (README: the project's own requirements)."""
+    """Which project files to read (docs/usage.md: the project's own requirements)."""
 
     use: bool = True  # False: --no-project
     requirements: Sequence[str | os.PathLike[str]] = ()  # --requirements: these instead of requirements.txt
@@ -139,7 +141,7 @@ def with_project(facts: Facts, project: Project | None) -> Facts:
     return dataclasses.replace(facts, project=project.facts(marker_env(facts)))
 
 
-@record
+@dataclass(frozen=True)
 class RuleSet:
     """The rules of one check: facts are collected for `every` rule (a saved snapshot then serves any selection),
     `chosen` are evaluated. Both carry the pack's data tables."""
@@ -190,6 +192,33 @@ def rule_set(
     return RuleSet(every=every, chosen=chosen, config=config)
 
 
+@dataclass(frozen=True)
+class ErrorOutput:
+    """Error output to explain (a traceback, a CI log, `envcheck explain`): its text, and the name the report gives
+    it (a file's name, `<stdin>`)."""
+
+    text: str
+    name: str = "error output"
+
+
+def explained(facts: Facts, rules: RulePack, error_output: ErrorOutput | str) -> Joined:
+    """What the rules are judged on once `error_output` (a str is the text itself) is read with `rules`' error
+    signatures: `facts` joined with the failures it shows where the log came from the checked environment, the log's
+    own facts beside them where it did not (envcheck.evidence.join), and the report's sentence that says what was
+    read, what was recognised in it and where it came from."""
+    from envcheck.derived.nvidia_gpus import GpuNames
+    from envcheck.evidence.join import joined
+    from envcheck.intake.log import read_log
+
+    if isinstance(error_output, str):
+        error_output = ErrorOutput(error_output)
+    # GPU names are read through the pack's rules/data/gpus.toml, as a pasted report's are.
+    table = rules.tables.parsed.get("gpus")
+    log = read_log(error_output.text, error_output.name, [s for rule in rules for s in rule.signatures],
+                   table if isinstance(table, GpuNames) else None)
+    return joined(facts, log)
+
+
 def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
     """Where the evaluation of collected `facts` remembers its costly derived results between runs (the signed user
     cache, never the checked environment); None with the cache off (--no-cache)."""
@@ -200,9 +229,10 @@ def memo_for(facts: Facts, use_cache: bool = True) -> Memo | None:
     return SignedMemo(avoid=(facts.python.prefix,))
 
 
-def checked(report: Report, target: Target | None, *, facts_file: str | None = None) -> Report:
-    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names."""
+def checked(report: Report, target: Target | None, *, facts_file: str | None = None, explained: str = "") -> Report:
+    """`report` with the interpreter it is about: `target`, or for a saved snapshot the interpreter it names; and
+    `explained`, what error output was read and recognised (see `explained`)."""
     if target is None and facts_file is not None:
         target = Target(python=report.python, source="snapshot", reason=f"from the snapshot {facts_file}",
                         in_process=False)
-    return dataclasses.replace(report, target=target)
+    return dataclasses.replace(report, target=target, explained=explained or report.explained)

@@ -10,10 +10,11 @@ runner.py starts, watches and ends the children; guard.py ends them however envc
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.probes.catalog import PROBE_NAMES
-from envcheck.support.records import record
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -56,7 +57,7 @@ def begin_probes(python: str | None, names: Sequence[str] = PROBE_NAMES,
     return started
 
 
-@record
+@dataclass(frozen=True)
 class ProbeRun:
     """What `run_probes` found: a result for every probe asked, whether they came from the cache, and the cache's
     problems in words (an entry that was there but not believed: envcheck.cache.probe_results)."""
@@ -70,7 +71,7 @@ def run_probes(
     facts: Facts,
     names: Sequence[str] = PROBE_NAMES,
     *,
-    timeout_s: float = 120.0,
+    timeout_s: float = PROBE_TIMEOUT_S,
     use_cache: bool = True,
     progress: Progress | None = None,
     started: Started | None = None,

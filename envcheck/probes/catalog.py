@@ -8,11 +8,13 @@ only the probe it was running with it: the runner restarts a child for the rest.
 
 from __future__ import annotations
 
-from envcheck.support.records import record
+from dataclasses import dataclass
 
 
-@record
+@dataclass(frozen=True)
 class ProbeSpec:
+    """One probe: its name, what it tries, and how it runs."""
+
     name: str
     doc: str  # one sentence: what it tries
     isolated: bool = False  # run in a child of its own

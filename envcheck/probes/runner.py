@@ -23,16 +23,15 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
-from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.probe_results import PROBE_TIMEOUT_S, ProbeResult
 from envcheck.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
 from envcheck.probes.children import Spawned, kill_group
-from envcheck.support.records import record
 
 CHILD_SOURCE_FILE = Path(__file__).with_name("_child.py")
 _POLL_S = 0.02
@@ -46,17 +45,19 @@ class Progress(Protocol):
     def __call__(self, name: str, index: int, total: int, waited: tuple[float, float] | None = None) -> None: ...
 
 
-@record
+@dataclass(frozen=True)
 class RunOptions:
+    """How the probe child runs: the interpreter, its time limits, environment and progress."""
+
     python: str  # the checked interpreter
-    timeout_s: float = 120.0  # per probe; the first CUDA use can take a minute (context creation, PTX JIT)
+    timeout_s: float = PROBE_TIMEOUT_S  # per probe (envcheck/facts/probe_results.py says why that long)
     # Starting the child and importing torch, before the first probe starts; None: timeout_s, the user's one bound.
     import_timeout_s: float | None = None
     env: dict[str, str] | None = None  # the child's environment; default: envcheck's own
     progress: Progress | None = None
 
 
-@record
+@dataclass(frozen=True)
 class Program:
     """What probe children run: envcheck/probes/_child.py with `extra` probe functions inserted before its entry
     point, and the specs of the probes those define."""

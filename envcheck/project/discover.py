@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +36,13 @@ from envcheck.project import requirements as req_mod
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 PYPROJECT, SETUP_CFG, REQUIREMENTS = "pyproject.toml", "setup.cfg", "requirements.txt"
 CONDA = ("environment.yml", "environment.yaml")
 MARKERS = (PYPROJECT, SETUP_CFG, REQUIREMENTS, *CONDA, *locks_mod.LOCKS)
 
 
-@record
+@dataclass(frozen=True)
 class Project:
     """What a project's files declare, before it is compared with an environment."""
 

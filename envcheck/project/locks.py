@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,6 @@ from envcheck.facts.snapshot import canonical_name
 from envcheck.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 # file name -> (tool, the command that syncs the environment to the lock in that tool)
 LOCKS = {
@@ -39,7 +39,7 @@ _VERSION_KEY = {"uv": ("version", ("1",)), "pylock": ("lock-version", ("1",)),
 _LOCAL_SOURCES = ("editable", "virtual", "directory", "path")
 
 
-@record
+@dataclass(frozen=True)
 class Entry:
     """One locked package: it applies where any of `markers` holds (always, when there are none)."""
 
@@ -48,8 +48,10 @@ class Entry:
     markers: tuple[str, ...]
 
 
-@record
+@dataclass(frozen=True)
 class LockFile:
+    """A lock file the project keeps, and its entries."""
+
     file: Path
     tool: str
     sync: str

@@ -20,7 +20,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.project.errors import ProjectError
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 # pip's comment rule: `#` at the start of a line or after whitespace starts a comment (a URL fragment `#egg=` is not).
 _COMMENT = lazy(r"(^|\s+)#.*$")
@@ -32,7 +31,7 @@ _INDEX = {"-i": "--index-url", "--index-url": "--index-url", "--extra-index-url"
 _EDITABLE = ("-e", "--editable")
 
 
-@record
+@dataclass(frozen=True)
 class Line:
     """A requirement (or constraint) of a requirements file, and where it was written."""
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
-from envcheck.support.records import record
 
 CONDA = ("conda", "mamba", "micromamba")
 PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and including the installer's subcommand
@@ -48,7 +48,7 @@ ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz
                     ".tar.lz", ".tar.lzma", ".tar.zst", ".conda")
 
 
-@record
+@dataclass(frozen=True)
 class Found:
     """The uv and conda envcheck found for the checked environment, each as the file the OS runs for it."""
 

@@ -47,14 +47,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
-from envcheck.model import Finding, Report
+from envcheck.model import Finding, Report, Status
 from envcheck.remedy.consent import PLAIN_FLAGS, Found, file_named, not_an_installer, unvetted
 from envcheck.remedy.consent import PREFIX as _PREFIX
 from envcheck.remedy.consent import installer as _installer
 from envcheck.report.common import problems, tally
 from envcheck.support import specifiers
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 from envcheck.support.versions import parse_requirement, parse_version
 
 _REMOVE = ("uninstall", "remove")
@@ -62,7 +61,7 @@ _REMOVE = ("uninstall", "remove")
 _MERGEABLE_FLAGS = PLAIN_FLAGS
 
 
-@record
+@dataclass(frozen=True)
 class Step:
     """One command of the plan."""
 
@@ -79,8 +78,10 @@ class Step:
         return self.installer is None or bool(self.held)
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
+    """What `fix` would run, in order, and what it leaves to be done by hand."""
+
     python: str  # the checked interpreter
     steps: tuple[Step, ...]  # in the order they run
     by_hand: tuple[Finding, ...]  # findings without a command: their `fix` says what to do
@@ -425,13 +426,18 @@ def _key(f: Finding) -> tuple[str, tuple[tuple[str, str], ...]]:
 
 
 def render_outcome(before: Report, after: Report) -> str:
-    """Before and after: the tallies, then the problems that went away, the ones that remain and any new ones."""
+    """Before and after: the tallies, then the problems that went away, the ones that remain and any new ones, and
+    last the notes the check still gives. A note (an `info` finding) is information, not a problem: it is never
+    listed as remaining or new, and one that went away is fixed like any finding."""
     old, new = problems(before), problems(after)
     old_keys, new_keys = {_key(f) for f in old}, {_key(f) for f in new}
+    notes = [f for f in new if f.status is Status.INFO]
+    new = [f for f in new if f.status is not Status.INFO]
     lines = [f"before: {tally(before)}", f"after:  {tally(after)}"]
     for title, mark, shown in (("fixed", "✓", [f for f in old if _key(f) not in new_keys]),
                                ("remaining", "✗", [f for f in new if _key(f) in old_keys]),
-                               ("new", "!", [f for f in new if _key(f) not in old_keys])):
+                               ("new", "!", [f for f in new if _key(f) not in old_keys]),
+                               ("notes", "i", notes)):
         if shown:
             lines.append(f"{title} ({len(shown)}):")
             lines += [f"  {mark} {f.rule_id} {f.name}: {f.summary}" for f in shown]

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,14 +25,13 @@ from envcheck.derived.tables import CONDA_FORGE, CUDA_DRIVER, GPUS, TORCH_BUILDS
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 
 
 class DescribeError(EnvcheckError):
     """A described machine that cannot be used (an unknown GPU name, a malformed driver or Python version)."""
 
 
-@record
+@dataclass(frozen=True)
 class Described:
     """What the user described; None / () keeps what the facts say."""
 
@@ -46,7 +46,7 @@ class Described:
         return self == Described()
 
 
-@record
+@dataclass(frozen=True)
 class Plan:
     """The recommendation for a machine, and the command that installs it in the checked environment."""
 

@@ -9,12 +9,12 @@ The JSON report keeps one finding per item: it is the machine format.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import groupby
 
 from envcheck.model import Finding, Report, Severity, Status
 from envcheck.report.common import command_lines, problems
 from envcheck.support.output_text import shell
-from envcheck.support.records import record
 
 
 def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
@@ -22,7 +22,7 @@ def _distinct(texts: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in texts if t))
 
 
-@record
+@dataclass(frozen=True)
 class Problem:
     """The findings of one rule with one status (a `foreach` rule: one per item), in the engine's order."""
 

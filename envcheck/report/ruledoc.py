@@ -60,6 +60,12 @@ def _recognised(rule: Rule) -> list[str]:
             for s in rule.signatures for seen in [scan(s.example, [s])]]
 
 
+def _scope(rule: Rule, url: str) -> str:
+    """" (for name torchaudio)": the items a reference is cited for, where it is scoped to some."""
+    scopes = [f"{key} {' or '.join(values)}" for ref, key, values in rule.scoped_references if ref == url]
+    return f" (for {', '.join(scopes)})" if scopes else ""
+
+
 def rules_text(rules: Sequence[Rule]) -> str:
     blocks = []
     for r in rules:
@@ -68,7 +74,7 @@ def rules_text(rules: Sequence[Rule]) -> str:
         lines += [f"    $ {command_line(argv)}" for argv in r.commands]
         if r.plan:
             lines.append(f"  Fix where the plan is unknown: {r.fix_without_plan}")
-        lines += [f"  Trigger: {_trigger(r)}", "  References:", *(f"    {ref}" for ref in r.references)]
+        lines += [f"  Trigger: {_trigger(r)}", "  References:", *(f"    {ref}{_scope(r, ref)}" for ref in r.references)]
         if r.signatures:
             lines += ["  Recognised in error output:", *_recognised(r)]
         blocks.append("\n".join(lines))
@@ -115,7 +121,7 @@ def rules_markdown(files: Sequence[RuleFile], only: Collection[str] | None = Non
             if r.plan:
                 out += [f"**Fix where the plan is unknown.** {r.fix_without_plan}", ""]
             out += [f"**Trigger.** {_trigger(r)}", "", "**References.**", "",
-                    *(f"- <{ref}>" for ref in r.references), ""]
+                    *(f"- <{ref}>{_scope(r, ref)}" for ref in r.references), ""]
             for s in r.signatures:
                 fence = "`" * max(3, max(map(len, re.findall("`+", s.example)), default=0) + 1)
                 out += [f"**Recognised in error output** (emitted at <{s.source}>; seen in <{s.thread}>):", "",

@@ -103,6 +103,7 @@ def render(report: Report, *, color: bool = False, verbose: bool = False) -> str
         lines.append("")
     if report.installer and any(p.commands for p in problems):
         lines.append(style("2", f"commands use {report.installer}"))
+    lines += [style("2", note) for note in report.notes]
     # A snapshot read from a file says which file; an interpreter checked live is named by its path alone (the
     # header already says how it was chosen).
     where = f"{report.python} ({report.origin})" if report.origin.startswith("file:") else report.python

@@ -12,19 +12,19 @@ the lowest upper bound, and exact pins against every clause. A non-empty interva
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.facts.snapshot import canonical_name
-from envcheck.support.records import record
 from envcheck.support.versions import parse_requirement
 
 __all__ = ["Merged", "merge", "names", "satisfiable"]
 
 
-@record
+@dataclass(frozen=True)
 class Merged:
     """The requirements of one command, one per distribution, and the distributions no version fits."""
 

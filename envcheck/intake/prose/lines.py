@@ -89,8 +89,9 @@ def _read_line(text: str, number: int, tier: int, fenced: bool) -> Iterator[Said
         if fenced or not hedged(lower):
             yield from _installed(install, number)
         return
-    if lower.startswith("python ") and (banner := version_of(text.split()[1])):
-        # The interpreter's banner or `python --version`: "Python 3.9.16 (main, Mar  8 2023, 14:00:05)".
+    if lower.startswith("python ") and (banner := version_of(text.split()[1])) and _banner_rest(text):
+        # The interpreter's banner or `python --version`: "Python 3.9.16 (main, Mar  8 2023, 14:00:05)". A line
+        # that goes on with other facts ("Python 3.11, torch 2.5.1+cpu, Windows 11") is a sentence, read below.
         yield Said("python", banner, number, tier)
         return
     if lower.startswith(_PIP_SATISFIED) or _PIP_INSTALLED in lower:
@@ -99,8 +100,9 @@ def _read_line(text: str, number: int, tier: int, fenced: bool) -> Iterator[Said
     pair = _split_key(text)
     if pair is not None and not pair[0].strip().startswith(("http", "File ")):
         said = list(key_value(pair[0], pair[1], number, tier))
-        if KEYS.get(key_of(pair[0])) == "os" and not fenced and not hedged(pair[1].lower()):
-            # "Environment: Colab, torch 2.1, CUDA 12.1": the value is a sentence of its own.
+        if KEYS.get(key_of(pair[0])) in ("os", "gpu", "driver") and not fenced and not hedged(pair[1].lower()):
+            # "Environment: Colab, torch 2.1, CUDA 12.1", "GPU: Tesla T4, NVIDIA driver 470.82.01": the value is a
+            # sentence of its own, whatever order its facts come in.
             said += sentence(pair[1], number, 1)
         if said or fenced:
             yield from said
@@ -113,6 +115,15 @@ def _read_line(text: str, number: int, tier: int, fenced: bool) -> Iterator[Said
             return
     if not fenced and not hedged(lower) and not text.startswith(_LOG_LINES):
         yield from sentence(text, number, 1)
+
+
+def _banner_rest(text: str) -> bool:
+    """Whether what follows "Python X.Y" is a banner's or nothing: "(main, ...)", "[GCC ...]", a `:` or a word such
+    as "64-bit", rather than a list of other facts after a comma."""
+    rest = text.split(None, 2)
+    if len(rest) < 3:
+        return not rest[-1].endswith((",", ";"))
+    return rest[2][:1] in ("(", "[", ":")
 
 
 def _bare(words: list[str], number: int, tier: int) -> Iterator[Said]:
