@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -308,3 +309,18 @@ def test_leaves_are_every_predicate_in_order() -> None:
                                {"first": [{"module": "d"}, {"package": "e"}]}]}, _WHEN)
     assert [leaf.describe() for leaf in condition.leaves()] == [
         "`a` is installed", "`b` is installed", "`c` is installed", "module `d` is importable", "`e` is installed"]
+
+
+@pytest.mark.parametrize("condition", [
+    pytest.param({"all": [{"package": "a"}, {"package": "b"}]}, id="all"),
+    pytest.param({"any": [{"package": "a"}, {"package": "b"}]}, id="any"),
+    pytest.param({"not": {"package": "a"}}, id="not"),
+    pytest.param({"first": [{"module": "a"}, {"package": "b"}]}, id="first"),
+])
+def test_combinators_are_frozen_and_hashable(condition: dict[str, Any]) -> None:
+    """A condition is part of a rule, which is hashed (the pytest plugin keeps a selection in a dict) and shared:
+    equal conditions hash alike, and none can be changed."""
+    made = parse(condition, _WHEN)
+    assert hash(made) == hash(parse(condition, _WHEN))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.parts = ()  # any attribute: refused

@@ -15,6 +15,7 @@ from envcheck import rule_pack
 from envcheck.conditions import Condition, Context, Outcome, Where
 from envcheck.derived.tables import NO_TABLES
 from envcheck.engine import evaluate
+from envcheck.evidence.origin import Foreign
 from envcheck.facts.observed import Observation
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
@@ -538,3 +539,27 @@ def test_what_must_be_done_by_hand_follows_the_fix(tmp_path: Path) -> None:
     [finding] = evaluate(pack(rule), facts).findings
     assert finding.commands == (("rm", "-rf", *files),)
     assert finding.fix.startswith("Remove apex. pip and uv cannot uninstall apex 0.1 in ")
+
+
+@pytest.mark.parametrize(
+    ("when", "verdicts"),
+    [
+        pytest.param('when = { package = "torch>=2.6" }', [(Status.FAIL, True)], id="here-it-passes"),
+        pytest.param('when = { package = "torch<2.6" }', [(Status.FAIL, True), (Status.FAIL, False)],
+                     id="here-it-fires-too"),
+    ],
+)
+def test_a_log_of_another_environment_is_judged_on_its_own_facts(tmp_path: Path, when: str,
+                                                                 verdicts: list[tuple[Status, bool]]) -> None:
+    """Error output not tied to the checked environment (`foreign`): what it shows is a finding of the log, judged
+    on the log's facts, with no command, and says so; this environment's own verdict follows where it is a finding."""
+    rule = make_rule(tmp_path, f'{when}\nsummary = "s"\nfix = "f"\n'
+                               'commands = [["{python}", "-m", "pip", "install", "torch>=2.6"]]\n' + SIGNATURE)
+    log = dataclasses.replace(build_facts(), observed=_seen({"package": "x"}) + _seen({}, rule_id="EC9002"))
+    report = evaluate(pack(rule), FACTS, foreign=Foreign(log, "its paths name another environment"))
+    assert [(f.status, f.observed) for f in report.findings] == verdicts
+    from_log = report.findings[0]
+    assert from_log.commands == ()
+    assert from_log.evidence == ("the error output shows it (log.txt, line 1: «went wrong 1»); judged on what the "
+                                 "error output states alone (its paths name another environment)")
+    assert all(f.commands for f in report.findings[1:])
