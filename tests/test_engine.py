@@ -563,3 +563,25 @@ def test_a_log_of_another_environment_is_judged_on_its_own_facts(tmp_path: Path,
     assert from_log.evidence == ("the error output shows it (log.txt, line 1: «went wrong 1»); judged on what the "
                                  "error output states alone (its paths name another environment)")
     assert all(f.commands for f in report.findings[1:])
+
+
+@pytest.mark.parametrize(
+    ("general_lines", "shown"),
+    [
+        pytest.param((1,), ["EC9001"], id="the-facts-confirm-the-only-line"),
+        pytest.param((1, 2), ["EC9001", "EC9002"], id="a-line-left-unexplained"),
+    ],
+)
+def test_a_line_the_facts_confirm_is_not_read_generally_too(tmp_path: Path, general_lines: tuple[int, ...],
+                                                            shown: list[str]) -> None:
+    """A message with several causes (`decides = false`) is one rule's failure where that rule's facts fire it;
+    the error-output-only rule that reads the same lines as "one of several causes" then has nothing left to say,
+    unless it read a line the facts did not confirm."""
+    specific = make_rule(tmp_path, 'when = { package = "torch<2.6" }\nsummary = "s"\nfix = "f"\n' + SIGNATURE
+                         + "decides = false\n", rule_id="EC9001")
+    general = make_rule(tmp_path, 'summary = "s"\nfix = "f"\n' + SIGNATURE, rule_id="EC9002")
+    seen = _seen({}) + tuple(dataclasses.replace(o, line=n) for n in general_lines
+                             for o in _seen({}, rule_id="EC9002"))
+    report = evaluate(pack(specific, general), dataclasses.replace(FACTS, observed=seen))
+    assert [f.rule_id for f in report.findings if f.status.is_finding] == shown
+    assert all(f.observed for f in report.findings)
