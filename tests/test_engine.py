@@ -6,6 +6,7 @@ import dataclasses
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import _crashes
 import pytest
@@ -542,20 +543,24 @@ def test_what_must_be_done_by_hand_follows_the_fix(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("when", "verdicts"),
+    ("when", "log_dists", "verdicts"),
     [
-        pytest.param('when = { package = "torch>=2.6" }', [(Status.FAIL, True)], id="here-it-passes"),
-        pytest.param('when = { package = "torch<2.6" }', [(Status.FAIL, True), (Status.FAIL, False)],
+        pytest.param('when = { package = "torch>=2.6" }', [], [(Status.FAIL, True)], id="here-it-passes"),
+        pytest.param('when = { package = "torch<2.6" }', [], [(Status.FAIL, True), (Status.FAIL, False)],
                      id="here-it-fires-too"),
+        pytest.param('when = { package = "torch<2.6" }', [dist_dict("torch", "2.4.0")],
+                     [(Status.FAIL, True), (Status.FAIL, False)], id="the-log-s-facts-fire-it-too"),
     ],
 )
 def test_a_log_of_another_environment_is_judged_on_its_own_facts(tmp_path: Path, when: str,
+                                                                 log_dists: list[dict[str, Any]],
                                                                  verdicts: list[tuple[Status, bool]]) -> None:
     """Error output not tied to the checked environment (`foreign`): what it shows is a finding of the log, judged
     on the log's facts, with no command, and says so; this environment's own verdict follows where it is a finding."""
     rule = make_rule(tmp_path, f'{when}\nsummary = "s"\nfix = "f"\n'
                                'commands = [["{python}", "-m", "pip", "install", "torch>=2.6"]]\n' + SIGNATURE)
-    log = dataclasses.replace(build_facts(), observed=_seen({"package": "x"}) + _seen({}, rule_id="EC9002"))
+    log = dataclasses.replace(build_facts(dists=log_dists),
+                              observed=_seen({"package": "x"}) + _seen({}, rule_id="EC9002"))
     report = evaluate(pack(rule), FACTS, foreign=Foreign(log, "its paths name another environment"))
     assert [(f.status, f.observed) for f in report.findings] == verdicts
     from_log = report.findings[0]
