@@ -560,7 +560,8 @@ def test_a_log_of_another_environment_is_judged_on_its_own_facts(tmp_path: Path,
     rule = make_rule(tmp_path, f'{when}\nsummary = "s"\nfix = "f"\n'
                                'commands = [["{python}", "-m", "pip", "install", "torch>=2.6"]]\n' + SIGNATURE)
     log = dataclasses.replace(build_facts(dists=log_dists),
-                              observed=_seen({"package": "x"}) + _seen({}, rule_id="EC9002"))
+                              observed=_seen({"package": "x"}) + tuple(dataclasses.replace(o, line=7, text="another's")
+                                                                       for o in _seen({}, rule_id="EC9002")))
     report = evaluate(pack(rule), FACTS, foreign=Foreign(log, "its paths name another environment"))
     assert [(f.status, f.observed) for f in report.findings] == verdicts
     from_log = report.findings[0]
