@@ -591,3 +591,12 @@ def test_a_line_the_facts_confirm_is_not_read_generally_too(tmp_path: Path, gene
     report = evaluate(pack(specific, general), dataclasses.replace(FACTS, observed=seen))
     assert [f.rule_id for f in report.findings if f.status.is_finding] == shown
     assert all(f.observed for f in report.findings)
+
+
+def test_a_message_with_several_causes_needs_the_facts(tmp_path: Path) -> None:
+    """A signature with `decides = false` shows this rule's failure only where the facts fire the rule: where they
+    do not, the rule is judged as if no line had been given."""
+    rule = make_rule(tmp_path, 'when = { package = "torch>=2.6" }\nsummary = "s"\nfix = "f"\n' + SIGNATURE
+                     + "decides = false\n")
+    [finding] = evaluate(pack(rule), dataclasses.replace(FACTS, observed=_seen({}))).findings
+    assert (finding.status, finding.observed, finding.evidence) == (Status.PASS, False, "")
