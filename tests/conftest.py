@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _crashes import no_crash
 from _fakes import ROOT
 from _once import built_once
 from _torch import CUDA_TORCH_REQUIREMENT, INSTALL_TIMEOUT_S, TORCH_REQUIREMENT, clean_env, shared_torch_python
@@ -30,6 +32,13 @@ def site(tmp_path: Path) -> Path:
 def _private_probe_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Probe results never go to the user's cache directory during tests (child processes inherit this too)."""
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("envcheck-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _no_evaluation_crash(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A rule whose evaluation crashes (not bad rule data: a bug) fails the test, though evaluate() made it an
+    `error` verdict (tests/_crashes.py)."""
+    yield from no_crash(request, monkeypatch)
 
 
 @pytest.fixture(scope="session")

@@ -43,14 +43,15 @@ def _bound(spec: Specifier) -> tuple[str, Version] | None:
 
 
 def _wildcard_range(version: str) -> tuple[Version, Version] | None:
-    """`==2.1.*` as [2.1, 2.2): the range of versions a prefix match admits."""
+    """`==2.1.*` as [2.1, 2.2): the range of versions a prefix match admits (in the prefix's epoch: `==1!2.1.*` is
+    [1!2.1, 1!2.2))."""
     try:
         base = Version(version[:-2])
     except InvalidVersion:
         return None
     release = list(base.release)
     release[-1] += 1
-    return base, Version(".".join(map(str, release)))
+    return base, Version((f"{base.epoch}!" if base.epoch else "") + ".".join(map(str, release)))
 
 
 def _interval(spec: SpecifierSet) -> tuple[tuple[Version, bool] | None, tuple[Version, bool] | None]:
@@ -77,9 +78,12 @@ def _interval(spec: SpecifierSet) -> tuple[tuple[Version, bool] | None, tuple[Ve
         found = None
         if clause.operator == "==" and clause.version.endswith(".*"):
             found = _wildcard_range(clause.version)
-        elif clause.operator == "~=":  # ~=2.1.3 is >=2.1.3 and ==2.1.*
-            prefix = _wildcard_range(clause.version.rsplit(".", 1)[0] + ".*")
-            found = None if prefix is None else (Version(clause.version), prefix[1])
+        elif clause.operator == "~=":  # ~=2.1.3 is >=2.1.3 and ==2.1.*; a suffix is not in the prefix (PEP 440:
+            # ~=2.2.post3 is >=2.2.post3 and ==2.*)
+            floor = Version(clause.version)
+            epoch = f"{floor.epoch}!" if floor.epoch else ""
+            prefix = _wildcard_range(epoch + ".".join(map(str, floor.release[:-1])) + ".*")
+            found = None if prefix is None else (floor, prefix[1])
         if found is not None:
             raise_low(found[0], True)
             lower_high(found[1], False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ from _fakes import build_facts, dist_dict, torch_dict
 
 from envcheck.conditions import Condition, Context, Outcome, Where, parse
 from envcheck.conditions.core import FALSE, TRUE, All, AnyOf, Not, unknown
+from envcheck.errors import RuleError
 
 U_A, U_B = unknown("a"), unknown("b")
 
@@ -214,3 +216,111 @@ def test_unknown_names_what_is_missing() -> None:
     assert out.value is None
     assert sorted(out.missing) == ["module apex (not looked up in this snapshot)",
                                    "version of foo ('1.0-custom' is not a PEP 440 version)"]
+
+
+_WHEN = Where("rules/x.toml", "EC9001", "when")
+_TORCH_ONLY = {"dists": [dist_dict("torch", "2.5.1")]}
+
+
+@pytest.mark.parametrize(
+    ("condition", "text"),
+    [
+        pytest.param({"package": "apex"}, "`apex` is installed", id="leaf"),
+        pytest.param({"all": [{"package": "apex"}, {"any": [{"package": "a"}, {"package": "b<2"}]}]},
+                     "`apex` is installed and (`a` is installed or `b<2` is installed)", id="all-groups-any"),
+        pytest.param({"any": [{"first": [{"module": "a"}, {"package": "b"}]},
+                              {"all": [{"package": "c"}, {"package": "d"}]}]},
+                     "(the first known of: module `a` is importable; else `b` is installed) or "
+                     "(`c` is installed and `d` is installed)", id="any-groups-first-and-all"),
+        pytest.param({"all": [{"any": [{"package": "a"}]}, {"package": "b"}]}, "`a` is installed and `b` is installed",
+                     id="one-part-needs-no-brackets"),
+        pytest.param({"package": "a", "python": ">=3"}, "`a` is installed and Python `>=3`", id="two-keys-read-and"),
+        pytest.param({"not": {"any": [{"package": "a"}, {"package": "b"}]}},
+                     "not (`a` is installed or `b` is installed)", id="not-groups"),
+        pytest.param({"not": {"package": "a"}}, "not `a` is installed", id="not-leaf"),
+        pytest.param({"first": [{"module": "a"}, {"module": "c"}, {"package": "torch"}]},
+                     "the first known of: module `a` is importable; else module `c` is importable; else `torch` is "
+                     "installed", id="first"),
+    ],
+)
+def test_describe(condition: dict[str, Any], text: str) -> None:
+    """What a rule's n/a and pass verdicts show ("applies when ...", "fires when ..."): parts joined in their order,
+    a combinator of several parts inside another in brackets."""
+    assert parse(condition, _WHEN).describe() == text
+
+
+def test_empty_all_reads_always() -> None:
+    """A rule without `applies` applies always (All of nothing), and says so."""
+    assert All(()).describe() == "always"
+
+
+@pytest.mark.parametrize(
+    ("condition", "value", "evidence", "missing"),
+    [
+        pytest.param({"first": [{"package": "torch"}, {"module": "a"}]}, True, "`torch` is installed", set(),
+                     id="first-part-known"),
+        pytest.param({"first": [{"module": "a"}, {"module": "c"}, {"package": "torch<2"}]}, False,
+                     "`torch<2` is installed (instead of: module a (not looked up in this snapshot); module c (not "
+                     "looked up in this snapshot))", set(), id="falls-back-naming-what-it-lacked"),
+        pytest.param({"first": [{"module": "a"}, {"module": "c"}]}, None, "",
+                     {"module a (not looked up in this snapshot)", "module c (not looked up in this snapshot)"},
+                     id="none-known"),
+        pytest.param({"all": [{"first": [{"module": "a"}, {"package": "torch"}]}, {"package": "torch>=2"},
+                              {"first": [{"package": "torch<3"}]}]}, True,
+                     "`torch` is installed (instead of: module a (not looked up in this snapshot)); "
+                     "`torch<3` is installed", set(), id="all-joins-the-evidence"),
+        pytest.param({"all": [{"first": [{"package": "torch"}]}, {"module": "a"}]}, None, "",
+                     {"module a (not looked up in this snapshot)"}, id="unknown-all-drops-the-evidence"),
+        pytest.param({"any": [{"package": "apex"}, {"first": [{"module": "a"}, {"package": "torch"}]}]}, True,
+                     "`torch` is installed (instead of: module a (not looked up in this snapshot))", set(),
+                     id="any-keeps-the-deciding-part-s-evidence"),
+        pytest.param({"not": {"first": [{"package": "torch"}]}}, False, "", set(), id="not-has-none"),
+    ],
+)
+def test_first_names_the_deciding_part(condition: dict[str, Any], value: bool | None, evidence: str,
+                                       missing: set[str]) -> None:
+    """`first` decides by its first known part and says which (and what it fell back from): shown with the finding."""
+    out = parse(condition, _WHEN).evaluate(Context(build_facts(**_TORCH_ONLY)))
+    assert (out.value, out.evidence, set(out.missing)) == (value, evidence, missing)
+
+
+@pytest.mark.parametrize(
+    ("where", "condition", "message"),
+    [
+        pytest.param(Where("rules/x.toml", "EC9001", "when"), {"nope": 1},
+                     "rules/x.toml: rule EC9001: key 'when.nope': unknown predicate", id="nested-key"),
+        pytest.param(Where("rules/x.toml", "EC9001", ""), {"all": []},
+                     "rules/x.toml: rule EC9001: key 'all': expected a non-empty list of conditions",
+                     id="top-level-key-without-a-dot"),
+        pytest.param(Where("rules/x.toml", None, "when"), {"any": [{"package": "torch"}, {"package": "to rch!"}]},
+                     "rules/x.toml: key 'when.any.1.package': invalid requirement", id="no-rule-id"),
+    ],
+)
+def test_a_bad_condition_names_the_file_rule_and_key(where: Where, condition: dict[str, Any], message: str) -> None:
+    """A condition that cannot be used is one RuleError naming the file, the rule and the key path to it."""
+    with pytest.raises(RuleError) as caught:
+        parse(condition, where)
+    assert str(caught.value).startswith(message)
+
+
+def test_leaves_are_every_predicate_in_order() -> None:
+    """`leaves()` reaches through every combinator (what the pack's checks and `unseen` read the predicates from)."""
+    condition = parse({"all": [{"package": "a"}, {"any": [{"package": "b"}, {"not": {"package": "c"}}]},
+                               {"first": [{"module": "d"}, {"package": "e"}]}]}, _WHEN)
+    assert [leaf.describe() for leaf in condition.leaves()] == [
+        "`a` is installed", "`b` is installed", "`c` is installed", "module `d` is importable", "`e` is installed"]
+
+
+@pytest.mark.parametrize("condition", [
+    pytest.param({"all": [{"package": "a"}, {"package": "b"}]}, id="all"),
+    pytest.param({"any": [{"package": "a"}, {"package": "b"}]}, id="any"),
+    pytest.param({"not": {"package": "a"}}, id="not"),
+    pytest.param({"first": [{"module": "a"}, {"package": "b"}]}, id="first"),
+])
+def test_combinators_are_frozen_and_hashable(condition: dict[str, Any]) -> None:
+    """A condition is part of a rule, which is hashed (the pytest plugin keeps a selection in a dict) and shared:
+    equal conditions hash alike, and none can be changed."""
+    made = parse(condition, _WHEN)
+    assert hash(made) == hash(parse(condition, _WHEN))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.parts = ()  # any attribute: refused
