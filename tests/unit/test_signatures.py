@@ -275,7 +275,7 @@ def _reference(text: str, signatures: list[Signature]) -> list[tuple[int, str, i
 def _mixed_log() -> str:
     """Real threads (the corpus), every example and near miss, and each anchor at the end of a long prefix or with
     CRLF endings: the inputs where a faster scan could part from the plain one."""
-    corpus = Path(__file__).parent / "fixtures" / "corpus"
+    corpus = Path(__file__).parents[1] / "fixtures" / "corpus"
     threads = [p.read_text(encoding="utf-8").partition("\n+++\n")[2] for p in sorted(corpus.glob("[0-9]*.md"))]
     return "\n".join([*threads, *(s.example for s in SIGNATURES), *(s.near_miss for s in SIGNATURES),
                       *("x" * 400 + s.example for s in SIGNATURES), *(s.example.replace("\n", "\r\n") for s in
@@ -354,7 +354,7 @@ def test_a_user_rule_that_could_backtrack_is_one_error_line(tmp_path: Path) -> N
         "pattern = '(?:\\w|\\w\\w)* went wrong'\nsource = \"https://example.org/src\"\n"
         'thread = "https://example.org/issues/1"\nexample = "it went wrong"\nnear_miss = "all is well"\n',
         encoding="utf-8")
-    facts = Path(__file__).parent / "fixtures" / "clean-cuda-venv.json"
+    facts = Path(__file__).parents[1] / "fixtures" / "clean-cuda-venv.json"
     result = CliRunner().invoke(cli, ["check", "--facts", str(facts), "--rules", str(rules)])
     assert result.exit_code == 2, result.output
     (line,) = [line for line in result.output.splitlines() if line.strip()]
