@@ -53,14 +53,16 @@ _COUNTS = re.compile(r"\b\d+ (passed|n/a|skipped|rules)\b")
 SHOWN_HOME = "/home/me"
 
 # What a torchvision made for torch 2.6.0 prints at import beside torch 2.13.0+cpu (torchvision 0.21.0's
-# torchvision/_meta_registrations.py registers a fake for torchvision::nms; the operator is missing).
+# torchvision/_meta_registrations.py registers a fake for torchvision::nms; the operator is missing). Its paths
+# are the sample venv's own site-packages, as the project's own run would print them, so that explain ties the log
+# to the checked environment.
 ERROR_LOG = """\
 Traceback (most recent call last):
-  File "/home/me/proj/train.py", line 3, in <module>
+  File "{project}/train.py", line 3, in <module>
     import torchvision
-  File "/home/me/proj/.venv/lib/python3.12/site-packages/torchvision/__init__.py", line 10, in <module>
+  File "{site}/torchvision/__init__.py", line 10, in <module>
     from torchvision import _meta_registrations, datasets, io, models, ops, transforms, utils  # usort:skip
-  File "/home/me/proj/.venv/lib/python3.12/site-packages/torchvision/_meta_registrations.py", line 163, in <module>
+  File "{site}/torchvision/_meta_registrations.py", line 163, in <module>
     @torch.library.register_fake("torchvision::nms")
 RuntimeError: operator torchvision::nms does not exist
 """
@@ -90,7 +92,7 @@ def _torchvision_for_another_torch(project: Path, files: dict[str, str], venv_ma
                       "torch/version.py": "__version__ = '2.13.0+cpu'\ncuda = None\nhip = None\n"})
     write_dist(site, "torch", "2.13.0+cpu", top_level=["torch"])
     write_dist(site, "torchvision", "0.21.0", requires=["torch==2.6.0"], top_level=["torchvision"])
-    (project / "error.log").write_text(ERROR_LOG, encoding="utf-8")
+    (project / "error.log").write_text(ERROR_LOG.format(project=project, site=site), encoding="utf-8")
     assert python.is_file()
     _write(project, files)
 

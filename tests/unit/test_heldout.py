@@ -41,7 +41,7 @@ SKIPPED = frozenset({".git", ".venv", "__pycache__", "node_modules", ".mypy_cach
 # Measured on the set as gathered (tests/fixtures/heldout/README.md, "Figures"). NOTE: the floor only goes up and the
 # ceiling only goes down: raise TEST_RECALL_FLOOR when rules or readers name more causes, never lower it to let a
 # change pass, and never edit the set to raise it.
-TEST_RECALL_FLOOR = 0.49  # 36/73 = 49.3% named (rounded down)
+TEST_RECALL_FLOOR = 0.72  # 53/73 = 72.6% named (rounded down); 36/73 before the families and release-name work
 CODE_BLAMED_CEILING = 0  # code-caused threads with a fail or warn finding: 0/21
 _NAME = re.compile(r"\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
 
