@@ -78,9 +78,10 @@ def test_wheel_is_pure_python_and_named_for_the_project(dists: Dists) -> None:
 
 def test_wheel_ships_the_whole_rule_pack(dists: Dists) -> None:
     """Every rules/*.toml of the checkout is in the wheel as envcheck/_rules/*.toml, its data tables as
-    envcheck/_rules/data/*.toml, and nothing else is there."""
+    envcheck/_rules/data/*.toml (and the release-name table, data/*.json), and nothing else is there."""
+    data = ROOT / "rules" / "data"
     in_repo = sorted(p.relative_to(ROOT / "rules").as_posix()
-                     for p in [*(ROOT / "rules").glob("*.toml"), *(ROOT / "rules" / "data").glob("*.toml")])
+                     for p in [*(ROOT / "rules").glob("*.toml"), *data.glob("*.toml"), *data.glob("*.json")])
     in_wheel = sorted(n.removeprefix("envcheck/_rules/") for n in dists.wheel_names if n.startswith("envcheck/_rules/"))
     assert any("/" not in n for n in in_repo), "the checkout has no rules/*.toml"
     assert "data/cuda-driver.toml" in in_repo, "the derivations' data tables are missing from rules/data/"

@@ -155,6 +155,9 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "project.unmet": ("project", "distributions", *PY),
     "project.lock-drift": ("project",),
     "conda.system-requirements": ("conda",),
+    # the error output's failed imports (facts.observed, which no rule drops) against the installed release
+    "imports.missing-from-release": ("distributions",),
+    "imports.not-the-release": ("distributions",),
     "conda.unmet-system-requirements": ("conda", "nvml.devices", "nvml.driver"),
     "python.virtualenv": ("python.environment",),
     "python.conda": ("python.environment",),
