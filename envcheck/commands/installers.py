@@ -101,6 +101,8 @@ def choose(facts: Facts) -> Installer:
     kind, reason = _kind(facts)
     found = facts.installer
     if found is None:
+        if facts.conda is not None and facts.conda.packages:  # a pasted `conda list`, a pixi.lock: conda's torch
+            reason += ", and the torch family conda installed is installed with conda"
         return Installer(kind, reason)
     conda = found.conda if facts.python.conda and found.conda_owned else None
     return Installer(kind, reason, uv=found.uv if kind == "uv" else None, conda=conda,
