@@ -57,6 +57,8 @@ class Spawned:
                 self.proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=stdin, stdout=stdout,
                                              stderr=stderr, **kwargs)
         except BaseException:
+            if self.proc is not None:  # Ctrl-C during the spawn, raised once the child's pid was known: end it
+                self._stop_group(reap=True)
             guard.release(self)
             raise
         self.began = time.monotonic()

@@ -6,7 +6,9 @@ envcheck, or to its process group, never reaches them. Without this, SIGTERM (a 
 container stop), SIGHUP (a closed terminal), SIGQUIT or SIGABRT kill envcheck at once and leave a child re-parented
 to init, still importing torch or holding the GPU, and its `envcheck-probe-*` folder behind.
 
-SIGINT needs nothing here: Python raises KeyboardInterrupt, and the runner's `finally` blocks close the children.
+SIGINT (Ctrl-C) is handled the same way, then Python's own handler raises KeyboardInterrupt as usual: left to the
+`finally` blocks of whoever started a child, a KeyboardInterrupt raised inside `subprocess.Popen` (after the fork,
+before the pid is returned) or between the spawn and the `try` that closes it would leave a child nobody knows.
 SIGKILL cannot be caught by anyone.
 
 A child is held *before* it is spawned, inside `spawning()`: a signal that arrives while the child is being started
@@ -30,7 +32,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Protocol
 
-_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGABRT")
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGABRT", "SIGINT")
                  if hasattr(signal, name))
 
 
