@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from _fakes import write_tree
+from _procs import alive
 from _torch import BIN, clean_env
 
 pytestmark = pytest.mark.posix
@@ -52,20 +53,6 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
                       "STUCK_PIDS": str(tmp_path / "pids"), "NO_COLOR": "1", **extra})
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` still runs (a zombie, killed and waiting for its parent or init to reap it, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc (macOS): ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
-
 
 def _pids(tmp_path: Path) -> list[int]:
     path = tmp_path / "pids"
@@ -75,15 +62,15 @@ def _pids(tmp_path: Path) -> list[int]:
 def _left_running(tmp_path: Path, within: float = 10.0) -> list[int]:
     """The stuck processes still running `within` seconds from now (SIGKILL is not instantaneous)."""
     deadline = time.monotonic() + within
-    while (alive := [p for p in _pids(tmp_path) if _alive(p)]) and time.monotonic() < deadline:
+    while (running := [p for p in _pids(tmp_path) if alive(p)]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return alive
+    return running
 
 
 def _kill_leftovers(tmp_path: Path) -> None:
     """A failing test must not leave its sleeping processes for an hour."""
     for pid in _pids(tmp_path):
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from _fakes import write_dist, write_tree
+from _procs import alive
 from _torch import BIN, clean_env
 
 pytestmark = pytest.mark.posix
@@ -48,24 +49,10 @@ def _envcheck(python: Path, timeout: float) -> list[str]:
             "--no-project", "--no-config"]
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` still runs (a zombie, killed and waiting for init to reap it, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc (macOS): ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
-
 
 def _gone(pid: int, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
-    while _alive(pid):
+    while alive(pid):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -139,7 +126,7 @@ def test_a_hung_import_shows_the_wait_on_a_terminal(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
         pid_file = tmp_path / "torch.pid"
-        if pid_file.exists() and pid_file.read_text() and _alive(int(pid_file.read_text())):
+        if pid_file.exists() and pid_file.read_text() and alive(int(pid_file.read_text())):
             os.killpg(int(pid_file.read_text()), signal.SIGKILL)
 
 
@@ -163,5 +150,5 @@ def test_no_probe_child_outlives_envcheck(tmp_path: Path, signame: str) -> None:
         assert _gone(hung), f"the probe child {hung} outlived envcheck ({signame})"
         assert _probe_folders(tmp_path) == []
     finally:  # a failure here must not leave the hung child running for an hour
-        if _alive(hung):
+        if alive(hung):
             os.killpg(hung, signal.SIGKILL)
