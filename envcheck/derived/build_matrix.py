@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -28,6 +28,9 @@ from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
 from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor
+
+if TYPE_CHECKING:
+    from envcheck.facts.snapshot import Facts
 
 DATA_FILE = "torch-builds.toml"
 PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows-x86_64", "macos-arm64", "macos-x86_64")
@@ -469,3 +472,18 @@ def companions(matrix: BuildMatrix, version: str | Version) -> Mapping[str, str]
     """The companion releases made for torch `version` ("torchvision" -> "0.23.0"); empty when not known."""
     found = release(matrix, version)
     return {} if found is None else found.companions
+
+
+def platform_key(facts: Facts) -> str | None:
+    """The matrix's platform for the checked interpreter ("linux-x86_64", "macos-arm64"); None for others."""
+    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(facts.python.platform)
+    machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}.get(
+        facts.python.machine.lower())
+    if system is None or machine is None:
+        return None
+    if system == "linux" and machine == "arm64":
+        machine = "aarch64"
+    if system == "macos" and machine == "aarch64":
+        machine = "arm64"
+    key = f"{system}-{machine}"
+    return key if key in PLATFORMS else None

@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions, conda_builds, conda_recommend, gpu_compat
+from envcheck.derived.build_matrix import platform_key
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values, without_cuda_torch
 from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
@@ -89,21 +90,6 @@ class Recommendation:
             recommended = f"{self.described} from {self.index_url}, with the installed companions made for it"
         return {"install": " ".join(self.requirements), "index_url": self.index_url,
                 "recommended": recommended, "because": " ".join(self.because), "evidence": self.evidence}
-
-
-def platform_key(facts: Facts) -> str | None:
-    """The matrix's platform for the checked interpreter ("linux-x86_64", "macos-arm64"); None for others."""
-    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(facts.python.platform)
-    machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}.get(
-        facts.python.machine.lower())
-    if system is None or machine is None:
-        return None
-    if system == "linux" and machine == "arm64":
-        machine = "aarch64"
-    if system == "macos" and machine == "aarch64":
-        machine = "arm64"
-    key = f"{system}-{machine}"
-    return key if key in tb.PLATFORMS else None
 
 
 def machine_of(facts: Facts) -> Machine | None:

@@ -7,6 +7,7 @@ mamba or pixi command. Pure: facts and the tables in, one item out.
 
 from __future__ import annotations
 
+from envcheck.derived.build_matrix import platform_key
 from envcheck.derived.companions import pytorch_index
 from envcheck.derived.conda_builds import CondaForgeTable, installed, native_build
 from envcheck.derived.gpu_compat import CudaDriverTable
@@ -39,7 +40,7 @@ def conda_recommendation(facts: Facts, table: CondaForgeTable,
     commands/installers.py writes as the environment's conda, mamba or pixi command (`pytorch-gpu=2.7.1
     cuda-version=12.8` from conda-forge); `recommended` and `because` say it in conda's. None for a torch conda did
     not install (the build matrix decides), and where the GPUs are not known."""
-    platform = _platform_key(facts)
+    platform = platform_key(facts)
     torch = installed(facts, platform)
     nvml = facts.nvml
     if torch is None or nvml is None or not nvml.devices_known:
@@ -79,12 +80,3 @@ def conda_recommendation(facts: Facts, table: CondaForgeTable,
              "recommended": f"conda-forge's {chosen.described}: `pytorch-gpu={chosen.release.version}` with "
                             f"`cuda-version={chosen.cuda_text}`",
              "because": " ".join(because), "evidence": evidence}]
-
-
-def _platform_key(facts: Facts) -> str | None:
-    system = {"linux": "linux", "win32": "windows", "darwin": "macos"}.get(facts.python.platform)
-    machine = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(
-        facts.python.machine.lower())
-    if system is None or machine is None:
-        return None
-    return f"{system}-{machine}" if system != "macos" else f"macos-{'arm64' if machine == 'aarch64' else machine}"

@@ -25,7 +25,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envcheck.derived import build_matrix as tb
-from envcheck.derived.builds import platform_key
+from envcheck.derived.build_matrix import platform_key
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Values
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.support.patterns import lazy

@@ -91,7 +91,7 @@ def _driver(text: str, needed: bool) -> Version | None:
 def machine(facts: Facts, described: Described, tables: Tables) -> builds.Machine:
     """The machine to plan for: the snapshot's, with each described part in its place."""
     base = builds.machine_of(facts)
-    platform = described.platform or (base.platform if base else builds.platform_key(facts))
+    platform = described.platform or (base.platform if base else tb.platform_key(facts))
     if platform is None:
         raise DescribeError(f"the build matrix has no wheels for this platform ({facts.python.platform} "
                             f"{facts.python.machine}): give one with --platform ({', '.join(tb.PLATFORMS)})")
