@@ -75,7 +75,7 @@ def expected_wheel_files(root: Path = ROOT) -> frozenset[str]:
     files = {f"envcheck/{name}" for name in _tree(root / "envcheck")}
     files |= {f"envcheck/_rules/{name}" for name in _tree(root / "rules")}
     # A walk from the wrong folder, or a tree that lost a kind of data, must not make an empty list that passes.
-    for needed in ("envcheck/__init__.py", "envcheck/probes/_child.py", "envcheck/facts/_collector.py",
+    for needed in ("envcheck/__init__.py", "envcheck/sources/probes/_child.py", "envcheck/sources/live/_collector.py",
                    "envcheck/py.typed"):
         if needed not in files:
             raise Failed(f"{root} has no {needed[len('envcheck/'):]} under envcheck/: not an envcheck source tree")

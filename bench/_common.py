@@ -268,7 +268,7 @@ import envcheck.cli.click_cli
 T["import: envcheck.cli.click_cli and the rest it pulls in"] = clock() - t0
 import tomllib
 import importlib
-from envcheck import rule_pack
+from envcheck.rules import rule_pack
 try:  # collection_request / gather: envcheck.pipeline.stages now, envcheck.api before, envcheck.check earlier
     check_mod = importlib.import_module("envcheck.pipeline.stages")
 except ImportError:
@@ -282,10 +282,10 @@ try:  # data tables and the requirement cache: envcheck.derived / _packaging lat
 except ImportError:
     tables_mod = None
     requirement_cache = importlib.import_module("envcheck.facts.derive")
-from envcheck.facts import _collector
+from envcheck.sources.live import _collector
 from envcheck.facts.snapshot import Facts
-from envcheck.conditions import Context
-from envcheck import engine
+from envcheck.rules.conditions import Context
+from envcheck.rules import engine
 from envcheck.report import render
 rule_dirs = [Path(p) for p in sys.argv[1:]]
 files = sorted(p for d in [rule_pack.builtin_rules_dir(), *rule_dirs] for p in d.glob("*.toml"))

@@ -48,9 +48,9 @@ def _argv(source: Path, args: list[str]) -> list[str]:
 _IN_PROCESS = """
 import json, sys, time
 sys.path.insert(0, SOURCE)
-from envcheck import rule_pack
-from envcheck.engine import evaluate
-from envcheck.facts import collect
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.sources.live import collect
 start = time.perf_counter()
 for _ in range(10):
     rule_pack.load()

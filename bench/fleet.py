@@ -51,7 +51,7 @@ import json, os, socket, sys, time
 t0 = time.perf_counter()
 import torch.distributed
 t_import = time.perf_counter() - t0
-from envcheck import rule_pack
+from envcheck.rules import rule_pack
 from envcheck.pipeline.stages import ProbeOptions
 from envcheck.fleet import distributed, local, merge, report
 rules = rule_pack.load()
@@ -71,7 +71,7 @@ print(json.dumps({"import torch.distributed": t_import, "collect (static, alone)
 
 MERGE_PHASES = r'''
 import glob, json, os, sys, time
-from envcheck import rule_pack
+from envcheck.rules import rule_pack
 from envcheck.fleet import merge, report
 files = sorted(glob.glob(sys.argv[1] + "/*.json"))
 rules = rule_pack.load()

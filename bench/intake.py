@@ -1,4 +1,4 @@
-"""Time `envcheck.intake.read_report` on a 1 MB pasted report, and measure extraction over the real fixtures.
+"""Time `envcheck.sources.reports.read_report` on a 1 MB pasted report, and measure extraction over the real fixtures.
 
 The report is the real fixtures under tests/fixtures/reports/ in markdown fences, followed by a `pip list` of
 synthetic rows until it reaches the size asked (the shape of a large paste: a few outputs and a long list). It is
@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from envcheck.intake import read_report  # noqa: E402
+from envcheck.sources.reports import read_report  # noqa: E402
 
 REPORTS = REPO / "tests" / "fixtures" / "reports"
 

@@ -77,8 +77,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     from envcheck.derived.project import lock_drift
-    from envcheck.facts import collect as collect_mod
-    from envcheck.project.discover import discover
+    from envcheck.sources.live import collect as collect_mod
+    from envcheck.sources.project.discover import discover
     from envcheck.support.versions import marker_env
 
     print(f"{'N':>6} {'lock KiB':>9} {'read ms':>8} {'pins ms':>8} {'drift ms':>9} {'check ms':>9} "

@@ -6,9 +6,9 @@ module is written back with `ast.unparse` into a copy of the checkout (the worki
 chosen test files run there against it, one mutant at a time, stopping at the first failure. A mutant the tests
 pass is a survivor: printed with its line and change, for a reader to judge (some change nothing observable).
 
-    python bench/mutants.py envcheck/engine.py -t tests/test_engine.py --sample 40
+    python bench/mutants.py envcheck/rules/engine.py -t tests/test_engine.py --sample 40
     python bench/mutants.py envcheck/support/specifiers.py -t tests/test_specifiers.py --all
-    python bench/mutants.py envcheck/engine.py -t tests/test_engine.py --index 93 --index 95   # those two again
+    python bench/mutants.py envcheck/rules/engine.py -t tests/test_engine.py --index 93 --index 95   # those two again
 
 Docstrings, annotations and `__all__` are not mutated (changing them changes no behaviour). The copy's unmutated
 module, unparsed the same way, must pass the tests first, else nothing is measured. Standard library only.

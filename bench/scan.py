@@ -1,4 +1,4 @@
-"""Time the error-signature scan (`envcheck.evidence.signatures.scan`, what `envcheck explain` and `check --report`
+"""Time the error-signature scan (`envcheck.rules.signatures.scan`, what `envcheck explain` and `check --report`
 run over pasted error output) on large logs of three kinds, and print MB/s and peak memory.
 
 - `noise`: generated log lines (training progress, tracebacks through site-packages, pip output) with every shipped
@@ -116,8 +116,8 @@ def _explain(text: str) -> dict[str, float]:
 
 
 def _child(kind: str, size: int, explain: bool = False) -> dict[str, float]:
-    from envcheck.evidence.signatures import scan
-    from envcheck.rule_pack import load
+    from envcheck.rules.rule_pack import load
+    from envcheck.rules.signatures import scan
 
     signatures = [s for rule in load(()) for s in rule.signatures]
     text = _MAKERS[kind](size, signatures)

@@ -10,8 +10,8 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from envcheck.model import Report
     from envcheck.pipeline import CheckOptions
+    from envcheck.rules.model import Report
 
 
 def check(options: CheckOptions | None = None, /, **overrides: Any) -> Report:
@@ -32,14 +32,14 @@ def check(options: CheckOptions | None = None, /, **overrides: Any) -> Report:
 {fields}
 
     Returns:
-        The `envcheck.model.Report`: one `Finding` per rule (or per item), with `status`, `summary`, `fix` and
+        The `envcheck.rules.model.Report`: one `Finding` per rule (or per item), with `status`, `summary`, `fix` and
         `commands` (argv tuples for the checked interpreter); `report.target` says which interpreter that was
         and how it was chosen. `report.at_or_above(level)` lists the findings at or
         above a severity ("error", "warning", "info"); `report.counts()` tallies the verdicts.
 
     Raises:
         envcheck.errors.EnvcheckError: bad input (`ConfigError` names the configuration file and key;
-            `envcheck.target.TargetError` when `discover` finds nothing it may check).
+            `envcheck.pipeline.target.TargetError` when `discover` finds nothing it may check).
         TypeError: a keyword argument that names no option.
     """
     from envcheck.pipeline import run

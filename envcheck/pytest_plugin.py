@@ -28,15 +28,15 @@ import pytest
 
 if TYPE_CHECKING:
     from envcheck.facts.snapshot import Facts
-    from envcheck.model import Finding, Report, Rule
     from envcheck.pipeline import Check
     from envcheck.pipeline.stages import RuleSet
-    from envcheck.rule_pack import RulePack
+    from envcheck.rules.model import Finding, Report, Rule
+    from envcheck.rules.rule_pack import RulePack
 
 MARKER = ("envcheck(*rules, probe=None, require=None, forbid=None): skip the test unless the environment meets it "
           "(envcheck): none of the rules (ids or names) fires, the probes pass, the requirements are installed "
           "and the forbidden ones are not")
-_FAIL_ON = ("error", "warning", "info", "never")  # envcheck.model.FAIL_ON_LEVELS, without importing it here
+_FAIL_ON = ("error", "warning", "info", "never")  # envcheck.rules.model.FAIL_ON_LEVELS, without importing it here
 EXIT_FINDINGS = 1  # as `envcheck` itself: the environment fails the check
 _MARKER_FILE = "@pytest.mark.envcheck"
 
@@ -169,9 +169,9 @@ class _Session:
 
             error_output = None
             if self.explain is not None:
-                from envcheck.intake.text import decode
                 from envcheck.pipeline import pasted
                 from envcheck.pipeline.stages import ErrorOutput
+                from envcheck.sources.reports.text import decode
 
                 data, name = pasted(self.explain)
                 error_output = ErrorOutput(decode(data, name), name)
@@ -184,7 +184,7 @@ class _Session:
 
     def facts(self, probes: Iterable[str] = ()) -> Facts:
         """The static facts of this interpreter, with the results of `probes` (run now, or taken from the cache)."""
-        from envcheck.probes import run_probes
+        from envcheck.sources.probes import run_probes
 
         if self._facts is None:
             self._facts = self.check().facts()
@@ -195,8 +195,8 @@ class _Session:
         return self._facts
 
     def session_check(self, *, probes: bool, fail_on: str | None) -> tuple[Report, str]:
-        from envcheck.probes.catalog import PROBE_NAMES
         from envcheck.report.common import tally
+        from envcheck.sources.probes.catalog import PROBE_NAMES
 
         check = self.check()
         report = check.report(self.facts(PROBE_NAMES if probes else ()))
@@ -206,9 +206,9 @@ class _Session:
         return report, check.rules.level(fail_on)
 
     def _marker_rules(self, marks: Sequence[pytest.Mark]) -> RulePack:
-        from envcheck import policy, rule_pack
-        from envcheck.config import from_table
-        from envcheck.probes.catalog import PROBE_NAMES
+        from envcheck.rules import policy, rule_pack
+        from envcheck.sources.probes.catalog import PROBE_NAMES
+        from envcheck.sources.project.config import from_table
 
         every = self.rules().every
         chosen: list[Rule] = []
@@ -237,9 +237,9 @@ class _Session:
 
     def unmet(self, marks: Sequence[pytest.Mark]) -> list[str]:
         """Why the environment does not meet the markers (empty when it does): the summaries of what fired."""
-        from envcheck.conditions.machine import Probe
-        from envcheck.engine import evaluate
-        from envcheck.model import Status
+        from envcheck.rules.conditions.machine import Probe
+        from envcheck.rules.engine import evaluate
+        from envcheck.rules.model import Status
 
         key = tuple(repr((m.args, sorted(m.kwargs.items()))) for m in marks)
         if key not in self._verdicts:

@@ -1,6 +1,6 @@
 """An exception that escapes a rule's evaluation by accident fails the test that caused it.
 
-`envcheck.engine.evaluate` turns whatever a rule raises into that rule's `error` verdict, so that one bad rule or
+`envcheck.rules.engine.evaluate` turns whatever a rule raises into that rule's `error` verdict, so that one bad rule or
 one odd fact does not cost the other verdicts. In a test that would hide a crash: a change that breaks a condition
 or the engine still passes every test that does not look for error verdicts. So every test runs with the engine's
 per-rule step watched (conftest.py's autouse fixture `_no_evaluation_crash`):
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from envcheck import engine
 from envcheck.errors import EnvcheckError
+from envcheck.rules import engine
 
 
 def watch(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -17,8 +17,8 @@ from typing import Any
 
 from click.testing import CliRunner, Result
 
-from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
+from envcheck.sources.live import _collector
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent  # the checkout

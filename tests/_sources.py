@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "envcheck"
-STANDALONE = frozenset({"facts/_collector.py", "probes/_child.py"})
+STANDALONE = frozenset({"sources/live/_collector.py", "sources/probes/_child.py"})
 
 
 def in_process_sources() -> Iterator[tuple[str, Path]]:

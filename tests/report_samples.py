@@ -11,10 +11,10 @@ from typing import Any
 
 from _fakes import FIXTURES
 
-from envcheck import rule_pack
-from envcheck.engine import evaluate
-from envcheck.facts import collect as collect_mod
-from envcheck.model import Finding, Report, Severity, Status
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Report, Severity, Status
+from envcheck.sources.live import collect as collect_mod
 
 EXE = "/opt/my envs/bin/python"
 VERSION = "0.1.0"  # reports built here name this envcheck version, whatever the installed one is

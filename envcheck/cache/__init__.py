@@ -4,7 +4,7 @@
 - pack_stamp.py: the stamp of a rule pack (envcheck's code and every rule and table file), the cached pack's key;
 - file_values.py: values computed from files (ELF needs, RECORD's shared objects), keyed by path, mtime and size.
 
-Probe results (probes/results_cache.py: they read the snapshot, which sits above this package), the rule pack
-(envcheck/rule_pack.py), the requirement walk (derived/walk_memo.py) and the replayed check
+Probe results (sources/probes/results_cache.py: they read the snapshot, which sits above this package), the rule pack
+(envcheck/rules/rule_pack.py), the requirement walk (derived/walk_memo.py) and the replayed check
 (pipeline/replay.py) keep their entries through signed.py.
 """

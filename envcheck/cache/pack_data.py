@@ -28,8 +28,8 @@ __all__ = ["ALLOWED", "NotData", "dumps", "loads"]
 # The modules whose classes a cached pack may hold: where the pack's values are defined. A class defined elsewhere
 # makes the pack uncacheable (dumps raises NotData), which a test of the shipped pack would show.
 ALLOWED = frozenset({
-    "envcheck.model", "envcheck.rule_pack", "envcheck.evidence.signatures",
-    "envcheck.conditions.core", "envcheck.conditions.environment", "envcheck.conditions.machine",
+    "envcheck.rules.model", "envcheck.rules.rule_pack", "envcheck.rules.signatures",
+    "envcheck.rules.conditions.core", "envcheck.rules.conditions.environment", "envcheck.rules.conditions.machine",
     "envcheck.derived.common", "envcheck.derived.build_matrix", "envcheck.derived.companions",
     "envcheck.derived.extension_releases", "envcheck.derived.gpu_compat", "envcheck.derived.nvidia_gpus",
     "envcheck.derived.amd_gpus", "envcheck.derived.rocm", "envcheck.derived.conda_builds",

@@ -1,8 +1,8 @@
 """The stamp of a rule pack: a digest of envcheck's code and of every rule and table file the pack is made of.
 
-The cached pack (envcheck/rule_pack.py) is stored under it, and a replayed static check (envcheck/pipeline/replay.py)
-compares it again, so both agree on what "the same rules" means. Standard library only: the replay must not import
-the rules.
+The cached pack (envcheck/rules/rule_pack.py) is stored under it, and a replayed static check
+(envcheck/pipeline/replay.py) compares it again, so both agree on what "the same rules" means. Standard library only:
+the replay must not import the rules.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """envcheck's cache on disk: where it lives, and entries that are verified before anything in them is trusted.
 
-Four things are cached there, each keyed so that any change misses: probe results (envcheck.probes.results_cache), the
-validated rule pack (envcheck.rule_pack.load), each distribution's parsed metadata (the collector) and the requirement
-walk's result (envcheck.derived.walk_memo, through `SignedMemo`: signed JSON, keyed by a digest of its inputs).
+Four things are cached there, each keyed so that any change misses: probe results
+(envcheck.sources.probes.results_cache), the validated rule pack (envcheck.rules.rule_pack.load), each distribution's
+parsed metadata (the collector) and the requirement walk's result (envcheck.derived.walk_memo, through `SignedMemo`:
+signed JSON, keyed by a digest of its inputs).
 
 Every entry is data, never code: the rule pack is plain JSON naming only envcheck's and packaging's own data classes
 (envcheck/cache/pack_data.py), the others JSON. No pickle: the key sits beside the entries, and restoring a whole

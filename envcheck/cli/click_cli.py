@@ -19,17 +19,18 @@ from envcheck.cli.output import clip as _clip
 from envcheck.cli.output import use_color as _use_color
 from envcheck.cli.output import write as _write
 from envcheck.errors import EnvcheckError
-from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import DocFormat, ProbeFormat, ReportFormat
+from envcheck.rules.model import FAIL_ON_LEVELS
 from envcheck.support.output_text import ProgressLine
 from envcheck.version import __version__
 
 # Only what the options themselves need is imported above: `--help`, `--version` and `rule` never load the checking
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
-    from envcheck.model import Report
     from envcheck.pipeline import CheckOptions
     from envcheck.remedy.fix import Step
+    from envcheck.rules.model import Report
+    from envcheck.rules.rule_pack import RuleFile
 
 
 
@@ -200,8 +201,8 @@ def _check_machines(names: tuple[str, ...], options: CheckOptions, fail_on: str 
 
 def _error_output(source: str) -> tuple[str, str]:
     """(the text of `source`, its name): a file, or `-` for standard input when it is piped, read as a report is."""
-    from envcheck.intake.text import decode
     from envcheck.pipeline import pasted
+    from envcheck.sources.reports.text import decode
 
     if source == "-" and (sys.stdin is None or sys.stdin.isatty()):
         raise click.UsageError("explain reads error output from FILE, or from standard input when it is piped: "
@@ -275,22 +276,29 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
     """
     import json
 
-    from envcheck import rule_pack
     from envcheck.fleet import checkdoc
     from envcheck.fleet.checks import CHECKS
     from envcheck.fleet.checks import matches as fleet_matches
     from envcheck.report.ruledoc import render as render_rules
+    from envcheck.rules import registry, rule_pack
 
     files = rule_pack.load_files([rule_pack.builtin_rules_dir(), *rule_dirs])
     every = [r for f in files for r in f.rules]
     # One line, as every other error of the command line: click's usage block would repeat the synopsis for a typo.
     if not ids and not show_all and not show_fleet:
         raise EnvcheckError("rule: name a rule (e.g. `envcheck rule EC0201`) or pass --all")
-    if ids:
-        unknown = [u for u in rule_pack.unknown_selectors(every, ids)
-                   if not any(fleet_matches(c, [u]) for c in CHECKS)]
-        if unknown:
-            raise EnvcheckError(f"no rule {', '.join(repr(u) for u in unknown)} (see `envcheck rule --all`)")
+    unknown = [u for u in rule_pack.unknown_selectors(every, ids) if not any(fleet_matches(c, [u]) for c in CHECKS)]
+    if unknown:  # the rules this folder's configuration and project generate (EC99xx, EC98xx), read only for them
+        made = _generated_rules(Path.cwd())
+        if made:
+            files = [*files, made]
+            every = [*every, *made.rules]
+            unknown = rule_pack.unknown_selectors(every, unknown)
+    if unknown:
+        kinds = {prefix for u in unknown if (prefix := registry.reserved_for(u))}
+        raise EnvcheckError(f"no rule {', '.join(repr(u) for u in unknown)}" + (" here" if kinds else "")
+                            + "".join(f"; {p}xx are {registry.RESERVED[p]}" for p in sorted(kinds))
+                            + " (see `envcheck rule --all`)")
     chosen = every if show_all else (rule_pack.select(every, ids) if ids else [])
     chosen_ids = {r.id for r in chosen}
     files = [f for f in files if any(r.id in chosen_ids for r in f.rules)]
@@ -306,6 +314,24 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
     click.echo("\n".join(parts), nl=False)
 
 
+def _generated_rules(folder: Path) -> RuleFile | None:
+    """The rules a check in `folder` generates (envcheck/rules/registry.py): its configuration's policy (EC99xx) and
+    its project's rules (EC98xx), as one documented group; None where there are none."""
+    from envcheck.pipeline import config_for
+    from envcheck.pipeline.options import CheckOptions
+    from envcheck.pipeline.stages import read_project
+    from envcheck.rules import generated, policy, registry
+    from envcheck.rules.rule_pack import RuleFile
+
+    config = config_for(CheckOptions(project_dir=folder))
+    made = (*policy.rules(config), *generated.rules(read_project(start=folder)))
+    if not made:
+        return None
+    return RuleFile(path=folder, area="project", title="Rules this project generates",
+                    description=f"{registry.POLICY}xx are {registry.RESERVED[registry.POLICY]}; "
+                                f"{registry.PROJECT}xx are {registry.RESERVED[registry.PROJECT]}.", rules=made)
+
+
 @cli.command()
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--format", "fmt", type=click.Choice(ProbeFormat.names()), default="text", show_default=True)
@@ -314,12 +340,12 @@ def rule(ids: tuple[str, ...], show_all: bool, show_fleet: bool, fmt: str, rule_
 @option_of("python")
 def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, use_cache: bool, python: str | None) -> None:
     """Run the live probes (or the named ones) and show what each found, case by case."""
-    from envcheck import rule_pack
     from envcheck.pipeline.stages import gather
-    from envcheck.probes import run_probes
-    from envcheck.probes.catalog import PROBE_NAMES
+    from envcheck.pipeline.target import discover
     from envcheck.report.probes import render as render_probes
-    from envcheck.target import discover
+    from envcheck.rules import rule_pack
+    from envcheck.sources.probes import run_probes
+    from envcheck.sources.probes.catalog import PROBE_NAMES
 
     unknown = [n for n in names if n not in PROBE_NAMES]
     if unknown:
@@ -342,13 +368,13 @@ def probe(names: tuple[str, ...], fmt: str, probe_timeout: float, use_cache: boo
 def _run_plan(steps: Sequence[Step]) -> tuple[Step, str] | None:
     """Run each step, its output going straight to the terminal; the first that fails, and how, or None.
 
-    Each runs in a process group of its own, held by the guard (envcheck/probes/children.py): Ctrl-C or a signal that
-    ends envcheck ends it and all it started (SIGTERM first, so that the installer can clean up, then SIGKILL). No
+    Each runs in a process group of its own, held by the guard (envcheck/sources/probes/children.py): Ctrl-C or a signal
+    that ends envcheck ends it and all it started (SIGTERM first, so that the installer can clean up, then SIGKILL). No
     time bound: downloading a CUDA torch can legitimately take half an hour. A bare program name is looked up on
     PATH's absolute entries only, as consent.py vetted it, and `python -m MODULE` runs without the working folder on
     sys.path (fix_mod.as_run)."""
-    from envcheck.probes.children import GRACE_S, Spawned, which
     from envcheck.remedy import fix as fix_mod
+    from envcheck.sources.probes.children import GRACE_S, Spawned, which
     from envcheck.support.output_text import shell
 
     for i, step in enumerate(steps, 1):
@@ -386,7 +412,7 @@ def fix(options: CheckOptions, dry_run: bool, yes: bool, allow_other: bool, fail
     from envcheck.pipeline import Check
     from envcheck.remedy import fix as fix_mod
     from envcheck.report.common import tally
-    from envcheck.rule_pack import shipped
+    from envcheck.rules.rule_pack import shipped
     from envcheck.support.output_text import shell
 
     check = Check(options)

@@ -21,8 +21,8 @@ import click
 
 from envcheck.cli.output import EXIT_CLEAN, EXIT_FINDINGS, Seconds, split, use_color, write
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S
-from envcheck.model import FAIL_ON_LEVELS
 from envcheck.report.interface import FleetFormat
+from envcheck.rules.model import FAIL_ON_LEVELS
 
 if TYPE_CHECKING:
     from envcheck.pipeline import CheckOptions
@@ -79,10 +79,10 @@ def _rules(options: CheckOptions) -> tuple[RuleSet, list[str]]:
     An ignore entry may name fleet checks, rules, or both (a prefix such as "EC"); each part gets the entries
     that name something of it, and an entry that names nothing is an error, as for `check`.
     """
-    from envcheck import rule_pack
     from envcheck.fleet import checks
     from envcheck.pipeline import config_for
     from envcheck.pipeline.stages import rule_set
+    from envcheck.rules import rule_pack
 
     config = config_for(options)
     rule_dirs = [Path(d) for d in options.rule_dirs]

@@ -54,7 +54,7 @@ def _check(recording: Recording | None, static: bool) -> tuple[str, int, list[Pa
     from envcheck.pipeline import run
     from envcheck.pipeline.options import CheckOptions
     from envcheck.report import render
-    from envcheck.rule_pack import builtin_rules_dir
+    from envcheck.rules.rule_pack import builtin_rules_dir
     from envcheck.support.output_text import ProgressLine, printable, use_color
 
     # Every option at the command line's default: the options click would pass for this argument list.

@@ -66,14 +66,14 @@ def _for_machines(names: tuple[str, ...], fmt: str, rule_dirs: tuple[Path, ...],
                   described: bool) -> None:
     """`recommend --machine`: the pins for declared machines (envcheck/machines/recommend.py); exits 0 when every
     machine has a build, else 1."""
-    from envcheck import rule_pack
     from envcheck.derived.tables import TORCH_BUILDS
     from envcheck.errors import EnvcheckError
     from envcheck.machines import recommend as machines_recommend
     from envcheck.machines.declared import chosen
     from envcheck.machines.pins import pins_for
     from envcheck.pipeline import CheckOptions, config_for
-    from envcheck.project.discover import discover as discover_project
+    from envcheck.rules import rule_pack
+    from envcheck.sources.project.discover import discover as discover_project
 
     if described:
         raise EnvcheckError("--machine takes the machine from the configuration: it excludes --gpu, --capability, "

@@ -333,7 +333,7 @@ def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: conda_builds.Cond
 def wheel_variant_archs(variant: dict[str, Any] | None) -> tuple[str, ...] | None:
     """The compiled targets a variant wheel declares: NVIDIA's variant provider names them as `nvidia :: sm_arch`
     properties, `120_real` (a cubin, sm_120) and `90_virtual` (PTX, compute_90). None without such properties, or
-    for a variant.json that could not be read (envcheck/facts/_collector.py reads only the draft's format)."""
+    for a variant.json that could not be read (envcheck/sources/live/_collector.py reads only the draft's format)."""
     if not variant or variant.get("problem"):
         return None
     properties = variant.get("properties")

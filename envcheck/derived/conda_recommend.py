@@ -1,8 +1,8 @@
 """The torch-family install for a torch that conda installed: the conda-forge build with native code for every GPU.
 
 Said in conda-forge's terms (`recommended`, `because`) and in PyPI's (`install`, `index_url`: `torch==2.7.1+cu128`
-and the cu128 index), which commands/installers.py (through commands/conda.py) writes as the environment's conda,
-mamba or pixi command. Pure: facts and the tables in, one item out.
+and the cu128 index), which remedy/commands/installers.py (through remedy/commands/conda.py) writes as the environment's
+conda, mamba or pixi command. Pure: facts and the tables in, one item out.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def conda_recommendation(facts: Facts, table: CondaForgeTable,
     """For a torch that conda installed: one item of the `torch.recommended-build` fields naming the conda-forge
     build with native code for every GPU (the installed release's when one of its builds has it, for a CUDA the
     driver runs). `install` and `index_url` say it in PyPI's terms (`torch==2.7.1+cu128` and the cu128 index), which
-    commands/installers.py writes as the environment's conda, mamba or pixi command (`pytorch-gpu=2.7.1
+    remedy/commands/installers.py writes as the environment's conda, mamba or pixi command (`pytorch-gpu=2.7.1
     cuda-version=12.8` from conda-forge); `recommended` and `because` say it in conda's. None for a torch conda did
     not install (the build matrix decides), and where the GPUs are not known."""
     platform = platform_key(facts)

@@ -48,7 +48,7 @@ _KINDS: tuple[tuple[str, LazyPattern], ...] = (
 _SYMBOL = lazy(r"(?:undefined symbol|Symbol not found):\s*(\S+)")
 _FAILED = ("error", "crashed", "timeout")
 # Failures that are about the module the probe chose, not about the distribution (earlier probes recorded them,
-# and saved snapshots keep them; envcheck/probes/_child.py `_ext_modules` no longer chooses such modules):
+# and saved snapshots keep them; envcheck/sources/probes/_child.py `_ext_modules` no longer chooses such modules):
 # - a compiled file with a module suffix that is a library, not a module (torchaudio's lib/_torchaudio.abi3.so,
 #   which torch.ops.load_library loads): CPython refuses it whatever the environment;
 # - a per-CUDA-major variant folder of the package (cuda-core's cuda/core/cu12 on a CUDA 13 stack): the package

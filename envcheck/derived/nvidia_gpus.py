@@ -1,7 +1,7 @@
 """NVIDIA GPU names -> compute capability (rules/data/gpus.toml), for describing a machine by its GPU's name.
 
 A checked machine's GPUs come from NVML with their capability; this table serves `envcheck recommend --gpu
-"RTX 5090"` and the GPUs a pasted report names without their capability (envcheck/intake/). Names match without
+"RTX 5090"` and the GPUs a pasted report names without their capability (envcheck/sources/reports/). Names match without
 case, without the words NVIDIA / GeForce / Tesla / Quadro, "-" read as a space, by whole words from the start,
 longest listed name first (see the file's header).
 """

@@ -1,8 +1,8 @@
 """The checked project's declarations against the environment: unmet requirements and lock drift.
 
-Both read `facts.project` (what envcheck/project/ read from the project's files, or what a saved snapshot carries)
-and are empty without one. Markers are evaluated for the checked interpreter. A project that is itself installed
-(editable or not) is judged by its installed metadata, which the requirement walk (`requirements.unsatisfied`)
+Both read `facts.project` (what envcheck/sources/project/ read from the project's files, or what a saved snapshot
+carries) and are empty without one. Markers are evaluated for the checked interpreter. A project that is itself
+installed (editable or not) is judged by its installed metadata, which the requirement walk (`requirements.unsatisfied`)
 already covers: its `[project] dependencies` / `install_requires` are then left out here, so that nothing is
 reported twice. Extras named with --extra, groups, requirements files and locks are checked either way: installed
 metadata does not say which extras or groups the user meant to install.
@@ -100,7 +100,7 @@ def _project_unmet(derived: Values) -> Any:
 
 DERIVATIONS: list[Derivation] = [
     Derivation("project.unmet",
-               "the checked project's declared requirements (envcheck/project/: pyproject.toml, setup.cfg, "
+               "the checked project's declared requirements (envcheck/sources/project/: pyproject.toml, setup.cfg, "
                "requirements files, environment.yml) that the environment does not satisfy, markers evaluated "
                "for the checked interpreter; an installed project's own dependencies are left to "
                "`requirements.unsatisfied`: `name`, `requirement`, `source` (\"requirements.txt:3\"), "

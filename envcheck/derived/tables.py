@@ -2,7 +2,7 @@
 
 A table is read and validated when the pack is loaded (`load`), so that a malformed table is one RuleError naming
 the file and the key before anything is collected, never an `error` verdict in the middle of an evaluation. The
-parsed tables travel with the rules (`envcheck.rule_pack.RulePack`) into the evaluation, which opens no file.
+parsed tables travel with the rules (`envcheck.rules.rule_pack.RulePack`) into the evaluation, which opens no file.
 
 Adding a table is one `Table` (envcheck/derived/common.py), declared beside its parser, and listed in `REGISTRY`:
 its file stem and a parser `(data, file) -> T` that returns a frozen typed object and raises RuleError for anything

@@ -1,7 +1,7 @@
 """Which installer can change the checked environment: pip inside it, uv beside it, conda for what conda installed.
 
-Collected by the fact collector (envcheck/facts/_collector.py) in the checked interpreter; commands/installers.py
-turns the pack's `{python} -m pip ...` commands into what this environment runs.
+Collected by the fact collector (envcheck/sources/live/_collector.py) in the checked interpreter;
+remedy/commands/installers.py turns the pack's `{python} -m pip ...` commands into what this environment runs.
 """
 
 from __future__ import annotations

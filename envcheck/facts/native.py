@@ -2,7 +2,8 @@
 runtime (libstdc++) and C library versions that installed extensions need and the system provides, the glibc floor
 of each installed manylinux wheel, and the Windows runtime DLLs torch loads.
 
-Collected in envcheck's own process from files (envcheck/facts/native_scan.py); ELF files are parsed, never loaded.
+Collected in envcheck's own process from files (envcheck/sources/live/native_scan.py); ELF files are parsed, never
+loaded.
 """
 
 from __future__ import annotations

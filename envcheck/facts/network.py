@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envcheck.facts._reader import Reader
-from envcheck.facts.raw import interface_names
+from envcheck.sources.live.raw import interface_names
 
 
 @dataclass(frozen=True)

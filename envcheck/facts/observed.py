@@ -2,7 +2,7 @@
 
 A failure usually reaches someone as text (a traceback, a CI log, an issue body), and that text is evidence about
 the environment it ran in: torch's own warning names the GPU's capability and the build's architectures, an
-undefined symbol names the extension and the torch it was built for. envcheck/evidence/ finds these lines; the
+undefined symbol names the extension and the torch it was built for. envcheck/sources/logs/ finds these lines; the
 snapshot carries them (`Facts.observed`), and the engine turns each into its rule's finding, with the line as the
 evidence.
 """

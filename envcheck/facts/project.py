@@ -1,6 +1,6 @@
 """What the project being checked declares: its requirements and its lock's pins, as a snapshot records them.
 
-Read from the project's files by envcheck/project/ (never by the collector: the files belong to the project, not
+Read from the project's files by envcheck/sources/project/ (never by the collector: the files belong to the project, not
 to the checked interpreter) and attached to the Facts, so that a snapshot saved by `envcheck facts` carries what
 the project asked for and `envcheck check --facts FILE` judges the environment against it elsewhere.
 """

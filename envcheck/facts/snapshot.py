@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from envcheck.facts._collector import SCHEMA
 from envcheck.facts._reader import Reader
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
@@ -23,6 +22,7 @@ from envcheck.facts.observed import Observation
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
+from envcheck.sources.live._collector import SCHEMA
 from envcheck.support.names import canonical_name
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """The toolchain that builds CUDA extensions on this machine: the CUDA toolkit torch.utils.cpp_extension would use,
 the nvcc that PATH finds, and the host C++ compiler nvcc calls.
 
-Collected in envcheck's own process (envcheck/facts/toolchain_scan.py) from files only: no compiler is run, so the
-static check stays fast and a saved snapshot evaluates the same anywhere.
+Collected in envcheck's own process (envcheck/sources/live/toolchain_scan.py) from files only: no compiler is run, so
+the static check stays fast and a saved snapshot evaluates the same anywhere.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet.fingerprint import packages, torch_build, torch_version
 from envcheck.fleet.model import FleetFinding, Group, Node
-from envcheck.model import Severity
+from envcheck.rules.model import Severity
 
 # Packages with a check of their own, left out of the per-package comparison (EC1007).
 _OWN_CHECK = ("torch", "nvidia-nccl-")
@@ -231,7 +231,7 @@ CHECKS: tuple[FleetCheck, ...] = (
 
 def matches(check: FleetCheck, selectors: Sequence[str]) -> bool:
     """Whether a selector (an id prefix such as "EC10", or a name) names this check, as rule selectors do."""
-    from envcheck.rule_pack import matches as rule_matches
+    from envcheck.rules.rule_pack import matches as rule_matches
 
     return any(rule_matches(s, check.id, check.name) for s in selectors)
 

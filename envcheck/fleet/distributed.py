@@ -43,8 +43,8 @@ from envcheck.facts.snapshot import Facts
 from envcheck.fleet import local
 from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.fleet.model import Member
-from envcheck.model import Rule
 from envcheck.pipeline.stages import ProbeOptions
+from envcheck.rules.model import Rule
 
 _OWN_SHARE = 0.9  # of --gather-timeout a rank may spend collecting before it reports itself as timed out
 _POLL_S = (0.01, 0.1)  # rank 0 polls the result counter, backing off from the first to the second

@@ -15,10 +15,10 @@ import os
 from collections.abc import Mapping, Sequence
 
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Rule
 from envcheck.pipeline.stages import ProbeOptions, gather
-from envcheck.probes import run_probes
-from envcheck.probes.catalog import PROBE_NAMES
+from envcheck.rules.model import Rule
+from envcheck.sources.probes import run_probes
+from envcheck.sources.probes.catalog import PROBE_NAMES
 
 
 def local_device(facts: Facts, local_rank: int | None, environ: Mapping[str, str]) -> str | None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import checks
 from envcheck.fleet.fingerprint import absent_value, fingerprint, sort_key, view
 from envcheck.fleet.model import Difference, FleetReport, Group, Member, Node
-from envcheck.rule_pack import RulePack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.rule_pack import RulePack
+from envcheck.sources.live import collect as collect_mod
 from envcheck.version import __version__
 
 

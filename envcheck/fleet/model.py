@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envcheck.model import Report, Severity
+from envcheck.rules.model import Report, Severity
 
 
 @dataclass(frozen=True)

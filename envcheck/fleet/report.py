@@ -7,11 +7,11 @@ import textwrap
 from typing import Any
 
 from envcheck.fleet.model import FleetFinding, FleetReport, Node
-from envcheck.model import Severity
 from envcheck.report import json as json_report
 from envcheck.report import text as text_report
 from envcheck.report.common import plural, tally
 from envcheck.report.interface import FleetFormat, unreachable
+from envcheck.rules.model import Severity
 
 SCHEMA_ID = "https://envcheck-ml.github.io/schemas/fleet-1.json"  # envcheck/schemas/fleet.schema.json
 SCHEMA_VERSION = 1

@@ -19,7 +19,6 @@ from packaging.specifiers import SpecifierSet
 
 from envcheck.derived import builds
 from envcheck.derived.tables import CUDA_DRIVER, TORCH_BUILDS
-from envcheck.engine import evaluate
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.machines.declared import DeclaredMachine
@@ -27,12 +26,13 @@ from envcheck.machines.facts import facts_for
 from envcheck.machines.fixes import Change, pin_change, read_command
 from envcheck.machines.pins import Pin, Pins, pins_for
 from envcheck.machines.recommend import per_machine
-from envcheck.model import Finding, Report
-from envcheck.project import generated_rules as project_rules
-from envcheck.project.discover import Project
-from envcheck.rule_pack import RulePack
+from envcheck.rules import generated as project_rules
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Report
+from envcheck.rules.rule_pack import RulePack
+from envcheck.rules.unseen import said, unchecked
+from envcheck.sources.project.discover import Project
 from envcheck.support.patterns import lazy
-from envcheck.unseen import said, unchecked
 
 # Areas whose findings are about torch's build when nothing narrower names their pin.
 _TORCH_AREAS = frozenset({"gpu", "torch", "wheels", "rocm", "attention", "multigpu"})
@@ -154,7 +154,7 @@ def _said(finding: Finding, machine: DeclaredMachine, pin: Pin | None, pins: Pin
                "is declared with: run the project there with a Python it supports, or change requires-python.")
         return dataclasses.replace(finding, summary=summary, fix=own, commands=())
     pixi = [shlex.join(c) for c in finding.commands if tuple(c[:2]) == ("pixi", "add")]
-    if pixi:  # a pixi project: pixi changes its manifest and re-solves pixi.lock itself (commands/conda.py)
+    if pixi:  # a pixi project: pixi changes its manifest and re-solves pixi.lock itself (remedy/commands/conda.py)
         fix = (f"{finding.fix} Run `{'`, then `'.join(pixi)}` in the project: pixi adds the requirement to "
                f"{pins.manifest or 'the manifest'} and re-solves {pins.lock_shown}, for every platform.").strip()
         return dataclasses.replace(finding, summary=summary, fix=fix, commands=())

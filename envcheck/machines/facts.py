@@ -1,7 +1,7 @@
 """The Facts snapshot a declared machine would have once the project's pins are installed on it, built without it.
 
-Like a snapshot read from a pasted report (envcheck/intake/build.py), it states only what the declaration and the
-pins say and marks the rest unknown. The interpreter is the declared Python on the declared platform. The
+Like a snapshot read from a pasted report (envcheck/sources/reports/build.py), it states only what the declaration and
+the pins say and marks the rest unknown. The interpreter is the declared Python on the declared platform. The
 distributions are the pins of one version, and the project itself with its Requires-Python where pyproject.toml
 states it and a static version; with a lock the list is complete (what the lock does not install is not
 installed), without one it is partial (`distributions_complete` false: what a requirement pulls in is not in the

@@ -1,6 +1,6 @@
 """A lock's entries for one declared machine, each with the line it is written on and the index it comes from.
 
-locks.py (envcheck/project/) reads every lock's entries with their markers; here they are narrowed to what one
+locks.py (envcheck/sources/project/) reads every lock's entries with their markers; here they are narrowed to what one
 machine installs and placed in the file: an entry applies where its markers hold (a marker on a variable the
 declaration does not state counts as holding, as for lock drift), and for uv.lock, which lists every platform's
 packages in one universal resolution, only the entries the project's own entry reaches through dependency edges
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envcheck.facts.snapshot import canonical_name
-from envcheck.project import locks as locks_mod
+from envcheck.sources.project import locks as locks_mod
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_holds, parse_requirement

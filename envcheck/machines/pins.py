@@ -22,10 +22,10 @@ from envcheck.facts.conda import CondaPackage
 from envcheck.facts.snapshot import canonical_name
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.lockpins import lock_pins
-from envcheck.project import locks as locks_mod
-from envcheck.project import pixi
-from envcheck.project.discover import Project
-from envcheck.project.errors import ProjectError
+from envcheck.sources.project import locks as locks_mod
+from envcheck.sources.project import pixi
+from envcheck.sources.project.discover import Project
+from envcheck.sources.project.errors import ProjectError
 from envcheck.support import toml
 from envcheck.support.patterns import lazy
 from envcheck.support.versions import marker_holds, parse_requirement
@@ -269,7 +269,7 @@ def _pixi_platform(lock: pixi.PixiLock, environment: str, machine: DeclaredMachi
 
 def _pixi_pins(project: Project, machine: DeclaredMachine, lock: locks_mod.LockFile,
                index_where: dict[str, str]) -> Pins:
-    """What the pixi project's `default` environment installs on `machine`, from pixi.lock (project/pixi.py)."""
+    """What the pixi project's `default` environment installs on `machine`, from pixi.lock (sources/project/pixi.py)."""
     shown = next((f for f in project.files if f.rsplit("/", 1)[-1] == lock.file.name), lock.file.name)
     read = pixi.read_lock(lock.file, shown)
     platform = _pixi_platform(read, pixi.DEFAULT, machine)

@@ -22,16 +22,16 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:
-    from envcheck.config import Config
     from envcheck.facts.snapshot import Facts
-    from envcheck.model import Report, Target
     from envcheck.pipeline.options import CheckOptions as CheckOptions
     from envcheck.pipeline.options import ProgressLine
     from envcheck.pipeline.replay import Recording
     from envcheck.pipeline.stages import RuleSet
-    from envcheck.probes.runner import Started
-    from envcheck.project.discover import Project
-    from envcheck.rule_pack import RulePack
+    from envcheck.rules.model import Report, Target
+    from envcheck.rules.rule_pack import RulePack
+    from envcheck.sources.probes.runner import Started
+    from envcheck.sources.project.config import Config
+    from envcheck.sources.project.discover import Project
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
 
@@ -50,9 +50,9 @@ def _path(value: PathLike | None) -> str | None:
 
 def config_for(options: CheckOptions) -> Config:
     """The configuration in effect: the one given, none, or the nearest one at or above `project_dir`."""
-    from envcheck import config as config_mod
-    from envcheck.config import Config
     from envcheck.errors import EnvcheckError
+    from envcheck.sources.project import config as config_mod
+    from envcheck.sources.project.config import Config
 
     if isinstance(options.config, Config):
         if options.no_config:
@@ -75,7 +75,7 @@ def rule_set_for(options: CheckOptions, project: Any = None) -> RuleSet:
 
 def target_for(options: CheckOptions) -> Target | None:
     """The interpreter to check; None for a saved snapshot or a pasted report, which name their own."""
-    from envcheck import target as target_mod
+    from envcheck.pipeline import target as target_mod
 
     if options.facts_file is not None or options.report_file is not None:
         return None
@@ -91,7 +91,7 @@ def _probe_children(options: CheckOptions, recording: Recording | None) -> tuple
     `import torch` overlaps reading the project, loading the rules and collecting the facts (and importing what does
     that). (None, None) where the interpreter cannot be found: the check reports that in its own order."""
     from envcheck.errors import EnvcheckError
-    from envcheck.probes import begin_probes
+    from envcheck.sources.probes import begin_probes
 
     try:
         target = target_for(options)
@@ -106,8 +106,8 @@ def pasted(source: str) -> tuple[bytes, str]:
     only, not /dev/zero, /dev/null or a FIFO); both bounded by the report readers' limit."""
     import sys
 
-    from envcheck.intake import ReportError
-    from envcheck.intake.text import MAX_BYTES
+    from envcheck.sources.reports import ReportError
+    from envcheck.sources.reports.text import MAX_BYTES
     from envcheck.support import input_files
 
     if source != "-":
@@ -123,8 +123,8 @@ def from_report(options: CheckOptions, rules: RulePack) -> tuple[Facts, Target]:
     recognise in it, and the target line that names what was read."""
     from envcheck.derived.nvidia_gpus import GpuNames
     from envcheck.errors import EnvcheckError
-    from envcheck.intake import ReportError, read
-    from envcheck.model import Target
+    from envcheck.rules.model import Target
+    from envcheck.sources.reports import ReportError, read
 
     assert options.report_file is not None
     if options.python is not None or options.facts_file is not None:
@@ -205,8 +205,8 @@ class Check:
     def report(self, facts: Facts) -> Report:
         """The chosen rules' verdicts on `facts`, about the check's interpreter; with the options' error output, the
         failures it shows (recognised with every rule's signatures) joined with the facts as evidence first."""
-        from envcheck.engine import evaluate
         from envcheck.pipeline.stages import checked, explained, memo_for
+        from envcheck.rules.engine import evaluate
 
         foreign = None
         summary = ""
@@ -217,7 +217,7 @@ class Check:
                          facts_file=_path(self.options.facts_file), explained=summary)
         if self.snapshot is not None:  # a snapshot is no environment pytest runs in
             return report
-        from envcheck.target import pytest_plugin_note
+        from envcheck.pipeline.target import pytest_plugin_note
 
         note = pytest_plugin_note(report.target, {d.canonical_name for d in facts.distributions})
         return dataclasses.replace(report, notes=(*report.notes, note)) if note else report

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from envcheck.config import Config
     from envcheck.pipeline.stages import ErrorOutput, ProbeOptions, ProjectOptions
+    from envcheck.sources.project.config import Config
 
 __all__ = ["CheckOptions", "Flag", "ProgressLine", "described"]
 
@@ -76,7 +76,7 @@ class CheckOptions:
     config: PathLike | Config | None = _option(
         None, "Read the project's configuration from this file (an envcheck.toml, or a pyproject.toml with "
               "[tool.envcheck]) instead of the nearest one at or above the working directory; the library also takes "
-              "an `envcheck.config.Config`.", Flag(("--config",), "FILE"))
+              "an `envcheck.sources.project.config.Config`.", Flag(("--config",), "FILE"))
     no_config: bool = _option(False, "Use no configuration file.", Flag(("--no-config",), switch=True))
     project_dir: PathLike | None = _option(
         None, "Where the configuration and the project are looked for (default: the working directory).")

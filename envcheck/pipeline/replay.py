@@ -149,7 +149,7 @@ def _digest(raw: dict[str, Any], nvml: list[Any], interfaces: tuple[str, ...] | 
 def _nvml_answer(facts: NvmlFacts | None = None) -> list[Any]:
     """What NVML says, comparable across runs: why its library does not load here, else its facts (given, or read
     now). A machine without NVIDIA's driver answers without importing the bindings or building the model."""
-    from envcheck.facts import nvml
+    from envcheck.sources.live import nvml
 
     absent = nvml.without_library()
     if absent is not None:
@@ -421,11 +421,11 @@ def _entry(payload: bytes) -> dict[str, Any] | None:
 
 
 def _collected_digest(python: str | None, request: dict[str, Any]) -> str:
-    from envcheck.facts.raw import collect_raw, interface_names
+    from envcheck.sources.live.raw import collect_raw, interface_names
 
     box: list[list[Any]] = []
     worker = threading.Thread(target=lambda: box.append(_nvml_answer()), name="envcheck-nvml", daemon=True)
-    worker.start()  # as in envcheck.facts.collect: NVML's start-up overlaps the collector
+    worker.start()  # as in envcheck.sources.live.collect: NVML's start-up overlaps the collector
     raw = collect_raw(request, python)
     worker.join()
     return _digest(raw, box[0] if box else ["error"], interface_names())

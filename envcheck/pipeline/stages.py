@@ -14,23 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envcheck import policy, rule_pack
-from envcheck.conditions import Module, Source
-from envcheck.config import Config
 from envcheck.errors import EnvcheckError
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Report, Rule, Target
-from envcheck.rule_pack import RulePack
+from envcheck.rules import policy, rule_pack
+from envcheck.rules.conditions import Module, Source
+from envcheck.rules.model import Report, Rule, Target
+from envcheck.rules.rule_pack import RulePack
+from envcheck.sources.live import collect as collect_mod
+from envcheck.sources.project.config import Config
 
 if TYPE_CHECKING:
     from envcheck.derived.walk_memo import Memo
-    from envcheck.evidence.join import Joined
     from envcheck.facts.project import ProjectFacts
     from envcheck.pipeline.replay import Recording
-    from envcheck.probes.runner import Progress, Started
-    from envcheck.project.discover import Project
+    from envcheck.sources.logs.join import Joined
+    from envcheck.sources.probes.runner import Progress, Started
+    from envcheck.sources.project.discover import Project
 
 
 def collection_request(rules: Iterable[Rule]) -> dict[str, Any]:
@@ -63,10 +63,10 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
     """Facts from a saved snapshot, another interpreter, or this one; with probe results unless `probes.run` is off.
 
     `python`: None is the running interpreter, a path another one (run in a child process), a `Target` (from
-    `envcheck.target.discover`) either, as its `in_process` says. A saved snapshot is evaluated as it is: its probe
-    results (if any) are the evidence, nothing is re-run. `recording`: see `envcheck.facts.collect.collect`.
-    `started`: the probes' children, begun by `envcheck.probes.begin_probes` (else they are begun here, before the
-    facts are collected).
+    `envcheck.pipeline.target.discover`) either, as its `in_process` says. A saved snapshot is evaluated as it is: its
+    probe results (if any) are the evidence, nothing is re-run. `recording`: see
+    `envcheck.sources.live.collect.collect`. `started`: the probes' children, begun by
+    `envcheck.sources.probes.begin_probes` (else they are begun here, before the facts are collected).
     """
     if facts_file is not None:
         if python is not None:
@@ -81,7 +81,10 @@ def gather(rules: Iterable[Rule], *, python: str | Target | None = None, facts_f
             started.close()
         return collect_mod.collect(collection_request(rules), python=python, use_cache=probes.use_cache,
                                    recording=recording, timeout_s=probes.timeout_s)
-    from envcheck.probes import begin_probes, run_probes  # only when probes run: --static never loads the runner
+    from envcheck.sources.probes import (  # only when probes run: --static never loads the runner
+        begin_probes,
+        run_probes,
+    )
 
     if started is None:
         started = begin_probes(python, recording=recording)
@@ -125,12 +128,12 @@ def read_project(options: ProjectOptions = ProjectOptions(), *, start: str | os.
         if options.named():
             raise EnvcheckError("--no-project excludes --requirements, --extra and --group")
         return None
-    from envcheck.project.root import find_root
+    from envcheck.sources.project.root import find_root
 
     where = Path(start) if start is not None else Path.cwd()
     if find_root(where) is None and not options.named():
         return None  # no project here: the readers of its files are never imported
-    from envcheck.project.discover import discover
+    from envcheck.sources.project.discover import discover
 
     return discover(where, requirements=options.requirements,
                     extras=options.extras, groups=options.groups)
@@ -181,9 +184,9 @@ def rule_set(
     pack = rule_pack.load([*config.rule_dirs, *rule_dirs], use_cache=use_cache)
     project_set = policy.rules(config, require=require, forbid=forbid)
     if project is not None:  # rules generated from a project's files: their module is imported only for one
-        from envcheck.project import generated_rules
+        from envcheck.rules import generated
 
-        project_set = [*project_set, *generated_rules.rules(project)]
+        project_set = [*project_set, *generated.rules(project)]
     every = pack.only(policy.merge(pack.rules, project_set))
     unknown = rule_pack.unknown_selectors(every, [*select, *ignore])
     if unknown:
@@ -212,11 +215,11 @@ class ErrorOutput:
 def explained(facts: Facts, rules: RulePack, error_output: ErrorOutput | str) -> Joined:
     """What the rules are judged on once `error_output` (a str is the text itself) is read with `rules`' error
     signatures: `facts` joined with the failures it shows where the log came from the checked environment, the log's
-    own facts beside them where it did not (envcheck.evidence.join), and the report's sentence that says what was
+    own facts beside them where it did not (envcheck.sources.logs.join), and the report's sentence that says what was
     read, what was recognised in it and where it came from."""
     from envcheck.derived.nvidia_gpus import GpuNames
-    from envcheck.evidence.join import joined
-    from envcheck.intake.log import read_log
+    from envcheck.sources.logs.join import joined
+    from envcheck.sources.logs.log import read_log
 
     if isinstance(error_output, str):
         error_output = ErrorOutput(error_output)

@@ -1,4 +1,5 @@
-"""Remedies: what `envcheck fix` and `envcheck recommend` do with the commands findings carry (envcheck/commands/).
+"""Remedies: what `envcheck fix` and `envcheck recommend` do with the commands findings carry
+(envcheck/remedy/commands/).
 
 - fix.py: `envcheck fix`, the pure part: findings -> an ordered, deduplicated plan of commands;
 - consent.py: which commands of a plan run without --allow-other;

@@ -13,8 +13,8 @@ envcheck/remedy/fix.py asks for each step of its plan.
   flags that choose nothing about where packages come from. Such a rule must not choose where the installer
   downloads from (`--index-url`, `--find-links`, `--trusted-host`, a conda channel), install a path, URL or VCS
   link (`-e .`, `pkg @ git+https://...`) or read a requirements file. The one index it may name is a PyTorch
-  variant index, which the planner writes itself into torch-family installs (envcheck/commands/planner.py). What is
-  allowed is listed, not what is refused: pip accepts abbreviated and clustered options (`--extra`, `-Ue .`).
+  variant index, which the planner writes itself into torch-family installs (envcheck/remedy/commands/planner.py). What
+  is allowed is listed, not what is refused: pip accepts abbreviated and clustered options (`--extra`, `-Ue .`).
 - Whichever rule asks for it, an installer command whose requirement an installer would read as a file or folder
   waits for --allow-other (`file_named`): a name can come from a project's `require` or from an installed
   distribution's metadata, and `evil-1.0-py3-none-any.whl` is a valid PEP 508 name that pip installs from the
@@ -39,7 +39,7 @@ PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and inclu
 PLAIN_FLAGS = frozenset({"-U", "--upgrade", "--no-deps", "--force-reinstall", "--pre", "-q", "--quiet",
                          "--no-cache-dir", "--no-build-isolation", "-I", "--ignore-installed", "-y", "--yes",
                          "--no-input", "--disable-pip-version-check"})
-_VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/commands/installers.py)
+_VETTED_FLAGS = PLAIN_FLAGS | {"--reinstall"}  # uv's spelling of -I (envcheck/remedy/commands/installers.py)
 _CONDA_SPEC = lazy(r"[A-Za-z0-9_][A-Za-z0-9_.=<>!~,*|+-]*")  # `numpy>=1.26,<2`; never `chan::pkg` or a path
 _OUTSIDE = "a rule from outside envcheck's pack"
 # What pip reads as an archive file (pip/_internal/utils/filetypes.py, ARCHIVE_EXTENSIONS), what uv reads so too
@@ -69,7 +69,7 @@ def _resolved(executable: str) -> str:
     relative entry such as `.` would make a project's `./uv` the one found), a path from the working directory,
     symbolic links followed. A bare name PATH does not find stays bare: no path equals it."""
     if os.sep not in executable and not (os.altsep and os.altsep in executable):
-        from envcheck.probes.children import which  # not at import: the reports' listing never looks on PATH
+        from envcheck.sources.probes.children import which  # not at import: the reports' listing never looks on PATH
 
         on_path = which(executable)
         if on_path is None:

@@ -9,7 +9,7 @@ How the plan is made:
   (EC0103 uninstalls twice: pip removes one copy of a duplicated distribution per call) keeps the largest count
   any one finding asks for.
 - Removals run before installs, so an install is never undone by a later uninstall of another finding; within
-  each group the findings' order (rule id) is kept. `rm -rf PATHS`, which commands/installers.py writes for what
+  each group the findings' order (rule id) is kept. `rm -rf PATHS`, which remedy/commands/installers.py writes for what
   pip cannot remove (a distribution without RECORD, metadata pip fails on), is a removal that waits for --allow-other;
   while the removal of metadata pip fails on waits, the pip steps wait with it.
 - `pip install` commands of the checked interpreter (and `uv pip install` ones) with the same options are merged
@@ -24,9 +24,10 @@ How the plan is made:
   several), it is left out of every install and `Plan.conflicts` says so, to be decided by hand.
 - Only installer commands run without an opt-in: `PYTHON -m pip ...` for the checked interpreter, `uv pip ...`
   (given `--python PYTHON` when it names no interpreter) and `conda` / `mamba` / `micromamba` run by the uv or
-  conda envcheck found (the same file, not the same name), and `PYTHON -m ensurepip`, which commands/installers.py
-  puts first where the environment has neither pip nor uv and which therefore runs before everything else.
-  Anything else (`python -m venv`, a pip of another interpreter, a project's `./conda`) needs `--allow-other`.
+  conda envcheck found (the same file, not the same name), and `PYTHON -m ensurepip`, which
+  remedy/commands/installers.py puts first where the environment has neither pip nor uv and which therefore runs before
+  everything else. Anything else (`python -m venv`, a pip of another interpreter, a project's `./conda`) needs
+  `--allow-other`.
 - So does an installer command that only rules from outside the shipped pack ask for (a project's rule-dirs,
   the rules made from its files), when it passes more than requirements by name and harmless flags: an index, a
   path or a VCS link, a requirements file. envcheck/remedy/consent.py says exactly what runs and what waits; a command
@@ -35,7 +36,7 @@ How the plan is made:
   metadata): that waits for --allow-other whoever asks.
 - Each step says why (the summaries of the findings that asked for it) and, given the facts, what it keeps and
   what it changes: "keeps torch 2.13.0+cpu; replaces torchvision 0.20.0 with 0.28.0+cpu". torch-family commands
-  were already planned by envcheck/commands/planner.py when the findings were made; this only describes them.
+  were already planned by envcheck/remedy/commands/planner.py when the findings were made; this only describes them.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
-from envcheck.model import Finding
 from envcheck.remedy.consent import PLAIN_FLAGS, Found, file_named, not_an_installer, unvetted
 from envcheck.remedy.consent import PREFIX as _PREFIX
 from envcheck.remedy.consent import installer as _installer
+from envcheck.rules.model import Finding
 from envcheck.support import specifiers
 from envcheck.support.output_text import shell
 from envcheck.support.versions import parse_requirement, parse_version
@@ -204,7 +205,8 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
     steps = []
     for argv, n in counts.items():
         installer, prefix = _installer(argv, python, found)
-        # `rm -rf PATHS` (commands/installers.py): what pip cannot remove, removed by name; held for --allow-other
+        # `rm -rf PATHS` (remedy/commands/installers.py): what pip cannot remove, removed by name; held for
+        # --allow-other
         removes = (installer is not None and argv[prefix - 1] in _REMOVE) or argv[:2] == ("rm", "-rf")
         target = _targeted(argv, installer, prefix, python)
         if installer is None:
@@ -323,9 +325,9 @@ def _conflict(name: str, asked: list[tuple[str, tuple[str, ...]]]) -> str:
 
 
 def _behind_held_removals(steps: list[Step], facts: Facts) -> list[Step]:
-    """pip fails on metadata it cannot read (commands/installers.py removes that first): while its removal waits
+    """pip fails on metadata it cannot read (remedy/commands/installers.py removes that first): while its removal waits
     for --allow-other, the pip steps wait with it, since they could only fail."""
-    from envcheck.commands.installers import pip_blockers
+    from envcheck.remedy.commands.installers import pip_blockers
 
     folders = {d.metadata_dir for d in pip_blockers(facts, install=True)}
     held = next((s for s in steps if s.removes and s.needs_opt_in and folders.intersection(s.argv[2:])), None)

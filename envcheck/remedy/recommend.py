@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.commands.conda import conda_owns_torch
-from envcheck.commands.installers import choose, for_environment
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import builds, nvidia_gpus
 from envcheck.derived.conda_recommend import conda_recommendation
 from envcheck.derived.tables import CONDA_FORGE, CUDA_DRIVER, GPUS, TORCH_BUILDS, Tables
 from envcheck.errors import EnvcheckError
 from envcheck.facts.snapshot import Facts
+from envcheck.remedy.commands.conda import conda_owns_torch
+from envcheck.remedy.commands.installers import choose, for_environment
 from envcheck.support.output_text import shell
 
 

@@ -9,8 +9,8 @@ ruledoc.py a rule's documentation (`envcheck rule`, docs/rules.md).
 
 from __future__ import annotations
 
-from envcheck.model import Report
 from envcheck.report.interface import Reporter, ReportFormat, unreachable
+from envcheck.rules.model import Report
 
 __all__ = ["ReportFormat", "Reporter", "render", "reporter"]
 

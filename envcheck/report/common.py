@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from envcheck.model import Finding, Report, Severity, Status
+from envcheck.rules.model import Finding, Report, Severity, Status
 
 # Problems first, worst first; within a status, by rule id (the engine's order).
 _STATUS_ORDER = {Status.ERROR: 0, Status.FAIL: 1, Status.WARN: 2, Status.INFO: 3, Status.SKIPPED: 4,
@@ -27,7 +27,7 @@ def plural(n: int, word: str) -> str:
 def tally(report: Report) -> str:
     """"1 error, 2 warnings, 1 note; 10 passed, 3 n/a, 1 skipped" or "no problems; 10 passed, 3 n/a", then what the
     verdicts did not see: "no problems; torch is not installed here, so 60 rules about torch were
-    not checked; 40 passed, 107 n/a" (envcheck/unseen.py)."""
+    not checked; 40 passed, 107 n/a" (envcheck/rules/unseen.py)."""
     by_severity = {s: 0 for s in Severity}
     for f in report.findings:
         if f.status.is_finding:

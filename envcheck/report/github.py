@@ -19,10 +19,10 @@ standard error are one line each, for the same reason (envcheck/cli/output.py).
 
 from __future__ import annotations
 
-from envcheck.model import Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
 from envcheck.report.quote import scrubbed
+from envcheck.rules.model import Report, Status
 from envcheck.support.output_text import shell
 
 LEVEL = {Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "notice", Status.ERROR: "warning"}

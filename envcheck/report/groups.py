@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from envcheck.model import Finding, Report, Severity, Status
 from envcheck.report.common import command_lines, problems
+from envcheck.rules.model import Finding, Report, Severity, Status
 from envcheck.support.output_text import shell
 
 

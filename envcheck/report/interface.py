@@ -12,7 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 if TYPE_CHECKING:
-    from envcheck.model import Report
+    from envcheck.rules.model import Report
 
 
 class Reporter(Protocol):

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from envcheck.model import Finding, Report
+from envcheck.rules.model import Finding, Report
 from envcheck.support.output_text import inert_json, shell
 
 SCHEMA_ID = "https://envcheck-ml.github.io/schemas/report-1.json"

@@ -13,10 +13,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from itertools import groupby
 
-from envcheck.model import Finding, Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import LISTED, Problem
 from envcheck.report.quote import scrubbed
+from envcheck.rules.model import Finding, Report, Status
 from envcheck.support.output_text import shell
 from envcheck.support.patterns import lazy
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from envcheck.model import Report, Status
 from envcheck.report.common import plural, tally
 from envcheck.report.groups import Problem, grouped
 from envcheck.report.quote import md_code, md_fence, md_text, md_url, scrubbed
+from envcheck.rules.model import Report, Status
 
 _WIDTH = 100  # a merged command longer than this is continued on the next line (` \`), as in the text report
 

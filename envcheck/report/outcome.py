@@ -3,8 +3,8 @@ envcheck/remedy/fix.py's)."""
 
 from __future__ import annotations
 
-from envcheck.model import Finding, Report, Status
 from envcheck.report.common import problems, tally
+from envcheck.rules.model import Finding, Report, Status
 
 
 def _key(f: Finding) -> tuple[str, tuple[tuple[str, str], ...]]:

@@ -22,7 +22,7 @@ from dataclasses import fields, is_dataclass, replace
 from enum import Enum
 from typing import Any, cast
 
-from envcheck.model import Report
+from envcheck.rules.model import Report
 from envcheck.support.output_text import inert
 from envcheck.support.patterns import lazy
 

@@ -13,11 +13,11 @@ import re
 import shlex
 from collections.abc import Collection, Sequence
 
-from envcheck.conditions import ALWAYS
-from envcheck.model import Rule
 from envcheck.report.interface import DocFormat, unreachable
-from envcheck.rule_pack import RuleFile
-from envcheck.templates import PLACEHOLDER
+from envcheck.rules.conditions import ALWAYS
+from envcheck.rules.model import Rule
+from envcheck.rules.rule_pack import RuleFile
+from envcheck.rules.templates import PLACEHOLDER
 
 SHOWN_PYTHON = "python"  # what `{python}` reads as in the documentation
 
@@ -54,7 +54,7 @@ def _trigger(rule: Rule) -> str:
 
 def _recognised(rule: Rule) -> list[str]:
     """The messages a rule recognises in error output, each as the text its example matches, in text."""
-    from envcheck.evidence.signatures import scan
+    from envcheck.rules.signatures import scan
 
     return [f"    {seen[0].text if seen else s.anchor}\n      emitted at {s.source}\n      seen in {s.thread}"
             for s in rule.signatures for seen in [scan(s.example, [s])]]

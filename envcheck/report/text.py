@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import textwrap
 
-from envcheck.model import Report, Status
 from envcheck.report.common import tally
 from envcheck.report.groups import Problem, grouped
 from envcheck.report.quote import scrubbed
+from envcheck.rules.model import Report, Status
 
 _WIDTH = 100
 _MAX_ITEMS = 10  # items of one rule listed without -v; the merged command still covers every one

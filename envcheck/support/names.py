@@ -1,8 +1,8 @@
 """A distribution's (or an extra's, PEP 685) name normalised as PEP 503 says: envcheck's one copy.
 
-The two programs that run inside the checked interpreter (facts/_collector.py, probes/_child.py) use it too, where
-envcheck cannot be imported: they import it like any module, and the parent writes their program with that import
-line replaced by this file's text (`inline`). So this module keeps to what they may run: the standard library and
+The two programs that run inside the checked interpreter (sources/live/_collector.py, sources/probes/_child.py) use it
+too, where envcheck cannot be imported: they import it like any module, and the parent writes their program with that
+import line replaced by this file's text (`inline`). So this module keeps to what they may run: the standard library and
 the syntax of Python 3.8 (no `from __future__` line, which must open a file, and no annotation evaluated at import
 that 3.8 cannot evaluate).
 """

@@ -6,8 +6,8 @@ second, and most of the way to the first run's target (bench/README.md). `lazy(r
 `re.compile(r"...")` stood and answers the same calls; the pattern is compiled once, by the first of them. (Django's
 `_lazy_re_compile` does the same for the same reason.)
 
-Not for envcheck/facts/_collector.py or envcheck/probes/_child.py: they run standalone, with the standard library
-alone.
+Not for envcheck/sources/live/_collector.py or envcheck/sources/probes/_child.py: they run standalone, with the standard
+library alone.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from _fakes import FIXTURES
 
 import envcheck
 from envcheck.errors import ConfigError, EnvcheckError
-from envcheck.model import Report, Status
+from envcheck.rules.model import Report, Status
 
 CONFLICT = str(FIXTURES / "torchvision-pin-conflict.json")
 ROOT = Path(__file__).resolve().parents[2]

@@ -175,7 +175,7 @@ def test_no_installer_outlives_envcheck_fix(tmp_path: Path, signame: str) -> Non
 def test_a_signal_during_a_spawn_is_handled_once_the_child_is_known() -> None:
     """A terminating signal that arrives while a held child is being spawned (its pid not yet known to whoever
     started it) is handled when the spawn returns: the child is ended then, not forgotten."""
-    from envcheck.probes import guard
+    from envcheck.sources.probes import guard
 
     seen: list[str] = []
 

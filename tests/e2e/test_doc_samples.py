@@ -35,7 +35,7 @@ from _fakes import write_dist, write_tree
 from _torch import clean_env
 from _venvs import VenvMaker
 
-from envcheck.facts.nvml import collect_nvml
+from envcheck.sources.live.nvml import collect_nvml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -21,14 +21,14 @@ import pytest
 from _fakes import build_facts, dist_dict, torch_dict, write_dist, write_tree
 from _torch import clean_env
 
-from envcheck import rule_pack
 from envcheck.derived import extensions
-from envcheck.engine import evaluate
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Status
-from envcheck.probes import _child
-from envcheck.probes.runner import RunOptions, run
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Status
+from envcheck.sources.probes import _child
+from envcheck.sources.probes.runner import RunOptions, run
 
 _needs_cc = pytest.mark.skipif(sys.platform != "linux" or shutil.which("cc") is None,
                                reason="builds ELF shared objects with the system's C compiler")

@@ -18,9 +18,9 @@ from test_real_env import make_wheel
 
 from envcheck.cli.click_cli import cli
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Finding, Report, Severity, Status
 from envcheck.remedy import fix as fix_mod
 from envcheck.report.outcome import render_outcome
+from envcheck.rules.model import Finding, Report, Severity, Status
 
 PY = "/opt/venv/bin/python"
 PIP = (PY, "-m", "pip")
@@ -400,9 +400,9 @@ def test_a_note_is_not_a_remaining_problem(workdir: Path) -> None:
 
 def test_only_the_shipped_pack_is_shipped(tmp_path: Path) -> None:
     """rules.shipped: every rule of the pack is; a rule directory's and the policy's (EC99xx) are not."""
-    from envcheck import config as config_mod
-    from envcheck import rule_pack
     from envcheck.pipeline.stages import rule_set
+    from envcheck.rules import rule_pack
+    from envcheck.sources.project import config as config_mod
 
     ruleset = rule_set(config_mod.Config(require=("a",)), rule_dirs=[_rules(tmp_path, **{"mine": ""})])
     assert {r.id for r in ruleset.every if not rule_pack.shipped(r)} == {"EC9810", "EC9901"}

@@ -17,11 +17,11 @@ from _fakes import collect_facts, write_dist
 from test_parse_bounds import RATIO, growth
 
 import envcheck
-from envcheck import rule_pack
-from envcheck.engine import evaluate
-from envcheck.model import Report, Status
 from envcheck.report import render
 from envcheck.report.json import MAX_ITEMS
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Report, Status
 
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 

@@ -13,8 +13,8 @@ import pytest
 from _fakes import write_dist
 from _torch import BIN
 
-from envcheck.facts.collect import collect
 from envcheck.facts.snapshot import Facts
+from envcheck.sources.live.collect import collect
 
 pytestmark = pytest.mark.slow
 _TIMEOUT_S = 300  # a guard against a hung venv creation, never a timing assertion

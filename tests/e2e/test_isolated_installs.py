@@ -113,8 +113,8 @@ def _assert_checked(proc: subprocess.CompletedProcess[str], python: Path, reason
     assert proc.stdout.splitlines()[0] == f"checked {python}: {reason}", proc.stdout
     assert "torchvision 0.20.0 requires torch==2.5.0, but torch 2.13.0 is installed" in proc.stdout
     # The venv has no pip: the command is uv's or pip's after ensurepip, whichever this machine offers
-    # (envcheck/commands/installers.py); either way it names the checked interpreter.
-    # The fix keeps torch and replaces torchvision (EC0702; envcheck/commands/planner.py).
+    # (envcheck/remedy/commands/installers.py); either way it names the checked interpreter.
+    # The fix keeps torch and replaces torchvision (EC0702; envcheck/remedy/commands/planner.py).
     assert any((line.lstrip().startswith("$ ") and str(python) in line
                 and line.endswith("install --no-deps torchvision==0.28.0"))
                or line.endswith(f"--python {python} --no-deps torchvision==0.28.0")

@@ -17,7 +17,7 @@ def test_loaded_libraries_probe_with_real_torch(torch_python: str) -> None:
     has no CUDA libraries to compare, so nothing is reported from outside the wheels."""
     from _torch import clean_env
 
-    from envcheck.probes.runner import RunOptions, run
+    from envcheck.sources.probes.runner import RunOptions, run
 
     result = run(["loaded-libraries"], RunOptions(python=torch_python, timeout_s=300.0, env=clean_env()))
     probe = result["loaded-libraries"]

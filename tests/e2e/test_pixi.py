@@ -20,10 +20,10 @@ from test_machines import sections
 from test_project import quiet  # noqa: F401 - the fixture
 
 from envcheck.cli.click_cli import cli
-from envcheck.facts.collect import collect
-from envcheck.project import pixi
-from envcheck.project.discover import discover
-from envcheck.project.errors import ProjectError
+from envcheck.sources.live.collect import collect
+from envcheck.sources.project import pixi
+from envcheck.sources.project.discover import discover
+from envcheck.sources.project.errors import ProjectError
 
 PROJECTS = Path(__file__).parents[1] / "fixtures" / "projects"
 MACHINES = """\
@@ -219,7 +219,7 @@ def test_reading_a_hostile_conda_build_string_grows_linearly() -> None:
     """A conda list row of the torch stack with a build string of long runs is read in linear time."""
     from test_parse_bounds import RATIO, growth
 
-    from envcheck.intake import read_report
+    from envcheck.sources.reports import read_report
 
     def make(size: int) -> Callable[[], object]:
         text = (f"# packages in environment at /a:\npytorch 2.7.1 cuda126_{'_' * size}py3{'1' * size}_h{'.' * size} "

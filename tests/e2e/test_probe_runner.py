@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.probes import runner
-from envcheck.probes.catalog import ProbeSpec
-from envcheck.probes.runner import Program, RunOptions, run
+from envcheck.sources.probes import runner
+from envcheck.sources.probes.catalog import ProbeSpec
+from envcheck.sources.probes.runner import Program, RunOptions, run
 
 # Isolation is built on POSIX process groups and signals (a crash is classified by its signal).
 pytestmark = pytest.mark.posix
@@ -339,8 +339,8 @@ def test_cached_results_end_the_early_child(tmp_path: Path, monkeypatch: pytest.
     from _fakes import build_facts
 
     from envcheck.facts.probe_results import ProbeResult
-    from envcheck.probes import results_cache as probe_results
-    from envcheck.probes import run_probes, runner
+    from envcheck.sources.probes import results_cache as probe_results
+    from envcheck.sources.probes import run_probes, runner
     facts = build_facts()
     monkeypatch.setattr(probe_results, "load", lambda *args, **kwargs: {"hang": ProbeResult(status="ok")})
     started = runner.start(["hang"], _opts())

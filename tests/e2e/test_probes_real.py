@@ -23,15 +23,15 @@ import pytest
 from _fakes import build_facts, facts_dict, write_tree
 from _torch import clean_env
 
-from envcheck.conditions import Context, Where, parse
 from envcheck.derived.attention import nvml_device_of
 from envcheck.facts.gpus import NvmlFacts
-from envcheck.facts.nvml import collect_nvml
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
-from envcheck.probes import runner
-from envcheck.probes.catalog import PROBE_NAMES, ProbeSpec
-from envcheck.probes.runner import CHILD_SOURCE_FILE, Program, RunOptions, run
+from envcheck.rules.conditions import Context, Where, parse
+from envcheck.sources.live.nvml import collect_nvml
+from envcheck.sources.probes import runner
+from envcheck.sources.probes.catalog import PROBE_NAMES, ProbeSpec
+from envcheck.sources.probes.runner import CHILD_SOURCE_FILE, Program, RunOptions, run
 
 EXPECTED_TORCH = "2.13.0+cpu"
 _PROBE_TIMEOUT_S = 300.0

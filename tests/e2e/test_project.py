@@ -22,9 +22,9 @@ from click.testing import CliRunner, Result
 import envcheck
 from envcheck.cli.click_cli import cli
 from envcheck.facts.project import ProjectFacts
-from envcheck.project import locks
-from envcheck.project.discover import discover, find_root
-from envcheck.project.errors import ProjectError
+from envcheck.sources.project import locks
+from envcheck.sources.project.discover import discover, find_root
+from envcheck.sources.project.errors import ProjectError
 
 PROJECTS = FIXTURES / "projects"
 LINUX_311 = {"python_full_version": "3.11.9", "python_version": "3.11", "sys_platform": "linux",

@@ -24,7 +24,7 @@ from envcheck.pipeline import replay as _replay
 # replay never imports the rule engine.
 ENTRY = ("import sys\nfrom envcheck.cli.entry import console\nsys.argv = ['envcheck', *sys.argv[1:]]\n"
          "try:\n    console()\nfinally:\n"
-         "    sys.stderr.write('\\nreplayed: %s' % ('envcheck.engine' not in sys.modules))\n")
+         "    sys.stderr.write('\\nreplayed: %s' % ('envcheck.rules.engine' not in sys.modules))\n")
 # Runs are recorded only where every stat is seen (envcheck/pipeline/replay.py): elsewhere each run checks afresh.
 RECORDING = (3, 11) <= sys.version_info[:2] <= (3, 13) and os.name == "posix"
 RECORDED = pytest.mark.skipif(not RECORDING, reason="runs are recorded on CPython 3.11-3.13 on POSIX only")
@@ -361,7 +361,7 @@ def test_an_input_changed_during_the_run_is_not_kept(monkeypatch: pytest.MonkeyP
 
 def _no_driver() -> object:
     from envcheck.facts.gpus import NvmlFacts
-    from envcheck.facts.nvml import NO_DRIVER_REASON
+    from envcheck.sources.live.nvml import NO_DRIVER_REASON
 
     return NvmlFacts(status="no-driver", reason=NO_DRIVER_REASON, driver_version=None, cuda_driver_version=None,
                      devices=())

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_snapshot import FACTS_SCHEMA
 
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import SCHEMA, Facts
+from envcheck.sources.live import collect as collect_mod
 
 
 @pytest.mark.slow

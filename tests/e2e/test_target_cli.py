@@ -69,8 +69,9 @@ def test_check_in_a_project_checks_its_venv_and_says_so(project: Path) -> None:
     assert result.exit_code == 1, result.output
     assert result.output.splitlines()[0] == f"checked {python}: from ./.venv"
     assert "torchvision 0.20.0 requires torch==2.5.0, but torch 2.13.0 is installed" in result.output
-    # The venv has no pip, so the command is uv's, pointed at the checked interpreter (envcheck/commands/installers.py).
-    # torch stays: torchvision is replaced with the release made for it (EC0702, envcheck/commands/planner.py).
+    # The venv has no pip, so the command is uv's, pointed at the checked interpreter
+    # (envcheck/remedy/commands/installers.py). torch stays: torchvision is replaced with the release made for it
+    # (EC0702, envcheck/remedy/commands/planner.py).
     assert f"pip install --python {python} --no-deps torchvision==0.28.0" in result.output
 
 

@@ -16,10 +16,10 @@ from _fakes import EXT_SUFFIX, collect_facts, dist_dict, facts_dict, write_dist,
 from _index import StandIn, serve, write_index
 from _venvs import VenvMaker
 
-from envcheck.commands.installers import for_environment
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Finding, Severity, Status
 from envcheck.remedy import fix as fix_mod
+from envcheck.remedy.commands.installers import for_environment
+from envcheck.rules.model import Finding, Severity, Status
 
 PY = "/opt/venv/bin/python"
 SITE = "/opt/venv/lib/python3.11/site-packages"

@@ -15,10 +15,10 @@ from _torch import clean_env
 from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
-from envcheck.engine import evaluate
 from envcheck.report import render
 from envcheck.report.common import tally
-from envcheck.rule_pack import RulePack, load
+from envcheck.rules.engine import evaluate
+from envcheck.rules.rule_pack import RulePack, load
 
 NOT_INSTALLED = "torch is not installed here, so "
 NOT_SAID = "the report does not say whether torch is installed, so "

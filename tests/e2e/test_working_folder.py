@@ -138,8 +138,8 @@ def test_a_requirement_named_like_a_wheel_waits_for_allow_other(tmp_path: Path, 
 def test_the_packs_rules_may_not_install_a_file_either() -> None:
     """A rule of the shipped pack fills names in from the environment and the project: a name an installer reads as
     a file waits for --allow-other, whoever asks; a name, a range or the pack's own link does not."""
-    from envcheck.model import Finding, Severity, Status
     from envcheck.remedy import fix as fix_mod
+    from envcheck.rules.model import Finding, Severity, Status
 
     python = "/opt/venv/bin/python"
 

@@ -15,11 +15,12 @@ import pytest
 from _fakes import FIXTURES, build_facts, collect_facts, dist_dict, write_dist, write_torch
 from click.testing import CliRunner, Result
 
-from envcheck import config, rule_pack
 from envcheck.cli.click_cli import cli
 from envcheck.cli.output import printable
 from envcheck.derived.derive import Derived
 from envcheck.errors import ConfigError, EnvcheckError, RuleError
+from envcheck.rules import rule_pack
+from envcheck.sources.project import config
 from envcheck.support import input_files
 
 CLEAN = FIXTURES / "clean-cuda-venv.json"

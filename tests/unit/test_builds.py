@@ -11,17 +11,17 @@ import pytest
 from click.testing import CliRunner
 from packaging.version import Version
 
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions, nvidia_gpus
 from envcheck.derived.tables import GPUS, TORCH_BUILDS
-from envcheck.engine import evaluate
 from envcheck.errors import RuleError
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Finding, Status
-from envcheck.templates import render_argvs
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Status
+from envcheck.rules.templates import render_argvs
+from envcheck.sources.live import collect as collect_mod
 
 MACHINES = Path(__file__).parents[1] / "fixtures" / "torch-builds" / "machines"
 PACK = rule_pack.load()
@@ -81,7 +81,7 @@ def test_rtx5090_with_cu124_torch_gets_a_cu128_build_with_sm_120() -> None:
     variant, index = _chosen(command)
     assert index == "https://download.pytorch.org/whl/cu128"
     assert variant.archs is not None and "sm_120" in variant.archs
-    # The planner (envcheck/commands/planner.py) orders torch first, its companions after it.
+    # The planner (envcheck/remedy/commands/planner.py) orders torch first, its companions after it.
     assert sorted(a.split("==")[0] for a in command if "==" in a) == ["torch", "torchaudio", "torchvision"]
     assert all(a.endswith("+cu128") for a in command if "==" in a)
 

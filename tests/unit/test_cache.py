@@ -15,13 +15,13 @@ import pytest
 from _fakes import FIXTURES, collect_facts, write_dist
 from click.testing import CliRunner
 
-from envcheck import rule_pack
 from envcheck.cache import signed
 from envcheck.cli.click_cli import cli
 from envcheck.derived import requirements, walk_memo
 from envcheck.derived.derive import Derived
-from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
+from envcheck.rules import rule_pack
+from envcheck.sources.live import _collector
 
 RULE = """
 [[rule]]

@@ -22,7 +22,7 @@ from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import PROBE_TIMEOUT_S
 from envcheck.pipeline.options import CheckOptions, Flag, described, markdown_table
 from envcheck.pipeline.stages import ErrorOutput, ProbeOptions
-from envcheck.probes.runner import RunOptions
+from envcheck.sources.probes.runner import RunOptions
 
 COMMANDS = ("check", "explain", "facts", "fix")
 FLAGS = {f.name: flag for f, _text, flag in described()}
@@ -129,7 +129,7 @@ def test_the_probe_timeout_default_is_one_constant() -> None:
     click_default = next(p.default for p in probe_timeout if p.name == "probe_timeout")
     assert {DEFAULTS["probe_timeout"], ProbeOptions().timeout_s, RunOptions(python="x").timeout_s,
             click_default} == {PROBE_TIMEOUT_S}
-    signature = inspect.signature(__import__("envcheck.probes", fromlist=["run_probes"]).run_probes)
+    signature = inspect.signature(__import__("envcheck.sources.probes", fromlist=["run_probes"]).run_probes)
     assert signature.parameters["timeout_s"].default == PROBE_TIMEOUT_S
 
 

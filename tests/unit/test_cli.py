@@ -12,9 +12,9 @@ from _fakes import FIXTURES
 from click.testing import CliRunner, Result
 
 import envcheck
-from envcheck import engine
 from envcheck.cli.click_cli import cli
 from envcheck.cli.output import use_color
+from envcheck.rules import engine
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
 CONFLICT = str(FIXTURES / "torchvision-pin-conflict.json")

@@ -11,9 +11,9 @@ import pytest
 from _fakes import EXT_SUFFIX, collect_facts, write_apex, write_dist, write_torch, write_tree
 
 from envcheck.errors import CollectError
-from envcheck.facts import _collector
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Distribution
+from envcheck.sources.live import _collector
+from envcheck.sources.live import collect as collect_mod
 
 
 @pytest.mark.parametrize(
@@ -93,8 +93,8 @@ def test_distribution_record_has_the_snapshot_fields_only(site: Path) -> None:
     importable names, and finding them meant reading RECORD, thousands of lines for torch)."""
     write_dist(site, "apex", "0.1", top_level=["apex"], record=["apex/__init__.py"])
     raw = _collector.collect({}, path=[str(site)])
-    # requires_known is false only for distributions read from a pasted report (envcheck/intake); collected ones
-    # always know their Requires-Dist, so the collector leaves it to its default.
+    # requires_known is false only for distributions read from a pasted report (envcheck/sources/reports); collected
+    # ones always know their Requires-Dist, so the collector leaves it to its default.
     assert set(raw["distributions"][0]) == {f.name for f in dataclasses.fields(Distribution)} - {"requires_known"}
     assert "top_level" not in raw["distributions"][0]
 

@@ -11,14 +11,14 @@ import pytest
 from _fakes import build_facts, dist_dict, torch_dict
 from packaging.version import Version
 
-from envcheck.commands import planner
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions
 from envcheck.derived import tables as tables_mod
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Finding
-from envcheck.rule_pack import load as load_pack
+from envcheck.remedy.commands import planner
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding
+from envcheck.rules.rule_pack import load as load_pack
 
 PACK = load_pack()
 MATRIX = PACK.tables[tables_mod.TORCH_BUILDS]

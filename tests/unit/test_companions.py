@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from _fakes import build_facts, dist_dict, torch_dict
 
-from envcheck import rule_pack
 from envcheck.derived import attention, companions
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.rule_pack import builtin_rules_dir
+from envcheck.rules import rule_pack
+from envcheck.rules.rule_pack import builtin_rules_dir
 
 TABLES = tables_mod.load([builtin_rules_dir()])
 

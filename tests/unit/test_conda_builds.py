@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 from _fakes import build_facts, collect_facts, dist_dict, gpu_dict, nvml_dict, torch_dict, write_dist, write_torch
 
-from envcheck import rule_pack
-from envcheck.commands.installers import for_environment
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import builds, conda_builds
 from envcheck.derived.tables import CONDA_FORGE, load
-from envcheck.engine import evaluate
 from envcheck.errors import RuleError
 from envcheck.facts.conda import channel_name, parse_build
 from envcheck.facts.snapshot import Facts
-from envcheck.intake import read_report
-from envcheck.model import Finding
+from envcheck.remedy.commands.installers import for_environment
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding
+from envcheck.sources.reports import read_report
 from envcheck.support import resources, toml
 
 ROOT = Path(__file__).resolve().parents[2]

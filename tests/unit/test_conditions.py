@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from _fakes import build_facts, dist_dict, torch_dict
 
-from envcheck.conditions import Condition, Context, Outcome, Where, parse
-from envcheck.conditions.core import FALSE, TRUE, All, AnyOf, Not, unknown
 from envcheck.errors import RuleError
+from envcheck.rules.conditions import Condition, Context, Outcome, Where, parse
+from envcheck.rules.conditions.core import FALSE, TRUE, All, AnyOf, Not, unknown
 
 U_A, U_B = unknown("a"), unknown("b")
 

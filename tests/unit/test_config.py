@@ -9,10 +9,10 @@ import pytest
 from _fakes import FIXTURES
 from click.testing import CliRunner, Result
 
-from envcheck import config as config_mod
 from envcheck.cli.click_cli import cli
-from envcheck.config import Config
 from envcheck.errors import ConfigError, EnvcheckError
+from envcheck.sources.project import config as config_mod
+from envcheck.sources.project.config import Config
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
 CONFLICT = str(FIXTURES / "torchvision-pin-conflict.json")

@@ -22,7 +22,7 @@ from _fakes import (
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.facts.snapshot import Facts
-from envcheck.rule_pack import builtin_rules_dir
+from envcheck.rules.rule_pack import builtin_rules_dir
 
 TABLES = tables_mod.load([builtin_rules_dir()])
 

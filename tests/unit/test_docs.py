@@ -6,10 +6,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
-from envcheck.conditions import PREDICATES
 from envcheck.derived.derive import DERIVATIONS, markdown_table
+from envcheck.rules import rule_pack
+from envcheck.rules.conditions import PREDICATES
 
 RULES_MD = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 REGENERATE = "envcheck rule --all --format markdown > docs/rules.md"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.facts.elf import version_definitions, version_needs
+from envcheck.sources.live.elf import version_definitions, version_needs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF files are Linux's")
 

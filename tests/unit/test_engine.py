@@ -12,16 +12,16 @@ import _crashes
 import pytest
 from _fakes import SITE, build_facts, dist_dict, nvml_dict
 
-from envcheck import rule_pack
-from envcheck.conditions import Condition, Context, Outcome, Where
 from envcheck.derived.tables import NO_TABLES
-from envcheck.engine import evaluate
-from envcheck.evidence.origin import Foreign
 from envcheck.facts.observed import Observation
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Finding, Report, Rule, Severity, Status
-from envcheck.rule_pack import RulePack
+from envcheck.rules import rule_pack
+from envcheck.rules.conditions import Condition, Context, Outcome, Where
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Report, Rule, Severity, Status
+from envcheck.rules.rule_pack import RulePack
+from envcheck.sources.logs.origin import Foreign
 
 EXE = "/opt/my envs/bin/python"
 
@@ -258,7 +258,7 @@ def test_evaluation_opens_no_file(fixture: str, monkeypatch: pytest.MonkeyPatch)
     import io
     import os
 
-    from envcheck.facts import collect as collect_mod
+    from envcheck.sources.live import collect as collect_mod
 
     shipped = rule_pack.load()
     facts = collect_mod.load(str(FIXTURES / fixture))
@@ -295,7 +295,7 @@ near_miss = "all went well in b-pkg"
 
 def _seen(*captures: dict[str, str], rule_id: str = "EC9001", signature: int = 0,
           facts: dict[str, str] | None = None) -> tuple[Observation, ...]:
-    """Observations as envcheck.evidence.signatures.scan makes them: one per matched line of log.txt."""
+    """Observations as envcheck.rules.signatures.scan makes them: one per matched line of log.txt."""
     return tuple(Observation(rule_id=rule_id, signature=signature, line=n, text=f"went wrong {n}",
                              captures=dict(c), facts=dict(facts or {}), source="log.txt")
                  for n, c in enumerate(captures, 1))

@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
-from envcheck.conditions import Where
 from envcheck.errors import RuleError
-from envcheck.evidence.facts import YIELDS
-from envcheck.evidence.signatures import parse_signatures, scan
-from envcheck.intake import read_report
-from envcheck.rule_pack import load
+from envcheck.rules.captures import YIELDS
+from envcheck.rules.conditions import Where
+from envcheck.rules.rule_pack import load
+from envcheck.rules.signatures import parse_signatures, scan
+from envcheck.sources.reports import read_report
 
 FLASH_ATTN = """Traceback (most recent call last):
   File "/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py", line 15, in <module>

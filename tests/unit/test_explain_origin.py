@@ -1,4 +1,4 @@
-"""`envcheck explain` decides first where the error output came from (envcheck/evidence/origin.py): a log tied to
+"""`envcheck explain` decides first where the error output came from (envcheck/sources/logs/origin.py): a log tied to
 the checked environment is joined with its facts (a message the facts confirm is that rule's finding, first, with
 the line as evidence); a log from elsewhere, or one that cannot be tied, is judged on its own facts, said so once,
 and gets no command for the checked environment. Messages that are usually the code are said to be (EC20xx)."""
@@ -17,7 +17,7 @@ from _fakes import SITE, dist_dict, facts_dict, gpu_dict, nvml_dict, torch_dict
 from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
-from envcheck.evidence.origin import site_dirs
+from envcheck.sources.logs.origin import site_dirs
 
 # A CPU venv (Python 3.11, torch 2.13.0+cpu) with a torchvision built for another torch: EC0701 of its own.
 CPU_VENV = facts_dict(dists=[dist_dict("torch", "2.13.0+cpu"), dist_dict("torchvision", "0.20.1+cpu")],
@@ -106,7 +106,7 @@ def test_a_flash_attn_log_from_another_python_is_not_judged_with_this_torch(tmp_
 
 def test_the_python_a_log_s_paths_name_is_the_log_s(tmp_path: Path) -> None:
     """Where every site-packages path of a log names one Python, that is the log's Python (its own facts)."""
-    from envcheck.intake.log import read_log
+    from envcheck.sources.logs.log import read_log
 
     log = read_log(FLASH, "log.txt", [])
     assert log.facts.python.version == "3.10" and log.sites == ("/opt/conda/lib/python3.10/site-packages",)
@@ -269,7 +269,7 @@ def test_finding_the_site_folders_grows_linearly(make: Callable[[int], str]) -> 
 ])
 def test_reading_broken_and_escaped_lines_again_grows_linearly(make: Callable[[int], str]) -> None:
     """The lines read a second time (broken in two, escaped in JSON) cost time linear in the text."""
-    from envcheck.intake.messages import escaped_lines, wrapped_pairs
+    from envcheck.sources.logs.messages import escaped_lines, wrapped_pairs
 
     assert _growth(lambda t: (wrapped_pairs(t), escaped_lines(t)), make(2000), make(8000)) < 10.0
 
@@ -277,8 +277,8 @@ def test_reading_broken_and_escaped_lines_again_grows_linearly(make: Callable[[i
 def test_a_message_on_both_lines_of_a_pair_is_found_once() -> None:
     """A line broken in two is read again as one line, but a message either line already shows is not counted a
     second time, and line numbers stay the text's."""
-    from envcheck.intake.messages import recognised, wrapped_pairs
-    from envcheck.rule_pack import load
+    from envcheck.rules.rule_pack import load
+    from envcheck.sources.logs.messages import recognised, wrapped_pairs
 
     text = f"{'x' * 80}\nRuntimeError: operator torchvision::nms does not exist\n{WRAPPED_AT_80}"
     assert [n for n, _ in wrapped_pairs(text)] == [0, 2]

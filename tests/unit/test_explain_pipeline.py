@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 import envcheck
 from envcheck.cli.click_cli import cli
-from envcheck.model import Report, Status
 from envcheck.pipeline.stages import ErrorOutput
+from envcheck.rules.model import Report, Status
 
 pytest_plugins = ["pytester"]
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from _fakes import dist_dict, facts_dict, torch_dict
 
-from envcheck import rule_pack
 from envcheck.derived import extension_releases, extensions
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import EXTENSION_RELEASES
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
+from envcheck.rules import rule_pack
 
 PACK = rule_pack.load()
 TABLE = PACK.tables[EXTENSION_RELEASES]

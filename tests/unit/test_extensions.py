@@ -126,8 +126,8 @@ def test_static_cxx11_abi(torch: str, installer: str, platform: str, abi: bool |
 def test_a_companion_the_companion_rules_report_is_not_reported_again() -> None:
     """A CUDA torchvision next to a CPU torch fails to import, but EC0703 already names the build to install: the
     import fact leaves torchvision to it and keeps every other failed extension."""
-    from envcheck import rule_pack
     from envcheck.derived.derive import Derived
+    from envcheck.rules import rule_pack
 
     failed = {"status": "error", "error_class": "RuntimeError", "module": "x",
               "message": "operator torchvision::nms does not exist"}

@@ -24,11 +24,9 @@ from _fakes import FIXTURES, POISON, write_tree
 from click.testing import CliRunner
 
 import envcheck
-from envcheck import rule_pack
 from envcheck.cli import click_cli
 from envcheck.cli.fleet_cli import fleet
 from envcheck.errors import EnvcheckError
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.gpus import GpuDevice, NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
@@ -37,6 +35,8 @@ from envcheck.fleet.distributed import RankEnv
 from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.fleet.model import Member, spans
 from envcheck.fleet.report import render_json, render_text
+from envcheck.rules import rule_pack
+from envcheck.sources.live import collect as collect_mod
 
 FLEET = FIXTURES / "fleet"
 NODES = [str(FLEET / f"node-{n}.json") for n in "abc"]

@@ -21,14 +21,14 @@ import pytest
 from _fakes import FIXTURES
 from click.testing import CliRunner
 
-from envcheck import rule_pack
 from envcheck.cli.fleet_cli import fleet
 from envcheck.errors import CollectError, EnvcheckError
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import distributed
 from envcheck.fleet.fingerprint import fingerprint, view
 from envcheck.pipeline.stages import ProbeOptions
+from envcheck.rules import rule_pack
+from envcheck.sources.live import collect as collect_mod
 
 NODE_A = collect_mod.load(str(FIXTURES / "fleet" / "node-a.json"))
 NODE_C = collect_mod.load(str(FIXTURES / "fleet" / "node-c.json"))

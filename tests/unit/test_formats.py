@@ -30,10 +30,10 @@ from report_samples import (
 
 from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
-from envcheck.model import Status
 from envcheck.report import github, junit, render, reporter
 from envcheck.report.interface import DocFormat, FleetFormat, ProbeFormat, ReportFormat
 from envcheck.report.probes import render as render_probes
+from envcheck.rules.model import Status
 
 CONFLICT = str(FIXTURES / "torchvision-pin-conflict.json")
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")

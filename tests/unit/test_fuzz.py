@@ -25,13 +25,13 @@ import pytest
 from _fakes import FIXTURES, write_dist, write_torch
 from click.testing import CliRunner
 
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
 from envcheck.cli.output import MAX_MESSAGE
-from envcheck.engine import evaluate
-from envcheck.facts import _collector
 from envcheck.facts.snapshot import Facts
 from envcheck.report import render
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.sources.live import _collector
 
 FUZZ_RUNS = int(os.environ.get("ENVCHECK_FUZZ_RUNS", "25"))
 SEED = int(os.environ.get("ENVCHECK_FUZZ_SEED", "15"))

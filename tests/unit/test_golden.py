@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from report_samples import EVERY_STATUS, recorded, report
 
-from envcheck.model import Report
 from envcheck.report import ReportFormat, render
+from envcheck.rules.model import Report
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 UPDATE = os.environ.get("ENVCHECK_UPDATE_GOLDEN") == "1"

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from _fakes import build_facts, gpu_dict, nvml_dict, torch_dict
 
-from envcheck import rule_pack
 from envcheck.derived import build_matrix
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import RuleError
-from envcheck.rule_pack import builtin_rules_dir
+from envcheck.rules import rule_pack
+from envcheck.rules.rule_pack import builtin_rules_dir
 
 FLOORS = '[minor-compatibility.linux]\n"12" = "525.60.13"\n'
 NO_DRIVER = nvml_dict(status="no-driver", driver=None, cuda=None)

@@ -1,15 +1,15 @@
 """One GPU table: rules/data/gpus.toml names GPUs for `envcheck recommend --gpu` and for reports alike
-(envcheck/derived/nvidia_gpus.py, envcheck/intake/gpu_names.py)."""
+(envcheck/derived/nvidia_gpus.py, envcheck/sources/reports/gpu_names.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from envcheck.derived import nvidia_gpus
-from envcheck.intake import read_report
-from envcheck.intake.gpu_names import capability_of
+from envcheck.sources.reports import read_report
+from envcheck.sources.reports.gpu_names import capability_of
 
-# Every product the report reader's own regular-expression table (envcheck/intake/gpu_names.py until it read
+# Every product the report reader's own regular-expression table (envcheck/sources/reports/gpu_names.py until it read
 # rules/data/gpus.toml) answered for, as NVML, collect_env and nvidia-smi print the name, with its answer then.
 OLD_TABLE = [
     ("GB10", "12.1"), ("NVIDIA GeForce RTX 5090", "12.0"), ("NVIDIA GeForce RTX 5090 D", "12.0"),

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
 from envcheck.derived import builds, companions
 from envcheck.derived.tables import TORCH_BUILDS
-from envcheck.facts import collect as collect_mod
+from envcheck.rules import rule_pack
+from envcheck.sources.live import collect as collect_mod
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FACTS = FIXTURES / "gpu-h200" / "facts.json"

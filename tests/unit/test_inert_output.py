@@ -16,10 +16,10 @@ from report_samples import finding, report
 from envcheck.cli.click_cli import cli
 from envcheck.cli.output import error_line
 from envcheck.facts.probe_results import ProbeResult
-from envcheck.model import Status
 from envcheck.report import github, render
 from envcheck.report.probes import render as render_probes
 from envcheck.report.quote import md_code, md_fence, md_text
+from envcheck.rules.model import Status
 
 GPU = "NVIDIA GeForce RTX 5090 D"
 # What a hostile paste puts after the GPU's name: markdown that GitHub would render live, a workflow command, and

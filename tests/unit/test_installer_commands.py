@@ -1,5 +1,5 @@
-"""Commands for the environment's installer (envcheck/commands/installers.py): pip, uv pip, conda remove, ensurepip, by
-hand."""
+"""Commands for the environment's installer (envcheck/remedy/commands/installers.py): pip, uv pip, conda remove,
+ensurepip, by hand."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from _fakes import build_facts, dist_dict, facts_dict
 
-from envcheck import rule_pack
-from envcheck.commands.installers import choose, for_environment
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Finding, Severity, Status
 from envcheck.remedy import fix as fix_mod
+from envcheck.remedy.commands.installers import choose, for_environment
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Severity, Status
 
 PY = "/opt/venv/bin/python"
 PREFIX = "/opt/venv"

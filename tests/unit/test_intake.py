@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
-from envcheck.conditions import parse
-from envcheck.conditions.core import Context, Where
 from envcheck.derived.derive import Derived
-from envcheck.intake import ReportError, read_report
-from envcheck.intake.gpu_names import capability_of
-from envcheck.intake.text import MAX_BYTES
+from envcheck.rules.conditions import parse
+from envcheck.rules.conditions.core import Context, Where
+from envcheck.sources.reports import ReportError, read_report
+from envcheck.sources.reports.gpu_names import capability_of
+from envcheck.sources.reports.text import MAX_BYTES
 
 REPORTS = Path(__file__).parents[1] / "fixtures" / "reports"
 

@@ -1,5 +1,5 @@
 """Reports as people write them: the free text of real issue bodies (tests/fixtures/reports/prose/SOURCES.md cites
-each), its near misses, and the bounds on reading it (envcheck/intake/prose/)."""
+each), its near misses, and the bounds on reading it (envcheck/sources/reports/prose/)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
 from envcheck.facts.snapshot import Facts
-from envcheck.intake import read, read_report
+from envcheck.sources.reports import read, read_report
 
 PROSE = Path(__file__).parents[1] / "fixtures" / "reports" / "prose"
 NOT_ASSERTED = object()

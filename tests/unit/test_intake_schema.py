@@ -14,7 +14,7 @@ from packaging.markers import Marker
 import envcheck
 from envcheck.derived.derive import Derived
 from envcheck.facts.snapshot import Facts
-from envcheck.intake import read_report
+from envcheck.sources.reports import read_report
 from envcheck.support.versions import marker_holds
 
 REPORTS = Path(__file__).parents[1] / "fixtures" / "reports"

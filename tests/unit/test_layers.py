@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from _fakes import FIXTURES, build_facts, dist_dict, torch_dict
 
-from envcheck import rule_pack
 from envcheck.derived import layers
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import load as load_tables
-from envcheck.engine import evaluate
-from envcheck.facts import collect
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Report, Status
 from envcheck.remedy import fix
-from envcheck.rule_pack import builtin_rules_dir
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Report, Status
+from envcheck.rules.rule_pack import builtin_rules_dir
+from envcheck.sources.live import collect
 
 OWN = "/opt/venv/lib/python3.11/site-packages"  # _fakes.py's SITE: prefix /opt/venv
 BASE = "/opt/base/lib/python3.11/site-packages"

@@ -18,7 +18,7 @@ PACKAGE = ROOT / "envcheck"
 # The import that runs up, with its reason (CONTRIBUTING.md names it too). At most one; the test fails when it goes
 # away, so that this shrinks to nothing.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("envcheck.config", "envcheck.machines.declared"):
+    ("envcheck.sources.project.config", "envcheck.machines.declared"):
         "a configuration's [[tool.envcheck.machines]] is validated where the configuration is read, with the GPU table",
 }
 
@@ -43,9 +43,10 @@ def _layers_section() -> str:
 
 
 def _rows() -> list[set[str]]:
-    """The map's rows, top (lowest layer) first: in its code block, the rows are parted by lines holding only `|`,
-    and a row places each package (`name/`) and root module (`name.py`) it names outside parentheses."""
-    block = _layers_section().split("```", 2)[1]
+    """The map's rows, top (lowest layer) first: in the section's last code block (the first is the listing of the
+    stages), the rows are parted by lines holding only `|`, and a row places each path it names outside
+    parentheses: a package or one inside one (`derived/`, `rules/conditions/`), or a module (`rules/engine.py`)."""
+    block = _layers_section().split("```")[-2]
     outside, depth = [], 0
     for char in block:  # drop what parentheses hold (a package's modules, described): it may span lines
         depth += char == "("
@@ -53,7 +54,7 @@ def _rows() -> list[set[str]]:
             outside.append(char)
         depth -= char == ")" and depth > 0
     rows = re.split(r"\n\s*\|\s*\n", "".join(outside))
-    return [set(re.findall(r"(?<![\w/.])(\w+/|\w+\.py)(?!\w)", row)) for row in rows]
+    return [set(re.findall(r"(?<![\w/.])((?:\w+/)+|(?:\w+/)*\w+\.py)(?![\w/])", row)) for row in rows]
 
 
 ROWS = _rows()
@@ -150,16 +151,26 @@ def test_no_import_cycles() -> None:
     assert _cycles(GRAPH) == []
 
 
+def _path(module: str) -> str:
+    """A module's path inside envcheck/: `rules/engine.py`; a package's is its `__init__.py`."""
+    return MODULES[module].relative_to(PACKAGE).as_posix()
+
+
+def _entry(module: str) -> str | None:
+    """The longest path of the map that holds a module: its own (`rules/engine.py`) or a package's above it."""
+    path = _path(module)
+    held = [name for row in ROWS for name in row if path == name or (name.endswith("/") and path.startswith(name))]
+    return max(held, key=len, default=None)
+
+
 def _rank(module: str) -> int:
-    """The row of the map a module sits in: its package's (`name/`), or its own for a root module (`name.py`); the
-    package itself (envcheck/__init__.py, the library's face) sits with the entry points, in the last row."""
-    parts = module.split(".")
-    if len(parts) == 1:
+    """The row of the map a module sits in, by the longest path that holds it; the package itself
+    (envcheck/__init__.py, the library's face) sits with the entry points, in the last row."""
+    if module == "envcheck":
         return len(ROWS) - 1
-    name = f"{parts[1]}/" if len(parts) > 2 or MODULES[module].name == "__init__.py" else f"{parts[1]}.py"
-    rows = [i for i, row in enumerate(ROWS) if name in row]
-    assert rows, f"{name} is not in CONTRIBUTING.md's layer map"
-    return rows[0]
+    name = _entry(module)
+    assert name is not None, f"{_path(module)} is not in CONTRIBUTING.md's layer map"
+    return next(i for i, row in enumerate(ROWS) if name in row)
 
 
 def _upward(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
@@ -182,9 +193,9 @@ def test_support_imports_nothing_above_it() -> None:
 
 def test_an_import_from_a_lower_row_up_is_found() -> None:
     """The rule can fail: an import of the command line by the engine, or of the snapshot by support/, is upward."""
-    graph = {"envcheck.engine": {"envcheck.cli.output"}, "envcheck.support.versions": {"envcheck.facts.snapshot"},
-             "envcheck.cli.output": {"envcheck.engine"}}
-    assert _upward(graph) == {("envcheck.engine", "envcheck.cli.output"),
+    graph = {"envcheck.rules.engine": {"envcheck.cli.output"}, "envcheck.support.versions": {"envcheck.facts.snapshot"},
+             "envcheck.cli.output": {"envcheck.rules.engine"}}
+    assert _upward(graph) == {("envcheck.rules.engine", "envcheck.cli.output"),
                               ("envcheck.support.versions", "envcheck.facts.snapshot")}
 
 
@@ -195,17 +206,27 @@ def test_the_command_line_package_imports_nothing() -> None:
 
 
 def test_the_root_keeps_its_shape() -> None:
-    """At most 14 modules at the root of envcheck/: the library's face and the core; the rest lives in packages."""
+    """At most 8 modules at the root of envcheck/: the entry points, errors and the version; the rest lives in the
+    package of its stage."""
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert len(root) <= 14, root
+    assert len(root) <= 8, root
 
 
-def test_the_documented_map_names_every_package_and_root_module() -> None:
-    """CONTRIBUTING.md's layer map places every package and root module of envcheck/ (a new one must be placed)."""
-    section = _layers_section()
-    names = [f"{p.name}/" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()]
-    names += [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
-    assert [n for n in sorted(names) if not re.search(rf"(?<![\w/]){re.escape(n)}", section)] == []
+def test_the_documented_map_places_every_module() -> None:
+    """CONTRIBUTING.md's layer map places every module of envcheck/ (a new package or root module must be placed); a
+    package that only groups others (`sources/`, `rules/`) imports nothing and needs no place of its own."""
+    unplaced = [_path(m) for m in MODULES if m != "envcheck" and _entry(m) is None
+                and (GRAPH[m] or any(m in targets for targets in GRAPH.values()))]
+    assert unplaced == []
+    grouping = [_path(m) for m in MODULES if m != "envcheck" and _entry(m) is None]
+    assert sorted(grouping) == ["rules/__init__.py", "sources/__init__.py"]
+
+
+def test_the_listing_of_the_stages_names_every_package() -> None:
+    """The listing above the map names every package at the root of envcheck/ and every source of facts."""
+    listing = _layers_section().split("```")[1]
+    packages = [p for p in [*PACKAGE.iterdir(), *(PACKAGE / "sources").iterdir()] if (p / "__init__.py").is_file()]
+    assert [p.name for p in packages if not re.search(rf"(?<![\w/]){p.name}/", listing)] == []
 
 
 def test_the_map_places_each_name_once() -> None:

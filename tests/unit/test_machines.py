@@ -12,8 +12,6 @@ import pytest
 from click.testing import CliRunner, Result
 
 import envcheck
-from envcheck import config as config_mod
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
 from envcheck.derived.tables import CUDA_DRIVER, TORCH_BUILDS
 from envcheck.errors import ConfigError
@@ -21,7 +19,9 @@ from envcheck.facts.snapshot import Facts
 from envcheck.machines.facts import facts_for
 from envcheck.machines.fixes import read_command
 from envcheck.machines.pins import pins_for
-from envcheck.project.discover import discover
+from envcheck.rules import rule_pack
+from envcheck.sources.project import config as config_mod
+from envcheck.sources.project.discover import discover
 
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from report_samples import finding
 from test_parse_bounds import RATIO, growth
 
-from envcheck import config as config_mod
 from envcheck.cli.click_cli import cli
 from envcheck.machines import check
 from envcheck.machines.pins import pins_for
-from envcheck.model import Status
-from envcheck.project.discover import discover
+from envcheck.rules.model import Status
+from envcheck.sources.project import config as config_mod
+from envcheck.sources.project.discover import discover
 
 MACHINE = '[[tool.envcheck.machines]]\nname = "train"\nplatform = "linux-x86_64"\ngpu = "sm_90"\n'
 

@@ -15,8 +15,8 @@ from report_samples import finding, report
 from test_inert_output import GPU, PAYLOAD, assert_inert_markdown
 
 from envcheck.cli.click_cli import cli
-from envcheck.model import Report, Status
 from envcheck.report import markdown, render
+from envcheck.rules.model import Report, Status
 
 WORKFLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "issue-triage.yml"
 

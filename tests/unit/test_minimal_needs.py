@@ -7,7 +7,7 @@ Definitions (what "needs" means here):
   Python version, the platform, libc, the kind of environment, the environment variables, the modules and sources
   looked up, the NVIDIA GPU list, the driver's version, each probe's result, the site-packages leftovers, and the
   AMD GPUs, network interfaces, build toolchain, native libraries and project declarations (`DROPS` makes each one
-  unknown the way envcheck/intake/ leaves it unknown).
+  unknown the way envcheck/sources/reports/ leaves it unknown).
 - A rule *needs* the facts that its conditions' leaves read (`applies` and `when`, every leaf, whichever part of
   `any` or `first` it sits in: `LEAF_NEEDS`) and the inputs of the derived facts it reads through a `fact` leaf or
   iterates with `foreach` (`INPUTS`: what each derivation reads to decide, not the plan fields some of them carry
@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 from test_rule_pack import BY_ID, CASES, PACK, _snapshot
 
-from envcheck.conditions import environment, machine
-from envcheck.conditions.core import Condition
 from envcheck.derived.derive import DERIVATIONS
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Rule, Status
-from envcheck.rule_pack import PLANS
+from envcheck.rules.conditions import environment, machine
+from envcheck.rules.conditions.core import Condition
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Rule, Status
+from envcheck.rules.rule_pack import PLANS
 
 Snapshot = dict[str, Any]
 PY = ("python.version", "python.platform")  # what PEP 508 markers read

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
-from envcheck.facts import _collector
-from envcheck.probes.runner import child_source
+from envcheck.sources.live import _collector
+from envcheck.sources.probes.runner import child_source
 from envcheck.support.names import IMPORT_LINE, canonical_name, inline
 
 COLLECTOR = Path(_collector.__file__)

@@ -15,10 +15,10 @@ from _fakes import build_facts, dist_dict, torch_dict
 
 from envcheck.cache.file_values import FileCache
 from envcheck.derived.native_libs import loaded_outside_wheels
-from envcheck.facts import _collector, native_scan
-from envcheck.facts.native_scan import collect_native, manylinux_floor
 from envcheck.facts.snapshot import Facts
-from envcheck.probes._child import shared_objects_in_maps
+from envcheck.sources.live import _collector, native_scan
+from envcheck.sources.live.native_scan import collect_native, manylinux_floor
+from envcheck.sources.probes._child import shared_objects_in_maps
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF shared objects and LD_LIBRARY_PATH")
 

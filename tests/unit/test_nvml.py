@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from _fakes import facts_dict, gpu_dict, nvml_dict
 
-from envcheck.facts import collect as collect_mod
-from envcheck.facts import nvml
 from envcheck.facts.gpus import STATUSES, GpuDevice, NvmlFacts
+from envcheck.sources.live import collect as collect_mod
+from envcheck.sources.live import nvml
 
 # The values of nvidia-ml-py 13.615 (pynvml.py), and its class names for them.
 ERRORS = {

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from _fakes import FIXTURES
 
-from envcheck import rule_pack
 from envcheck.cache import pack_data, signed
 from envcheck.cache.pack_stamp import pack_stamp
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,14 +56,14 @@ def test_a_validly_signed_pickle_is_never_run(tmp_path: Path) -> None:
     pytest.param({"o": ["os:system", []]}, id="a-function"),
     pytest.param({"o": ["subprocess:Popen", ["args", "touch ran"]]}, id="a-class-outside-the-pack"),
     pytest.param({"o": ["builtins:eval", []]}, id="a-builtin"),
-    pytest.param({"n": ["envcheck.rule_pack:Path", [".", "ran"]]}, id="an-imported-name-in-an-allowed-module"),
+    pytest.param({"n": ["envcheck.rules.rule_pack:Path", [".", "ran"]]}, id="an-imported-name-in-an-allowed-module"),
     pytest.param({"o": ["envcheck.errors:EnvcheckError", []]}, id="a-module-not-allowed"),
-    pytest.param({"o": ["envcheck.model:Severity", []]}, id="an-enum-as-an-object"),
-    pytest.param({"e": ["envcheck.model:Rule", "x"]}, id="a-class-as-an-enum"),
+    pytest.param({"o": ["envcheck.rules.model:Severity", []]}, id="an-enum-as-an-object"),
+    pytest.param({"e": ["envcheck.rules.model:Rule", "x"]}, id="a-class-as-an-enum"),
     pytest.param({"r": 5}, id="a-reference-to-nothing"),
     pytest.param({"q": []}, id="an-unknown-tag"),
     pytest.param({"t": [], "o": []}, id="two-tags"),
-    pytest.param({"o": ["envcheck.model:Rule", [1, 2]]}, id="an-attribute-that-is-no-name"),
+    pytest.param({"o": ["envcheck.rules.model:Rule", [1, 2]]}, id="an-attribute-that-is-no-name"),
 ])
 def test_an_entry_naming_anything_but_the_packs_data_classes_is_refused(document: object) -> None:
     with pytest.raises(pack_data.NotData):
@@ -105,7 +105,7 @@ _EXECUTABLE_FORMATS = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "jo
 
 
 # What reads a cache: its entries (cache/), the pack, the replayed check, the walk's memo, the collector's metadata.
-_READERS = ("envcheck/cache", "envcheck/pipeline", "envcheck/rule_pack.py", "envcheck/derived/walk_memo.py",
+_READERS = ("envcheck/cache", "envcheck/pipeline", "envcheck/rules/rule_pack.py", "envcheck/derived/walk_memo.py",
             "envcheck/facts")
 
 

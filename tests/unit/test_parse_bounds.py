@@ -23,10 +23,10 @@ from contextlib import contextmanager
 import pytest
 from _fakes import build_facts, dist_dict
 
-from envcheck.commands.installers import for_environment
-from envcheck.intake import read_report
-from envcheck.model import Finding, Severity, Status
 from envcheck.remedy import fix as fix_mod
+from envcheck.remedy.commands.installers import for_environment
+from envcheck.rules.model import Finding, Severity, Status
+from envcheck.sources.reports import read_report
 
 # Each test compares the time of two input sizes: run without parallel workers beside it (.ci/run).
 pytestmark = pytest.mark.timing

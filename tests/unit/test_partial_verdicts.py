@@ -12,16 +12,16 @@ from _fakes import FIXTURES, build_facts, dist_dict, gpu_dict, nvml_dict, torch_
 from click.testing import CliRunner
 from test_rules_loader import rule_text, write_rules
 
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
 from envcheck.derived import gpu_compat
 from envcheck.derived.tables import CUDA_DRIVER
-from envcheck.engine import evaluate
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
-from envcheck.intake import read_report
-from envcheck.model import Finding, Status
-from envcheck.templates import render_argvs
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Status
+from envcheck.rules.templates import render_argvs
+from envcheck.sources.reports import read_report
 
 PACK = rule_pack.load()
 BY_ID = {r.id: r for r in PACK}

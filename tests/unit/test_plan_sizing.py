@@ -1,6 +1,6 @@
-"""Plans sized to the machine (envcheck/commands/planner.py): a torch that is not installed is installed as `envcheck
-recommend` says (the CPU build where no GPU is usable), and a repair of torch does not download again what another
-step installs."""
+"""Plans sized to the machine (envcheck/remedy/commands/planner.py): a torch that is not installed is installed as
+`envcheck recommend` says (the CPU build where no GPU is usable), and a repair of torch does not download again what
+another step installs."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import pytest
 from _fakes import build_facts, dist_dict, gpu_dict, nvml_dict, torch_dict
 from packaging.version import Version
 
-from envcheck.commands import planner
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions
 from envcheck.derived import tables as tables_mod
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
 from envcheck.remedy import fix
-from envcheck.rule_pack import builtin_rules_dir
-from envcheck.rule_pack import load as load_pack
+from envcheck.remedy.commands import planner
+from envcheck.rules.engine import evaluate
+from envcheck.rules.rule_pack import builtin_rules_dir
+from envcheck.rules.rule_pack import load as load_pack
 
 TABLES = tables_mod.load([builtin_rules_dir()])
 MATRIX = TABLES[tables_mod.TORCH_BUILDS]

@@ -1,4 +1,4 @@
-"""The torch-family planner (envcheck/commands/planner.py) with the shipped companion tables, and the findings it
+"""The torch-family planner (envcheck/remedy/commands/planner.py) with the shipped companion tables, and the findings it
 shapes."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from _fakes import build_facts, dist_dict, torch_dict
 
-from envcheck.commands import planner
 from envcheck.derived import companions
 from envcheck.derived import tables as tables_mod
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.rule_pack import builtin_rules_dir
-from envcheck.rule_pack import load as load_pack
+from envcheck.remedy.commands import planner
+from envcheck.rules.engine import evaluate
+from envcheck.rules.rule_pack import builtin_rules_dir
+from envcheck.rules.rule_pack import load as load_pack
 
 TABLES = tables_mod.load([builtin_rules_dir()])
 COMPANIONS = companions.merged((TABLES[tables_mod.TORCH_COMPANIONS], TABLES[tables_mod.XFORMERS]),

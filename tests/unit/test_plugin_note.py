@@ -1,6 +1,6 @@
 """The report's note when `pytest --envcheck` cannot work in the checked environment: pytest is there, envcheck is
 not, and envcheck runs from an isolated tool environment (which pytest never loads plugins from). Tool environments
-are real folders holding the files their tools write (envcheck/target.py cites them);
+are real folders holding the files their tools write (envcheck/pipeline/target.py cites them);
 tests/e2e/test_isolated_installs.py runs the real `uv tool install`."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.model import Target
-from envcheck.target import pytest_plugin_note
+from envcheck.pipeline.target import pytest_plugin_note
+from envcheck.rules.model import Target
 
 PROJECT = Target(python="/p/.venv/bin/python", source="project-venv", reason="from ./.venv", in_process=False)
 

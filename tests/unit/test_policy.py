@@ -12,16 +12,16 @@ from _fakes import FIXTURES, build_facts, dist_dict, gpu_dict, nvml_dict
 from click.testing import CliRunner
 
 import envcheck
-from envcheck import policy, rule_pack
 from envcheck.cli.click_cli import cli
-from envcheck.config import Config, from_table
 from envcheck.derived.tables import NO_TABLES
-from envcheck.engine import evaluate
 from envcheck.errors import ConfigError, EnvcheckError
-from envcheck.model import Finding, Rule, Severity, Status
 from envcheck.pipeline.stages import rule_set
 from envcheck.report import json as json_report
-from envcheck.rule_pack import RulePack
+from envcheck.rules import policy, rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding, Rule, Severity, Status
+from envcheck.rules.rule_pack import RulePack
+from envcheck.sources.project.config import Config, from_table
 
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
@@ -75,7 +75,8 @@ def test_require(dists: list[dict[str, Any]], status: Status, summary: str) -> N
     (found,) = verdicts(cfg(require=["torch>=2.6"]), dists=dists).values()
     assert (found.status, found.summary) == (status, summary)
     if status is Status.FAIL:
-        # an installed torch keeps its build: the install goes to its variant's index (envcheck/commands/planner.py)
+        # an installed torch keeps its build: the install goes to its variant's index
+        # (envcheck/remedy/commands/planner.py)
         index = ("--index-url", "https://download.pytorch.org/whl/cu124") if dists else ()
         assert found.commands == ((EXE, "-m", "pip", "install", "torch>=2.6", *index),)
         assert "tool.envcheck.require[0] in /proj/pyproject.toml" in found.why

@@ -17,8 +17,8 @@ from envcheck.cache.signed import cache_dir
 from envcheck.cli.click_cli import cli
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
-from envcheck.probes import results_cache as probe_results
-from envcheck.probes import run_probes
+from envcheck.sources.probes import results_cache as probe_results
+from envcheck.sources.probes import run_probes
 
 
 def _facts(**changes: object):  # type: ignore[no-untyped-def]
@@ -199,7 +199,7 @@ def test_cli_probe_rejects_unknown_names() -> None:
 
 def test_static_runs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     """--static never starts a probe child."""
-    import envcheck.probes as probes_mod
+    import envcheck.sources.probes as probes_mod
 
     def boom(*args: object, **kwargs: object) -> None:
         raise AssertionError("a probe ran under --static")
@@ -300,8 +300,8 @@ def probe_killed_once(ctx):
 def test_a_child_killed_by_sigkill_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real probe child killed by SIGKILL gives a `crashed` result that is reported but not cached: the next run
     runs the probe again (and its passing result is cached)."""
-    from envcheck.probes import runner
-    from envcheck.probes.catalog import ProbeSpec
+    from envcheck.sources.probes import runner
+    from envcheck.sources.probes.catalog import ProbeSpec
 
     monkeypatch.setattr(runner, "PROGRAM", runner.Program(SELF_KILLED, {
         "killed-once": ProbeSpec("killed-once", "killed by SIGKILL the first time", needs_torch=False)}))

@@ -12,11 +12,11 @@ from _fakes import dist_dict, facts_dict, torch_dict
 from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
-from envcheck.engine import evaluate
 from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Rule
-from envcheck.rule_pack import load, load_file
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Rule
+from envcheck.rules.rule_pack import load, load_file
 from envcheck.support.toml import loads
 
 PACK = load()

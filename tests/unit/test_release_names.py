@@ -18,16 +18,16 @@ from pathlib import Path
 import pytest
 from _fakes import collect_facts, envcheck_on_text, folded, write_dist
 
-from envcheck import rule_pack
 from envcheck.derived import release_table
 from envcheck.derived.release_table import FILE, load, parse
-from envcheck.engine import evaluate
 from envcheck.errors import RuleError
-from envcheck.evidence.join import joined, with_observations
-from envcheck.evidence.signatures import scan
 from envcheck.facts.snapshot import Facts
-from envcheck.intake.log import read_log
-from envcheck.model import Finding
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Finding
+from envcheck.rules.signatures import scan
+from envcheck.sources.logs.join import joined, with_observations
+from envcheck.sources.logs.log import read_log
 from envcheck.support import resources
 
 SHIPPED = str(resources.data_dir() / FILE)
@@ -226,7 +226,7 @@ def test_a_check_without_error_output_never_imports_the_table() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, envcheck.engine, envcheck.derived.derive; "
+    code = ("import sys, envcheck.rules.engine, envcheck.derived.derive; "
             "print('envcheck.derived.release_table' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "False"

@@ -31,7 +31,7 @@ def test_expected_wheel_files_are_the_package_and_the_rule_pack() -> None:
     rules = {f"envcheck/_rules/{p.relative_to(ROOT / 'rules').as_posix()}" for p in (ROOT / "rules").rglob("*.toml")}
     schemas = {p.relative_to(ROOT).as_posix() for p in (ROOT / "envcheck" / "schemas").glob("*.json")}
     assert package | rules | schemas <= EXPECTED
-    for needed in ("envcheck/probes/_child.py", "envcheck/facts/_collector.py", "envcheck/py.typed",
+    for needed in ("envcheck/sources/probes/_child.py", "envcheck/sources/live/_collector.py", "envcheck/py.typed",
                    "envcheck/_rules/data/cuda-driver.toml", "envcheck/schemas/report.schema.json"):
         assert needed in EXPECTED
     assert not [n for n in EXPECTED if "__pycache__" in n or n.endswith(".pyc") or n.startswith(("rules/", "tests/"))]
@@ -44,8 +44,9 @@ def _tree(root: Path, files: list[str]) -> Path:
     return root
 
 
-_MINIMAL = ["envcheck/__init__.py", "envcheck/py.typed", "envcheck/probes/_child.py", "envcheck/facts/_collector.py",
-            "envcheck/schemas/report.schema.json", "rules/a.toml", "rules/data/table.toml"]
+_MINIMAL = ["envcheck/__init__.py", "envcheck/py.typed", "envcheck/sources/probes/_child.py",
+            "envcheck/sources/live/_collector.py", "envcheck/schemas/report.schema.json", "rules/a.toml",
+            "rules/data/table.toml"]
 
 
 def test_expected_files_follow_the_tree_not_a_list(tmp_path: Path) -> None:
@@ -53,9 +54,9 @@ def test_expected_files_follow_the_tree_not_a_list(tmp_path: Path) -> None:
     root = _tree(tmp_path, [*_MINIMAL, "envcheck/new.py", "rules/data/new-table.toml", "envcheck/__pycache__/x.pyc",
                             "envcheck/stale.pyc"])
     assert verify_dist.expected_wheel_files(root) == {
-        "envcheck/__init__.py", "envcheck/py.typed", "envcheck/probes/_child.py", "envcheck/facts/_collector.py",
-        "envcheck/schemas/report.schema.json", "envcheck/new.py", "envcheck/_rules/a.toml",
-        "envcheck/_rules/data/table.toml", "envcheck/_rules/data/new-table.toml",
+        "envcheck/__init__.py", "envcheck/py.typed", "envcheck/sources/probes/_child.py",
+        "envcheck/sources/live/_collector.py", "envcheck/schemas/report.schema.json", "envcheck/new.py",
+        "envcheck/_rules/a.toml", "envcheck/_rules/data/table.toml", "envcheck/_rules/data/new-table.toml",
     }
 
 
@@ -63,7 +64,7 @@ def test_expected_files_follow_the_tree_not_a_list(tmp_path: Path) -> None:
     pytest.param("rules/data/table.toml", "data table", id="no-data-tables"),
     pytest.param("envcheck/schemas/report.schema.json", "JSON schema", id="no-schemas"),
     pytest.param("rules/a.toml", "rule file", id="no-rule-files"),
-    pytest.param("envcheck/probes/_child.py", "probes/_child.py", id="no-probe-child"),
+    pytest.param("envcheck/sources/probes/_child.py", "probes/_child.py", id="no-probe-child"),
 ])
 def test_a_source_tree_without_a_kind_of_data_is_refused(tmp_path: Path, absent: str, says: str) -> None:
     """A tree missing a whole kind of shipped data (or walked from the wrong folder) gives no list that could pass."""
@@ -89,8 +90,9 @@ def test_a_complete_wheel_passes_and_is_counted() -> None:
     pytest.param("envcheck/_rules/data/", "", "missing from the wheel: envcheck/_rules/data/", id="no-rules-data"),
     pytest.param("envcheck/_rules/", "", "missing from the wheel: envcheck/_rules/", id="no-rule-pack"),
     pytest.param("envcheck/schemas/", "", "missing from the wheel: envcheck/schemas/", id="no-schemas"),
-    pytest.param("envcheck/probes/_child.py", "", "missing from the wheel: envcheck/probes/_child.py", id="no-child"),
-    pytest.param("envcheck/facts/_collector.py", "", "envcheck/facts/_collector.py", id="no-collector"),
+    pytest.param("envcheck/sources/probes/_child.py", "", "missing from the wheel: envcheck/sources/probes/_child.py",
+                 id="no-child"),
+    pytest.param("envcheck/sources/live/_collector.py", "", "envcheck/sources/live/_collector.py", id="no-collector"),
     pytest.param("", "tests/test_cli.py", "in the wheel but not in the package: tests/test_cli.py", id="tests"),
     pytest.param("", "envcheck/__pycache__/api.cpython-312.pyc", "not in the package: envcheck/__pycache__/",
                  id="byte-code"),

@@ -30,11 +30,11 @@ from report_samples import (
 )
 
 import envcheck
-from envcheck.model import Status
 from envcheck.remedy import fix
 from envcheck.report import json as json_report
 from envcheck.report import markdown, render, text
 from envcheck.report.common import command_lines
+from envcheck.rules.model import Status
 
 SCHEMA = json.loads((Path(envcheck.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 

@@ -13,14 +13,14 @@ import pytest
 from _fakes import facts_dict, python_dict
 
 import envcheck
-from envcheck import rule_pack
 from envcheck.derived import build_matrix as tb
 from envcheck.derived import rocm as rocm_derived
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import FactsError, RuleError
 from envcheck.facts import rocm
-from envcheck.facts.collect import collect, request_for
 from envcheck.facts.snapshot import Facts
+from envcheck.rules import rule_pack
+from envcheck.sources.live.collect import collect, request_for
 from envcheck.support import toml
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "rocm"
@@ -364,7 +364,7 @@ def test_every_rocm_derivation_has_a_fields_case() -> None:
 def test_collect_env_of_a_rocm_build_gives_its_gpu_targets() -> None:
     """A ROCm collect_env that names its GPU's target (pytorch/pytorch#152941, an MI100) yields the `rocm` GPUs
     with device access unknown, and the MI100 is covered by 2.7.0+rocm6.3."""
-    from envcheck.intake import read_report
+    from envcheck.sources.reports import read_report
 
     path = Path(__file__).parents[1] / "fixtures" / "reports" / "torch-2.7-rocm-mi100-cut.txt"
     facts = read_report(path.read_bytes(), str(path))

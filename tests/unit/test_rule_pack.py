@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from _fakes import SITE, dist_dict, facts_dict
 
-from envcheck import rule_pack
-from envcheck.engine import evaluate
 from envcheck.facts.snapshot import Facts
-from envcheck.model import Status
 from envcheck.pipeline.stages import collection_request
+from envcheck.rules import rule_pack
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Status
 from envcheck.support import toml
 
 CASES: dict[str, dict[str, dict[str, Any]]] = {}
@@ -83,7 +83,7 @@ EVIDENCE_ONLY = sorted(r.id for r in PACK if r.evidence_only)
 def test_evidence_only_rule_fires_on_its_examples(rule_id: str) -> None:
     """A rule that only error output shows fires on each of its signatures' examples, with every placeholder
     filled in and no command that names an unstated fact, and is n/a on their near misses."""
-    from envcheck.evidence.signatures import scan
+    from envcheck.rules.signatures import scan
 
     rule = BY_ID[rule_id]
     empty = _snapshot({})
@@ -169,7 +169,7 @@ def test_the_fastpath_note_needs_lightning_on_the_cpu(change: dict[str, Any], ex
 def test_a_torch_requirement_no_wheel_satisfies_is_reported_once_without_an_install_command() -> None:
     """On an Intel Mac a project's `torch>=2.3` is EC1601 (no wheel exists), not also EC9801 with a
     `pip install 'torch>=2.3'` that cannot succeed; a requirement that can be installed stays EC9801's."""
-    from envcheck.project import generated_rules as project_rules
+    from envcheck.rules import generated as project_rules
 
     def fired(case: dict[str, Any]) -> set[str]:
         facts = _snapshot(case)

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envcheck import rule_pack
 from envcheck.cli.click_cli import cli
-from envcheck.model import Rule
 from envcheck.report.ruledoc import command_line
+from envcheck.rules import rule_pack
+from envcheck.rules.model import Rule
 
 RULES_MD = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 RULES = rule_pack.load()

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import rule_pack
 from envcheck.derived import gpu_compat
 from envcheck.derived import tables as tables_mod
 from envcheck.errors import RuleError
-from envcheck.model import Rule, Severity
+from envcheck.rules import rule_pack
+from envcheck.rules.model import Rule, Severity
 
 # A valid rule, as TOML values; a test replaces some of them (None drops the key).
 BASE = {
@@ -278,9 +278,9 @@ def test_selectors_mean_the_same_everywhere(selector: str, tmp_path: Path, monke
     from click.testing import CliRunner
 
     from envcheck.cli.click_cli import cli
-    from envcheck.config import Config
     from envcheck.pipeline.stages import rule_set
     from envcheck.pytest_plugin import _Session
+    from envcheck.sources.project.config import Config
 
     pack = rule_pack.load()
     expected = [r.id for r in rule_pack.select(pack, [selector])]

@@ -14,13 +14,13 @@ from _fakes import build_facts
 from click.testing import CliRunner
 
 from envcheck.cli.click_cli import cli
-from envcheck.conditions import Where
-from envcheck.engine import evaluate
 from envcheck.errors import RuleError
-from envcheck.evidence.bounded import MAX_PATHS, Unbounded, paths
-from envcheck.evidence.signatures import MAX_AFTER, MAX_BEFORE, MAX_LINE, MAX_TEXT, Signature, parse_signatures, scan
-from envcheck.model import Status
-from envcheck.rule_pack import load
+from envcheck.rules.bounded import MAX_PATHS, Unbounded, paths
+from envcheck.rules.conditions import Where
+from envcheck.rules.engine import evaluate
+from envcheck.rules.model import Status
+from envcheck.rules.rule_pack import load
+from envcheck.rules.signatures import MAX_AFTER, MAX_BEFORE, MAX_LINE, MAX_TEXT, Signature, parse_signatures, scan
 
 PACK = load(())
 SIGNATURES = [s for rule in PACK for s in rule.signatures]
@@ -222,8 +222,8 @@ def test_a_signature_can_say_the_failure_is_worse_than_its_rule_guesses(tmp_path
 def test_what_the_error_output_shows_comes_first() -> None:
     """Of two failures, the one the error output shows is listed first, whatever its rule id: it is what was asked
     about (envcheck explain, an issue body's traceback); the rest of the check follows in the usual order."""
-    from envcheck.model import Finding, Report, Severity
     from envcheck.report.common import problems
+    from envcheck.rules.model import Finding, Report, Severity
 
     def failing(rule_id: str, observed: bool) -> Finding:
         return Finding(rule_id=rule_id, name="x", severity=Severity.ERROR, status=Status.FAIL, summary="s",
@@ -284,7 +284,7 @@ def _mixed_log() -> str:
 
 def test_what_the_scan_forgets_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """With room to remember almost no window, the scan finds the same: memory bounds the cost, never the answer."""
-    import envcheck.evidence.signatures as signatures
+    import envcheck.rules.signatures as signatures
 
     text = _mixed_log()
     want = scan(text, SIGNATURES)

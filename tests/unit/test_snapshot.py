@@ -25,10 +25,10 @@ from _fakes import (
 
 import envcheck
 from envcheck.errors import FactsError
-from envcheck.facts import collect as collect_mod
 from envcheck.facts.gpus import STATUSES
 from envcheck.facts.probe_results import PROBE_STATUSES
 from envcheck.facts.snapshot import READABLE_SCHEMAS, SCHEMA, Facts
+from envcheck.sources.live import collect as collect_mod
 
 SCHEMA_FILE = Path(envcheck.__file__).parent / "schemas" / "facts.schema.json"
 FACTS_SCHEMA = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))

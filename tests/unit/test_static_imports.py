@@ -10,14 +10,16 @@ from pathlib import Path
 
 from _fakes import FIXTURES
 
-from envcheck.project.root import find_root
+from envcheck.sources.project.root import find_root
 
 CLEAN = str(FIXTURES / "clean-cuda-venv.json")
-UNUSED = ("envcheck.probes", "envcheck.commands.planner", "envcheck.remedy.fix", "envcheck.fleet", "difflib",
-          "logging.handlers")
-# What a project's files are read with (project/root.py alone tells whether there is a project), and conda's records.
-PROJECT_READERS = ("envcheck.project.discover", "envcheck.project.locks", "envcheck.project.pixi",
-                   "envcheck.project.requirements", "envcheck.project.generated_rules", "envcheck.facts.project")
+UNUSED = ("envcheck.sources.probes", "envcheck.remedy.commands.planner", "envcheck.remedy.fix", "envcheck.fleet",
+          "difflib", "logging.handlers")
+# What a project's files are read with (sources/project/root.py alone tells whether there is a project), and conda's
+# records.
+PROJECT_READERS = ("envcheck.sources.project.discover", "envcheck.sources.project.locks",
+                   "envcheck.sources.project.pixi", "envcheck.sources.project.requirements", "envcheck.rules.generated",
+                   "envcheck.facts.project")
 CONDA = ("envcheck.facts.conda",)
 
 
@@ -44,7 +46,7 @@ def test_a_clean_check_from_the_cached_pack_imports_nothing_it_does_not_run() ->
     args = ["check", "--facts", CLEAN, "--no-config", "--fail-on", "never"]
     _modules_after_check(args)  # the first run validates the pack and caches it
     loaded = _modules_after_check(args)
-    assert "envcheck.engine" in loaded
+    assert "envcheck.rules.engine" in loaded
     assert _among(loaded, UNUSED) == []
     assert _among(loaded, PROJECT_READERS + CONDA) == []
 
@@ -58,13 +60,13 @@ def test_a_static_check_where_there_is_no_project_imports_none_of_its_readers(tm
     assert find_root(bare) is None, f"{bare} is inside a project: the test needs a temporary folder outside one"
     args = ["check", "--static", "--no-config", "--fail-on", "never"]
     loaded = _modules_after_check(args, cwd=bare)
-    assert "envcheck.project.root" in loaded  # it did look for a project
+    assert "envcheck.sources.project.root" in loaded  # it did look for a project
     assert _among(loaded, PROJECT_READERS) == []
 
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "1"\ndependencies = ["click"]\n')
     loaded = _modules_after_check(args, cwd=project)
-    assert _among(loaded, ("envcheck.project.discover", "envcheck.project.generated_rules",
-                           "envcheck.facts.project")) == ["envcheck.facts.project", "envcheck.project.discover",
-                                                          "envcheck.project.generated_rules"]
+    assert _among(loaded, ("envcheck.sources.project.discover", "envcheck.rules.generated",
+                           "envcheck.facts.project")) == ["envcheck.facts.project", "envcheck.rules.generated",
+                                                          "envcheck.sources.project.discover"]

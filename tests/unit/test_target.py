@@ -1,4 +1,4 @@
-"""Which interpreter is checked: the discovery order of envcheck/target.py, on real folders under tmp_path.
+"""Which interpreter is checked: the discovery order of envcheck/pipeline/target.py, on real folders under tmp_path.
 
 Discovery reads only the file system and the variables it is given (`Surroundings`), so each case lays out the
 environments as a tool would (pyvenv.cfg, conda-meta/, bin/python or Scripts\\python.exe, the tools' own marker
@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.model import TARGET_SOURCES, Target
-from envcheck.target import Surroundings, TargetError, discover, interpreter_in, is_environment, tool_environment
+from envcheck.pipeline.target import (
+    Surroundings,
+    TargetError,
+    discover,
+    interpreter_in,
+    is_environment,
+    tool_environment,
+)
+from envcheck.rules.model import TARGET_SOURCES, Target
 
 OWN = "/opt/envcheck-home"  # envcheck's own prefix unless a test says otherwise: an ordinary, non-tool prefix
 

@@ -13,7 +13,7 @@ import pytest
 from _fakes import build_facts
 
 from envcheck.facts.snapshot import Facts
-from envcheck.facts.toolchain_scan import collect_toolchain
+from envcheck.sources.live.toolchain_scan import collect_toolchain
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX toolkit layouts and executables")
 

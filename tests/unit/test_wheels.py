@@ -14,9 +14,9 @@ from envcheck.derived import wheels
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import TORCH_BUILDS
 from envcheck.facts.snapshot import Facts
-from envcheck.project import generated_rules as project_rules
-from envcheck.project.discover import discover
-from envcheck.rule_pack import load
+from envcheck.rules import generated as project_rules
+from envcheck.rules.rule_pack import load
+from envcheck.sources.project.discover import discover
 
 MATRIX = tb.load()
 PACK = load()
