@@ -7,6 +7,7 @@ opens a file: a saved snapshot evaluates the same anywhere, and a bad table has 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from envcheck.derived.derive import DERIVATIONS
@@ -34,9 +35,10 @@ def evaluate(pack: RulePack, facts: Facts, *, memo: Memo | None = None, foreign:
     ctx = Context(facts, pack.tables, memo)
     elsewhere = None if foreign is None else (Context(foreign.facts, pack.tables, None), foreign.reason)
     findings: list[Finding] = []
+    by_id = {rule.id: rule for rule in pack.rules}
     for rule in sorted(pack.rules, key=lambda r: r.id):
         try:
-            findings.extend(_verdicts(rule, ctx, elsewhere))
+            findings.extend(_verdicts(rule, ctx, elsewhere, by_id))
         except Exception as exc:  # noqa: BLE001 - one bad rule or odd fact must not cost the other verdicts
             detail = f"{type(exc).__name__}: {exc}"
             findings.append(_plain(rule, Status.ERROR, f"could not be evaluated: {detail}", detail=detail))
@@ -120,7 +122,8 @@ def _decides(rule: Rule, observation: Observation) -> bool:
     return not signatures or signatures[0].decides
 
 
-def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = None) -> list[Finding]:
+def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = None,
+              by_id: Mapping[str, Rule] | None = None) -> list[Finding]:
     if elsewhere is not None:
         log, reason = elsewhere
         shown = [o for o in log.facts.observed if o.rule_id == rule.id and _decides(rule, o)]
@@ -154,6 +157,11 @@ def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = 
             if judged and all(f.status in (Status.PASS, Status.NA) for f in judged):
                 if rule.foreach is not None and DERIVATIONS[rule.foreach].judges_output:
                     return judged  # its derivation read these lines: they are another rule's, or not its failure
+                explainers = [other.id for other in _explainers(rule, by_id)
+                              if any(_names(f, decided) for f in _judged(other, ctx) if f.status.is_finding)]
+                if explainers:  # another rule's facts show this very failure here: its finding carries the lines
+                    return [_plain(rule, Status.PASS, f"not found: the failure the error output shows "
+                                                      f"({decided[0].where()}) is {', '.join(explainers)} here")]
                 # This environment's facts say the failure is not here: what the output shows is told as the
                 # output's, not as a fact of this environment, and no command is written for it.
                 return _observed(rule, ctx, decided, elsewhere=f"this environment's facts say otherwise: "
@@ -162,7 +170,43 @@ def _verdicts(rule: Rule, ctx: Context, elsewhere: tuple[Context, str] | None = 
     if rule.evidence_only:
         return [_plain(rule, Status.NA, "shown only by error output (envcheck explain, check --report): none "
                                         "was given, or none showed it")]
-    return _judged(rule, ctx)
+    judged = _judged(rule, ctx)
+    if by_id and ctx.facts.observed and any(f.status.is_finding for f in judged):
+        return _with_lines_it_explains(rule, ctx, judged, by_id)
+    return judged
+
+
+def _explainers(rule: Rule, by_id: Mapping[str, Rule] | None) -> list[Rule]:
+    return [by_id[i] for i in rule.explained_by if i in by_id] if by_id else []
+
+
+def _names(finding: Finding, seen: Sequence[Observation]) -> bool:
+    """Whether the lines name the package the finding is about (any, for a finding about no one package)."""
+    name = (finding.item or {}).get("name", "")
+    return not name or any(name.lower() in o.text.lower() for o in seen)
+
+
+def _with_lines_it_explains(rule: Rule, ctx: Context, judged: list[Finding], by_id: Mapping[str, Rule]
+                            ) -> list[Finding]:
+    """`judged`, each finding with the error output's lines it explains as evidence: lines another rule's
+    signatures recognised, that rule naming this one in `explained_by` and the checked environment's facts
+    contradicting that rule (its own verdict, which then is a pass, names this one)."""
+    if ctx.facts.origin.startswith("report:"):
+        return judged
+    seen = [o for o in ctx.facts.observed if o.rule_id in by_id and rule.id in by_id[o.rule_id].explained_by
+            and _decides(by_id[o.rule_id], o)]
+    seen = [o for o in seen if all(f.status in (Status.PASS, Status.NA) for f in _judged(by_id[o.rule_id], ctx))]
+    out = []
+    for finding in judged:
+        lines = [o for o in seen if finding.status.is_finding and _names(finding, [o])]
+        if lines:
+            shown = "; ".join(f"{o.where()}: «{o.text}»" for o in lines[:3])
+            more = f"; and {len(lines) - 3} more" if len(lines) > 3 else ""
+            said = f"the error output shows it ({shown}{more})"
+            finding = dataclasses.replace(finding, evidence=f"{said}; {finding.evidence}" if finding.evidence
+                                          else said, observed=True)
+        out.append(finding)
+    return out
 
 
 def _confirmed_first(pack: RulePack, facts: Facts, findings: list[Finding]) -> list[Finding]:

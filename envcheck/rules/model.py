@@ -70,6 +70,10 @@ class Rule:
     fix_without_plan: str = ""  # the fix in words where the plan is unknown or empty; given exactly with `plan`
     # (url, item field, values): a reference cited only for the findings whose item has one of the values
     scoped_references: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    # Rules whose facts also cause the failures this rule's signatures recognise (a torchvision that pins another
+    # torch fails with the same message as one built for another torch): where the checked environment's facts
+    # contradict this rule but fire one of these for the package the message names, that one explains the message.
+    explained_by: tuple[str, ...] = ()
 
     def references_for(self, item: dict[str, str] | None) -> tuple[str, ...]:
         """The references about a finding of this rule for `item`: every one, but for an item those scoped to other

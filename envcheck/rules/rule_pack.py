@@ -38,7 +38,7 @@ RULE_NAME = lazy(r"[a-z0-9]+(-[a-z0-9]+)*")
 _MAX_RULE_FILE_BYTES = 16 * 1024 * 1024  # the whole built-in pack is some hundred kilobytes
 _FILE_KEYS = {"title", "description", "rule"}
 _REQUIRED = ("id", "name", "severity", "summary", "why", "fix", "references")
-_OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fix_without_plan")
+_OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fix_without_plan", "explained_by")
 # Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck recommend` answers).
 # A rule names one as `plan`, never as `foreach`: a finding never waits for its fix to be plannable.
 PLANS = ("torch.recommended-build", "rocm.recommended-build")
@@ -206,6 +206,12 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         raise at("plan").error("neither 'fix' nor 'commands' uses it (write {plan.KEY} where the plan goes)")
 
     refs, scoped = _references(raw["references"], at("references"), item_fields)
+    explained_by = raw.get("explained_by", [])
+    if not isinstance(explained_by, list) or not all(isinstance(i, str) and RULE_ID.fullmatch(i) and i != rule_id
+                                                     for i in explained_by):
+        raise at("explained_by").error("expected a list of other rules' ids, e.g. [\"EC0702\"]")
+    if explained_by and not signatures:
+        raise at("explained_by").error("only for a rule with 'signatures' (it names who else explains them)")
 
     return Rule(
         id=rule_id,
@@ -226,6 +232,7 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
         evidence_only=evidence_only,
         plan=plan,
         fix_without_plan=texts.get("fix_without_plan", ""),
+        explained_by=tuple(explained_by),
     )
 
 
@@ -265,6 +272,11 @@ def load_files(dirs: Sequence[Path]) -> list[RuleFile]:
                                 rule_id=rule.id, key="name")
             seen_ids[rule.id] = rule.file
             seen_names[rule.name] = rule.file
+    for rule_file in files:
+        for rule in rule_file.rules:
+            unknown = [i for i in rule.explained_by if i not in seen_ids]
+            if unknown:
+                raise RuleError(rule.file, f"no rule {unknown[0]} in the pack", rule_id=rule.id, key="explained_by")
     return files
 
 

@@ -300,3 +300,39 @@ def test_a_tied_log_the_facts_contradict_is_told_as_the_log_s(tmp_path: Path) ->
     ec0401 = [f for f in _found(report) if f["id"] == "EC0401"]
     assert ec0401 and not ec0401[0]["commands"], ec0401
     assert "this environment's facts say otherwise" in ec0401[0]["evidence"]
+
+
+# torchvision 0.21.0 pins torch==2.6.0 beside torch 2.13.0+cpu: the facts fire EC0702 (its pin), not EC0701 (a
+# release built for another torch, with no pin saying so), and both fail with the same message.
+PINNED_VENV = facts_dict(dists=[dist_dict("torch", "2.13.0+cpu"),
+                                dist_dict("torchvision", "0.21.0", "torch==2.6.0", "numpy")],
+                         torch=torch_dict("2.13.0+cpu", None), nvml=nvml_dict(status="no-driver", driver=None,
+                                                                              cuda=None))
+NMS_HERE = (f'  File "{SITE}/torchvision/_meta_registrations.py", line 164, in <module>\n'
+            "RuntimeError: operator torchvision::nms does not exist\n")
+
+
+def test_a_message_another_rule_explains_here_is_that_rules_evidence(tmp_path: Path) -> None:
+    """EC0701 recognises the message, but the checked environment's facts fire EC0702 for the torchvision it names
+    (EC0701's `explained_by`): EC0702's finding, command included, carries the line, and EC0701 passes naming it,
+    instead of an EC0701 "judged on the error output alone" beside it."""
+    text, report = _explain(tmp_path, NMS_HERE, PINNED_VENV)
+    found = {f["id"]: f for f in _found(report)}
+    assert "EC0701" not in found
+    assert found["EC0702"]["evidence"].startswith(f"the error output shows it ({tmp_path / 'log.txt'}, line 2: "
+                                                  "«operator torchvision::nms does not exist»)")
+    assert found["EC0702"]["commands"]
+    [ec0701] = [f for f in report["findings"] if f["id"] == "EC0701"]
+    assert (ec0701["status"], ec0701["summary"]) == (
+        "pass", f"not found: the failure the error output shows ({tmp_path / 'log.txt'}, line 2) is EC0702 here")
+    assert "say otherwise" not in text
+
+
+def test_a_message_the_explainer_does_not_name_stays_its_own(tmp_path: Path) -> None:
+    """EC0702 fires for torchaudio, but the line is torchvision's: EC0701 stays the output's finding, contradicted."""
+    facts = facts_dict(dists=[dist_dict("torch", "2.13.0+cpu"), dist_dict("torchaudio", "2.6.0", "torch==2.6.0")],
+                       torch=torch_dict("2.13.0+cpu", None), nvml=nvml_dict(status="no-driver", driver=None, cuda=None))
+    _text, report = _explain(tmp_path, NMS_HERE, facts)
+    found = {f["id"]: f for f in _found(report)}
+    assert "this environment's facts say otherwise" in found["EC0701"]["evidence"]
+    assert "error output" not in found["EC0702"]["evidence"]

@@ -97,6 +97,12 @@ def test_valid_rule_loads(tmp_path: Path) -> None:
                      id="commands-string"),
         pytest.param({"references": '["http://example.org/x"]'}, "references", "https://", id="http-reference"),
         pytest.param({"references": "[]"}, "references", "non-empty list", id="no-references"),
+        pytest.param({"explained_by": '["EC0702"]'}, "explained_by", "only for a rule with 'signatures'",
+                     id="explained-by-without-signatures"),
+        pytest.param({"explained_by": '"EC0702"'}, "explained_by", "expected a list of other rules' ids",
+                     id="explained-by-not-a-list"),
+        pytest.param({"explained_by": '["EC9001"]'}, "explained_by", "expected a list of other rules' ids",
+                     id="explained-by-itself"),
     ],
 )
 def test_invalid_rule_names_file_rule_and_key(tmp_path: Path, changes: dict[str, str | None], key: str,
@@ -157,6 +163,20 @@ def test_duplicates_across_files(tmp_path: Path, second: str, key: str, message:
     assert (info.value.file, info.value.key) == (str(other), key)
     assert str(info.value).startswith(f"{other}: rule {info.value.rule_id}: key '{key}': {message}")
     assert str(first) in str(info.value)
+
+
+def test_explained_by_names_a_rule_of_the_pack(tmp_path: Path) -> None:
+    """`explained_by` names rules of any file of the pack; one that no file has is an error naming it."""
+    signed = ('[[rule.signatures]]\nanchor = "went wrong"\npattern = "went wrong"\nsource = "https://example.org/s"\n'
+              'thread = "https://example.org/t"\nexample = "it went wrong"\nnear_miss = "it went right"\n')
+    write_rules(tmp_path / "a", "one.toml", rule_text(explained_by='["EC9002"]') + signed)
+    write_rules(tmp_path / "b", "two.toml", rule_text(id='"EC9002"', name='"other-rule"'))
+    [first, _second] = rule_pack.load_files([tmp_path / "a", tmp_path / "b"])
+    assert first.rules[0].explained_by == ("EC9002",)
+    with pytest.raises(RuleError) as info:
+        rule_pack.load_files([tmp_path / "a"])
+    assert (info.value.rule_id, info.value.key) == ("EC9001", "explained_by")
+    assert "no rule EC9002 in the pack" in str(info.value)
 
 
 def test_missing_rule_directory(tmp_path: Path) -> None:
