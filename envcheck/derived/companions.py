@@ -439,7 +439,7 @@ def _of_one(fn: Callable[[Facts, Companion], Any], name: str) -> Callable[[Value
 
 
 def _companion_derivations() -> list[Derivation]:
-    """Values facts about torch's compiled companions (envcheck/derived/py, rules/data tables)."""
+    """Values facts about torch's compiled companions (rules/data/torch-companions.toml, rules/data/xformers.toml)."""
     mismatch = ("name", "version", "built_for", "torch", "expected", "install", "index", "requirement", "symptom")
     build = ("name", "version", "build", "torch", "torch_build", "torch_release", "install", "index")
     out = [
