@@ -122,6 +122,20 @@ def test_shared_objects_stay_shared() -> None:
     assert first is second and first == fresh.rules[0]
 
 
+def test_equal_immutable_objects_are_written_once_and_mutable_ones_apart() -> None:
+    """Two equal specifier sets made apart come back as one object (written once, then referred to); two equal
+    requirements, which hold a set (their extras), come back as two, each equal to what was written."""
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
+    value = (SpecifierSet(">=2.1,<3"), SpecifierSet(">=2.1,<3"), Requirement("torch>=2"), Requirement("torch>=2"))
+    assert value[0] is not value[1]
+    again = pack_data.loads(pack_data.dumps(value))
+    assert again == value
+    assert again[0] is again[1]
+    assert again[2] is not again[3] and again[2].extras is not again[3].extras
+
+
 _EXECUTABLE_FORMATS = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "joblib"}
 
 
