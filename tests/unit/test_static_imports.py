@@ -72,7 +72,6 @@ def test_a_static_check_where_there_is_no_project_imports_none_of_its_readers(tm
                                                           "envcheck.sources.project.discover"]
 
 
-
 def test_a_static_check_without_error_output_imports_neither_its_observations_nor_socket(tmp_path: Path) -> None:
     """The static check of this interpreter, its pack cached: no error output, so the class of a recognised failure
     (facts/observed.py) is never defined; the host name and network interfaces come from `_socket` without
