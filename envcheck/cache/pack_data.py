@@ -81,8 +81,8 @@ def dumps(value: object) -> bytes:
 
     def value_of(encoded: object) -> object:
         """The encoded value as a hashable key, objects by their number; None for a mutable one."""
-        if type(encoded) in _PLAIN:
-            return (type(encoded), encoded)
+        if type(encoded) in _PLAIN:  # a float by its repr: 0.0 and -0.0 are equal, and not the same value
+            return (type(encoded), repr(encoded) if type(encoded) is float else encoded)
         if type(encoded) is not dict:
             return None  # a list
         if id(encoded) in numbered:

@@ -127,6 +127,9 @@ def test_equal_immutable_objects_are_written_once_and_mutable_ones_apart() -> No
     requirements, which hold a set (their extras), come back as two, each equal to what was written."""
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from envcheck.rules.conditions.environment import Fact
 
     value = (SpecifierSet(">=2.1,<3"), SpecifierSet(">=2.1,<3"), Requirement("torch>=2"), Requirement("torch>=2"))
     assert value[0] is not value[1]
@@ -134,6 +137,11 @@ def test_equal_immutable_objects_are_written_once_and_mutable_ones_apart() -> No
     assert again == value
     assert again[0] is again[1]
     assert again[2] is not again[3] and again[2].extras is not again[3].extras
+    # Equal is not the same: 0.0 == -0.0, but a condition comparing with one is not one comparing with the other.
+    zeros = (Version("0.0"), Version("0.0"), Fact("x", "equals", 0.0), Fact("x", "equals", -0.0))
+    again = pack_data.loads(pack_data.dumps(zeros))
+    assert again[0] is again[1]
+    assert again[2] is not again[3] and repr(again[3].value) == "-0.0"
 
 
 _EXECUTABLE_FORMATS = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "joblib"}
