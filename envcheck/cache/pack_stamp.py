@@ -17,7 +17,8 @@ TYPE_CHECKING = False  # not typing's: the replay imports this module, and typin
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-PACK_FORMAT = 2  # bumped when a cached pack's meaning changes without a change to envcheck's code (2: plain data)
+PACK_FORMAT = 3  # bumped when a cached pack's meaning changes without a change to envcheck's code (2: plain data;
+# 3: the objects' shapes written once)
 # envcheck/ itself, two levels above envcheck/cache/pack_stamp.py: the whole package's code.
 _CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # noqa: PTH100, PTH120 - os.scandir takes a str
 

@@ -18,7 +18,6 @@ from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.native import NativeFacts
 from envcheck.facts.network import NetworkFacts
-from envcheck.facts.observed import Observation
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
@@ -27,6 +26,7 @@ from envcheck.support.names import canonical_name
 
 if TYPE_CHECKING:
     from envcheck.facts.conda import CondaFacts
+    from envcheck.facts.observed import Observation
     from envcheck.facts.project import ProjectFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
@@ -302,9 +302,17 @@ class Facts:
             network=_optional(r.opt_obj("network"), NetworkFacts.from_reader),  # absent before the field
             toolchain=_optional(r.opt_obj("toolchain"), ToolchainFacts.from_reader),
             native=_optional(r.opt_obj("native"), NativeFacts.from_reader),
-            observed=r.list_of("observed", Observation.from_reader, optional=True),
+            observed=r.list_of("observed", _observation, optional=True),
             conda=_optional(r.opt_obj("conda"), _conda),
         )
+
+
+def _observation(r: Reader) -> Observation:
+    """A failure recognised in error output, read; the class is imported only here and where error output is
+    scanned (a check without error output never defines it)."""
+    from envcheck.facts.observed import Observation
+
+    return Observation.from_reader(r)
 
 
 def _project(r: Reader) -> ProjectFacts:

@@ -53,7 +53,6 @@ from envcheck.remedy.consent import PLAIN_FLAGS, Found, file_named, not_an_insta
 from envcheck.remedy.consent import PREFIX as _PREFIX
 from envcheck.remedy.consent import installer as _installer
 from envcheck.rules.model import Finding
-from envcheck.support import specifiers
 from envcheck.support.output_text import shell
 from envcheck.support.versions import parse_requirement, parse_version
 
@@ -274,6 +273,10 @@ def _agreed(steps: list[Step], asked_by: dict[str, tuple[str, ...]]) -> tuple[li
     """Every install names a distribution once, with the intersection of what its findings ask; a distribution
     no one version can satisfy (within one install, or across the plan's installs) is left out of all of them,
     with a line saying so, naming the findings that asked (`asked_by`). An install left with no requirement goes."""
+    if not steps:  # nothing to agree on (most plans): and support.specifiers' classes go undefined
+        return [], ()
+    from envcheck.support import specifiers
+
     conflicts: list[str] = []
     out: list[Step] = []
     for step in steps:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.walk_memo import Memo
-from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
 from envcheck.remedy.commands.installers import choose
 from envcheck.rules.conditions import Context
@@ -22,6 +21,7 @@ from envcheck.rules.unseen import unseen
 from envcheck.version import __version__
 
 if TYPE_CHECKING:
+    from envcheck.facts.observed import Observation
     from envcheck.sources.logs.origin import Foreign
 
 

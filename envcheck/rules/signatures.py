@@ -54,13 +54,15 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from envcheck.facts.observed import Observation
 from envcheck.rules.bounded import Unbounded, paths
 from envcheck.rules.captures import YIELDS, normalised
 from envcheck.rules.conditions import Where
 from envcheck.support.patterns import lazy
+
+if TYPE_CHECKING:
+    from envcheck.facts.observed import Observation
 
 if sys.version_info >= (3, 11):
     from re import _parser as sre_parse
@@ -297,6 +299,8 @@ def scan(text: str, signatures: Iterable[Signature], source: str = "") -> list[O
     for order, signature in enumerate(signatures):
         groups.setdefault(signature.anchor, []).append((order, signature))
     widest = {anchor: max(s.lines for _, s in members) for anchor, members in groups.items()}
+    from envcheck.facts.observed import Observation  # only here: a check without error output never defines it
+
     hits: list[tuple[int, int, str]] = []  # (where the line begins, where the anchor is, the anchor)
     find, rfind, size = text.find, text.rfind, len(text)
     for anchor in groups:

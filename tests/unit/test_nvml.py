@@ -354,15 +354,21 @@ def test_no_library_means_no_import(fake: FakeNvml, monkeypatch: pytest.MonkeyPa
 
 
 def test_library_lookup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """libnvidia-ml.so.1 is looked up with dlopen; on Windows nvml.dll in System32 or NVSMI counts."""
+    """libnvidia-ml.so.1 is looked up with dlopen, as ctypes.CDLL opens it; on Windows nvml.dll in System32 or NVSMI
+    counts."""
+    import _ctypes
     import ctypes
 
-    def absent(name: str) -> None:
+    opened: list[tuple[str, int]] = []
+
+    def absent(name: str, mode: int) -> int:
+        opened.append((name, mode))
         raise OSError(f"{name}: cannot open shared object file")
 
-    monkeypatch.setattr(ctypes, "CDLL", absent)
+    monkeypatch.setattr(_ctypes, "dlopen", absent)
     assert not nvml._library_present("linux")
-    monkeypatch.setattr(ctypes, "CDLL", lambda name: object())
+    assert opened == [("libnvidia-ml.so.1", ctypes.DEFAULT_MODE)]  # the mode CDLL opens it with
+    monkeypatch.setattr(_ctypes, "dlopen", lambda name, mode: 1)
     assert nvml._library_present("linux")
     monkeypatch.setenv("WINDIR", str(tmp_path))
     monkeypatch.setenv("PROGRAMFILES", str(tmp_path / "pf"))

@@ -52,27 +52,46 @@ def test_a_validly_signed_pickle_is_never_run(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("document", [
-    pytest.param({"o": ["os:system", []]}, id="a-function"),
-    pytest.param({"o": ["subprocess:Popen", ["args", "touch ran"]]}, id="a-class-outside-the-pack"),
-    pytest.param({"o": ["builtins:eval", []]}, id="a-builtin"),
-    pytest.param({"n": ["envcheck.rules.rule_pack:Path", [".", "ran"]]}, id="an-imported-name-in-an-allowed-module"),
-    pytest.param({"o": ["envcheck.errors:EnvcheckError", []]}, id="a-module-not-allowed"),
-    pytest.param({"o": ["envcheck.rules.model:Severity", []]}, id="an-enum-as-an-object"),
-    pytest.param({"e": ["envcheck.rules.model:Rule", "x"]}, id="a-class-as-an-enum"),
-    pytest.param({"r": 5}, id="a-reference-to-nothing"),
-    pytest.param({"q": []}, id="an-unknown-tag"),
-    pytest.param({"t": [], "o": []}, id="two-tags"),
-    pytest.param({"o": ["envcheck.rules.model:Rule", [1, 2]]}, id="an-attribute-that-is-no-name"),
+def _entry(shapes: object, value: object) -> bytes:
+    """An entry of the format: its shapes' line, then its value's."""
+    return f"{json.dumps(shapes)}\n{json.dumps(value)}".encode()
+
+
+@pytest.mark.parametrize("entry", [
+    pytest.param(_entry([["os:system", []]], {"o": [0]}), id="a-function"),
+    pytest.param(_entry([["subprocess:Popen", ["args"]]], {"o": [0, "touch ran"]}), id="a-class-outside-the-pack"),
+    pytest.param(_entry([["builtins:eval", []]], {"o": [0]}), id="a-builtin"),
+    pytest.param(_entry([], {"n": ["envcheck.rules.rule_pack:Path", [".", "ran"]]}),
+                 id="an-imported-name-in-an-allowed-module"),
+    pytest.param(_entry([["envcheck.errors:EnvcheckError", []]], {"o": [0]}), id="a-module-not-allowed"),
+    pytest.param(_entry([["envcheck.rules.model:Severity", []]], {"o": [0]}), id="an-enum-as-an-object"),
+    pytest.param(_entry([], {"e": ["envcheck.rules.model:Rule", "x"]}), id="a-class-as-an-enum"),
+    pytest.param(_entry([], {"r": 5}), id="a-reference-to-nothing"),
+    pytest.param(_entry([], {"q": []}), id="an-unknown-tag"),
+    pytest.param(_entry([], {"t": [], "o": []}), id="two-tags"),
+    pytest.param(_entry([["envcheck.rules.model:Rule", [1, 2]]], {"o": [0, 1, 2]}), id="an-attribute-that-is-no-name"),
+    pytest.param(_entry([["envcheck.rules.model:Rule", ["__class__"]]], {"o": [0, "x"]}), id="a-special-attribute"),
+    pytest.param(_entry([["envcheck.rules.model:Rule", ["id"]]], {"o": [1, "x"]}), id="a-shape-that-is-not-there"),
+    pytest.param(_entry([["envcheck.rules.model:Rule", ["id"]]], {"o": [0, "x", "y"]}), id="more-values-than-names"),
+    pytest.param(_entry([["envcheck.rules.model:Rule", ["id"]]], {"o": [True, "x"]}), id="a-shape-that-is-no-number"),
+    pytest.param(json.dumps({"o": ["envcheck.rules.model:Rule", ["id", "x"]]}).encode(), id="the-format-before-shapes"),
 ])
-def test_an_entry_naming_anything_but_the_packs_data_classes_is_refused(document: object) -> None:
+def test_an_entry_naming_anything_but_the_packs_data_classes_is_refused(entry: bytes) -> None:
     with pytest.raises(pack_data.NotData):
-        pack_data.loads(json.dumps(document).encode())
+        pack_data.loads(entry)
+
+
+def test_an_attribute_that_a_slot_or_a_property_holds_is_set_as_object_setattr_sets_it() -> None:
+    """packaging's specifiers keep their attributes in slots: they come back through object.__setattr__, equal."""
+    from packaging.specifiers import SpecifierSet
+
+    value = (SpecifierSet(">=2.1,<3"), SpecifierSet("==2.4.*"))
+    assert pack_data.loads(pack_data.dumps(value)) == value
 
 
 def test_a_validly_signed_entry_naming_other_code_is_a_miss(tmp_path: Path) -> None:
     expected = rule_pack.load(use_cache=False)
-    _plant(json.dumps({"o": ["subprocess:Popen", ["args", f"touch {tmp_path / 'ran'}"]]}).encode())
+    _plant(_entry([["subprocess:Popen", ["args"]]], {"o": [0, f"touch {tmp_path / 'ran'}"]}))
     assert rule_pack.load() == expected
     assert not (tmp_path / "ran").exists()
 
@@ -90,7 +109,9 @@ def test_the_shipped_pack_is_cached_as_data_and_read_back_equal() -> None:
     rule_pack.load()
     entry = (signed.cache_dir() / "rule-pack.signed").read_bytes()
     payload = entry[entry.index(b"\n", len(b"envcheck-signed-1\n")) + 33:]
-    assert isinstance(json.loads(payload), dict) and pack_data.loads(payload) == fresh
+    shapes, value = payload.split(b"\n")
+    assert isinstance(json.loads(shapes), list) and isinstance(json.loads(value), dict)
+    assert pack_data.loads(payload) == fresh
 
 
 def test_shared_objects_stay_shared() -> None:
@@ -99,6 +120,28 @@ def test_shared_objects_stay_shared() -> None:
     pair = (fresh.rules[0], fresh.rules[0])
     first, second = pack_data.loads(pack_data.dumps(pair))
     assert first is second and first == fresh.rules[0]
+
+
+def test_equal_immutable_objects_are_written_once_and_mutable_ones_apart() -> None:
+    """Two equal specifier sets made apart come back as one object (written once, then referred to); two equal
+    requirements, which hold a set (their extras), come back as two, each equal to what was written."""
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from envcheck.rules.conditions.environment import Fact
+
+    value = (SpecifierSet(">=2.1,<3"), SpecifierSet(">=2.1,<3"), Requirement("torch>=2"), Requirement("torch>=2"))
+    assert value[0] is not value[1]
+    again = pack_data.loads(pack_data.dumps(value))
+    assert again == value
+    assert again[0] is again[1]
+    assert again[2] is not again[3] and again[2].extras is not again[3].extras
+    # Equal is not the same: 0.0 == -0.0, but a condition comparing with one is not one comparing with the other.
+    zeros = (Version("0.0"), Version("0.0"), Fact("x", "equals", 0.0), Fact("x", "equals", -0.0))
+    again = pack_data.loads(pack_data.dumps(zeros))
+    assert again[0] is again[1]
+    assert again[2] is not again[3] and repr(again[3].value) == "-0.0"
 
 
 _EXECUTABLE_FORMATS = {"pickle", "marshal", "shelve", "dill", "cloudpickle", "joblib"}
