@@ -121,13 +121,10 @@ def _library_present(platform: str) -> bool:
             Path(os.environ.get("WINDIR", "C:/Windows"), "System32", "nvml.dll"),  # DCH drivers
             Path(os.environ.get("PROGRAMFILES", "C:/Program Files"), "NVIDIA Corporation", "NVSMI", "nvml.dll"),
         ))
-    # Only here: most of the static check never needs it. Outside Windows, ctypes.CDLL(name) opens a library with
-    # _ctypes.dlopen(name, RTLD_LOCAL) and nothing else; ctypes' own module (its types and classes, ~1 ms of every
-    # check) is not needed for that. dlopen's own search (ld.so.cache, LD_LIBRARY_PATH), like pynvml's.
-    import _ctypes
+    import ctypes  # only here: most of the static check never needs it
 
     try:
-        _ctypes.dlopen("libnvidia-ml.so.1", _ctypes.RTLD_LOCAL)
+        ctypes.CDLL("libnvidia-ml.so.1")  # dlopen's own search (ld.so.cache, LD_LIBRARY_PATH), like pynvml
     except OSError:
         return False
     return True
