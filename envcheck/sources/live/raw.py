@@ -8,11 +8,8 @@ to tell whether a remembered check still holds, without the cost of the model's 
 
 from __future__ import annotations
 
-# The host name and the interfaces come from socket's C module, which socket.py re-exports as they are
-# (`from _socket import *`: socket.gethostname is _socket.gethostname, and if_nameindex too): socket.py itself adds
-# only the socket class and the enums of its constants, ~1.5 ms of every check and of every replayed one.
-import _socket
 import json
+import socket
 import sysconfig
 
 from envcheck.errors import CollectError
@@ -38,7 +35,7 @@ def collect_raw(request: dict[str, Any], python: str | None = None, *,
     raw = _collector.collect(request) if python is None else _collect_foreign(python, request, timeout_s)
     _installer_beside_envcheck(raw)
     raw["envcheck_version"] = __version__
-    raw["host"] = _socket.gethostname()  # the machine, also with --python: the interpreter runs here
+    raw["host"] = socket.gethostname()  # the machine, also with --python: the interpreter runs here
     return raw
 
 
@@ -46,7 +43,7 @@ def interface_names() -> tuple[str, ...] | None:
     """The names of this machine's network interfaces, sorted (`socket.if_nameindex()`: one system call, no
     subprocess, no address lookups); None where the platform cannot list them (a sandbox without netlink)."""
     try:
-        names = _socket.if_nameindex()
+        names = socket.if_nameindex()
     except (OSError, AttributeError):
         return None
     return tuple(sorted({name for _, name in names}))
