@@ -1,7 +1,8 @@
 """The machine's network interfaces, by name: what NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME must name.
 
-Collected in envcheck's own process (a machine fact, like NVML), with `socket.if_nameindex()`: one system call, no
-subprocess, no address lookups. Interfaces are named as the kernel names them (`eth0`, `ens5`, `ib0`, `lo`).
+Collected in envcheck's own process (a machine fact, like NVML: envcheck/sources/live/collect.py), with
+`socket.if_nameindex()`: one system call, no subprocess, no address lookups. Interfaces are named as the kernel names
+them (`eth0`, `ens5`, `ib0`, `lo`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from envcheck.facts._reader import Reader
-from envcheck.sources.live.raw import interface_names
 
 
 @dataclass(frozen=True)
@@ -21,9 +21,3 @@ class NetworkFacts:
     @classmethod
     def from_reader(cls, r: Reader) -> NetworkFacts:
         return cls(interfaces=r.texts("interfaces"))
-
-
-def collect_network() -> NetworkFacts | None:
-    """This machine's interfaces; None where the platform cannot list them (a sandbox without netlink)."""
-    names = interface_names()
-    return None if names is None else NetworkFacts(interfaces=names)

@@ -9,8 +9,8 @@ import pytest
 from _fakes import build_facts, dist_dict, facts_dict, gpu_dict, nvml_dict, torch_dict
 
 from envcheck.derived import multigpu
-from envcheck.facts.network import collect_network
 from envcheck.facts.snapshot import Facts
+from envcheck.sources.live.collect import collect_network
 
 TWO = nvml_dict(gpu_dict(0), gpu_dict(1))
 

@@ -10,14 +10,20 @@ from typing import Any, Protocol
 
 from envcheck.errors import FactsError
 from envcheck.facts.gpus import NvmlFacts
-from envcheck.facts.network import NetworkFacts, collect_network
+from envcheck.facts.network import NetworkFacts
 from envcheck.facts.rocm import collect_rocm
 from envcheck.facts.snapshot import Facts
 from envcheck.sources.live.native_scan import collect_native
 from envcheck.sources.live.nvml import collect_nvml
-from envcheck.sources.live.raw import DEFAULT_TIMEOUT_S, collect_raw
+from envcheck.sources.live.raw import DEFAULT_TIMEOUT_S, collect_raw, interface_names
 from envcheck.sources.live.toolchain_scan import collect_toolchain
 from envcheck.support import input_files
+
+
+def collect_network() -> NetworkFacts | None:
+    """This machine's interfaces; None where the platform cannot list them (a sandbox without netlink)."""
+    names = interface_names()
+    return None if names is None else NetworkFacts(interfaces=names)
 
 
 class Recorder(Protocol):
