@@ -5,14 +5,14 @@ A torch that conda installed is none of PyPI's wheels: conda-forge compiles its 
 feedstock's recipe/build.sh sets per CUDA version; the old pytorch channel's builds were PyTorch's own (the same
 lists as the wheels of that CUDA). The build string (facts/conda.py) says which: `cuda126_mkl_py312_h30b5a27_300` is
 conda-forge's build 0 of its release for CUDA 12.6. This module parses the table (`parse`), finds the installed
-conda build (`installed`) and its architectures (`archs_of`), and the newest conda-forge build with native code for
-a set of GPUs (`native_build`). Pure: no I/O.
+conda build (`installed`) and its architectures (`archs_of`); the newest conda-forge build with native code for a
+set of GPUs is envcheck/derived/conda_native.py's (`native_build`). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +25,10 @@ from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import parse_version
 
 if TYPE_CHECKING:
-    from envcheck.facts.conda import CondaBuild, CondaPackage
+    from envcheck.derived.conda_torch import CondaTorch
 
-__all__ = ["CONDA_FORGE", "DERIVATIONS", "CondaForgeRelease", "CondaForgeTable", "CondaTorch", "archs_of", "installed",
-           "native_build", "parse", "subdir_of", "system_requirements", "unmet_system_requirements"]
+__all__ = ["CONDA_FORGE", "DERIVATIONS", "CondaForgeRelease", "CondaForgeTable", "archs_of", "installed",
+           "parse", "subdir_of", "system_requirements", "unmet_system_requirements"]
 
 SUBDIRS = ("linux-64", "linux-aarch64", "win-64")
 # conda's platform names (subdirs) for the build matrix's platforms
@@ -123,25 +123,6 @@ def _release(row: object, key: str, file: str) -> CondaForgeRelease:
 CONDA_FORGE = Table("conda-forge-builds", parse)
 
 
-@dataclass(frozen=True)
-class CondaTorch:
-    """The installed torch as conda recorded it."""
-
-    package: CondaPackage
-    build: CondaBuild
-    subdir: str  # "linux-64"; "" when neither the record nor the platform says
-
-    @property
-    def conda_forge(self) -> bool:
-        return self.package.channel == "conda-forge"
-
-    @property
-    def described(self) -> str:
-        """"conda-forge's pytorch 2.7.1 cuda126_mkl_py312_h30b5a27_300"."""
-        channel = f"{self.package.channel}'s " if self.package.channel else "conda's "
-        return f"{channel}pytorch {self.package.version} {self.package.build}".rstrip()
-
-
 def subdir_of(platform: str | None) -> str:
     """conda's subdir for a build-matrix platform ("linux-x86_64" -> "linux-64"); "" for None or another."""
     return _SUBDIR.get(platform or "", "")
@@ -154,7 +135,9 @@ def installed(facts: Facts, platform: str | None = None) -> CondaTorch | None:
     package = None if conda is None else conda.get("pytorch")
     if package is None:
         return None
-    from envcheck.facts.conda import parse_build  # only where conda installed torch: a pip stack never imports it
+    # Only where conda installed torch: a pip stack never imports these.
+    from envcheck.derived.conda_torch import CondaTorch
+    from envcheck.facts.conda import parse_build
 
     return CondaTorch(package, parse_build(package.build), package.subdir or subdir_of(platform))
 
@@ -181,50 +164,6 @@ def archs_of(table: CondaForgeTable, torch: CondaTorch) -> tuple[tuple[str, ...]
             agreed = lists.pop() if len(lists) == 1 else None
             return None if agreed is None else (agreed, release)
     return None
-
-
-@dataclass(frozen=True)
-class NativeBuild:
-    """A conda-forge build with native code for every GPU asked about."""
-
-    release: CondaForgeRelease
-    cuda: tuple[int, int]
-    archs: tuple[str, ...]
-
-    @property
-    def cuda_text(self) -> str:
-        return f"{self.cuda[0]}.{self.cuda[1]}"
-
-    @property
-    def described(self) -> str:
-        """"pytorch 2.7.1 for CUDA 12.8 (build cuda128_*_201 to _204 on conda-forge, feedstock builds 1 to 4)"."""
-        low, high = self.release.builds
-        tag = f"cuda{self.cuda[0]}{self.cuda[1]}"
-        builds = f"build {low}" if low == high else f"builds {low} to {high}"
-        return f"pytorch {self.release.version} for CUDA {self.cuda_text} ({tag}_* builds, feedstock {builds})"
-
-
-def native_build(table: CondaForgeTable, subdir: str, capabilities: Sequence[tb.Capability],
-                 driver_cuda: tuple[int, int] | None, keep: str | None = None) -> NativeBuild | None:
-    """The conda-forge build with native code (a cubin) for every capability on `subdir`: of release `keep` when one
-    of its builds has it, else the newest release that does; among its CUDA builds the newest the driver runs in
-    full (`driver_cuda`: the newest CUDA it runs; None: unknown), else one of the same major, which conda-forge's
-    `cuda-version` lets a driver of that major install (CUDA minor version compatibility: native code runs, only
-    PTX of the newer minor does not). None when no recorded build has native code for them all."""
-    try:
-        kept = Version(keep) if keep else None
-    except InvalidVersion:
-        kept = None
-    candidates: list[tuple[tuple[bool, bool, Version, int, tuple[int, int]], NativeBuild]] = []
-    for release in table.releases:
-        for cuda, archs in release.archs.get(subdir, {}).items():
-            if driver_cuda is not None and cuda[0] > driver_cuda[0]:
-                continue
-            if all(tb.coverage(archs, c) == "native" for c in capabilities):
-                full = driver_cuda is None or cuda <= driver_cuda
-                rank = (release.version == kept, full, release.version, release.builds[1], cuda)
-                candidates.append((rank, NativeBuild(release, cuda, archs)))
-    return max(candidates, key=lambda c: c[0])[1] if candidates else None
 
 
 SYSTEM_REQUIREMENT_FIELDS = ("requirement", "required", "has", "override")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,10 +24,14 @@ from envcheck.derived import companions
 from envcheck.derived.builds import MOVES_WITH_TORCH
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, of_facts
 from envcheck.errors import RuleError, check_table_head
-from envcheck.facts.rocm import AmdGpu, override_target
+from envcheck.facts.rocm import override_target
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
+
+if TYPE_CHECKING:
+    from envcheck.derived.rocm_build import Build
+    from envcheck.facts.amd_gpu import AmdGpu
 
 OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 PLATFORM = "linux-x86_64"  # the only platform PyTorch publishes ROCm wheels for
@@ -102,14 +106,6 @@ def _gfx_list(value: object, file: str, key: str) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------ the installed build
 
 
-@dataclass(frozen=True)
-class Build:
-    """The installed ROCm torch's gfx targets and where they were read."""
-
-    archs: tuple[str, ...]
-    evidence: str
-
-
 def rocm_torch(facts: Facts) -> bool:
     return facts.torch is not None and facts.torch.hip is not None
 
@@ -120,6 +116,8 @@ def installed_build(facts: Facts, table: RocmArchTable) -> Build | None:
 
     The table comes first because it also knows what the bundled libraries lack: from ROCm 6.4 the wheels' rocBLAS
     has no gfx900 / gfx906 kernels although torch's own arch list, which the probe reads, still names them."""
+    from envcheck.derived.rocm_build import Build  # only where this is asked: a check without a ROCm torch never is
+
     version = facts.torch.version if facts.torch is not None else None
     try:
         parsed = Version(version) if version else None
