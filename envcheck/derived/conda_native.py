@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
-from envcheck.derived.conda_builds import CondaForgeRelease, CondaForgeTable
+from envcheck.derived.conda_forge_table import CondaForgeRelease, CondaForgeTable
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,17 @@ conda, mamba or pixi command. Pure: facts and the tables in, one item out.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envcheck.derived.build_matrix import platform_key
 from envcheck.derived.companions import pytorch_index
-from envcheck.derived.conda_builds import CondaForgeTable, installed
+from envcheck.derived.conda_builds import installed
 from envcheck.derived.gpu_compat import CudaDriverTable
 from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import major_minor, parse_version
+
+if TYPE_CHECKING:
+    from envcheck.derived.conda_forge_table import CondaForgeTable
 
 __all__ = ["conda_recommendation"]
 

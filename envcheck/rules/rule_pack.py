@@ -321,20 +321,34 @@ def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | Non
     gc.disable()
     try:
         # Plain data, never a pickle: a forged entry describes a pack at worst, and runs nothing (pack_data.py).
-        pack = pack_data.loads(payload)
+        head, *tables = pack_data.parts(payload)
+        found = pack_data.loads(head)
     except pack_data.NotData:  # an entry our own older code wrote, or not ours: a miss
         return None
     finally:
         if was_enabled:
             gc.enable()
-    return pack if isinstance(pack, RulePack) else None
+    if not (isinstance(found, tuple) and len(found) == 2 and isinstance(found[1], RulePack)
+            and isinstance(found[0], tuple) and len(found[0]) == len(tables)
+            and all(isinstance(stem, str) for stem in found[0])):
+        return None
+    stems, pack = found
+    files = pack.tables.files
+
+    def again(stem: str) -> object:
+        return tables_mod.parse_file(stem, files[stem])
+
+    # The rules now; each data table when a derivation first reads it (most checks read few of them).
+    return RulePack(pack.rules, Tables(pack_data.OnFirstUse(dict(zip(stems, tables, strict=True)), again), files))
 
 
 def _store_pack(pack: RulePack, entry: str, stamp: str, avoid: Sequence[str]) -> None:
     from envcheck.cache import pack_data, signed
 
+    stems = tuple(pack.tables.parsed)
     try:
-        payload = pack_data.dumps(pack)
+        payload = pack_data.dumps_parts([(stems, RulePack(pack.rules, Tables({}, pack.tables.files))),
+                                         *(pack.tables.parsed[stem] for stem in stems)])
     except pack_data.NotData:  # a value of a class the format does not hold: the pack is just not cached
         return
     signed.store_signed(entry, stamp, payload, avoid)

@@ -30,6 +30,9 @@ CONDA = ("envcheck.facts.conda",)
 SOMETIMES = ("ProbeResult", "GpuDevice", "AmdGpu", "SharedLibrary", "CondaTorch", "NativeBuild",
              "envcheck.derived.rocm_build:Build", "Where", "RuleFile", "Declared", "ErrorOutput", "PipInstall",
              "TorchVariant", "Found", "Step", "InstallGroup")
+# The classes of the pack's data tables that a check reads only for GPUs named in a report or a log, AMD GPUs, or a
+# torch conda installed: a cached pack decodes a table when a derivation first reads it (envcheck/cache/pack_data.py).
+TABLES_SOMETIMES = ("GpuNames", "AmdGpuNames", "CondaForgeTable", "CondaForgeRelease")
 # Of those, what no static check of a cached pack without a configuration uses, whatever the machine: probes, a rule
 # parsed, a rule file read, a policy, error output.
 NEVER_STATIC = ("ProbeResult", "Where", "RuleFile", "Declared", "ErrorOutput")
@@ -130,8 +133,8 @@ def test_a_static_check_defines_no_class_it_does_not_use(tmp_path: Path) -> None
 def test_a_check_of_a_cpu_machine_defines_none_of_the_classes_only_some_checks_use(tmp_path: Path) -> None:
     """A snapshot of a CPU machine (pip's torch 2.5.1+cpu, no NVIDIA driver, nothing on LD_LIBRARY_PATH, no
     probes) whose check finds nothing to fix, its pack cached: none of the classes that GPUs, conda, ROCm, probes,
-    error output, a policy, rule files or a fix plan need is defined, whichever machine runs the test. The control:
-    the snapshot was read (its facts' classes are defined)."""
+    error output, a policy, rule files, a fix plan or the tables of GPU names and conda-forge's builds need is
+    defined, whichever machine runs the test. The control: the snapshot was read (its facts' classes are defined)."""
     snapshot = tmp_path / "cpu.json"
     torch = torch_dict("2.5.1+cpu", cuda=None)
     snapshot.write_text(json.dumps(facts_dict(dists=[dist_dict("torch", "2.5.1+cpu")], torch=torch,
@@ -140,4 +143,4 @@ def test_a_check_of_a_cpu_machine_defines_none_of_the_classes_only_some_checks_u
     _modules_after_check(args, cwd=tmp_path)  # the first run caches the pack
     defined = _dataclasses_after_check(args, cwd=tmp_path)
     assert {"envcheck.facts.snapshot:TorchBuild", "envcheck.facts.gpus:NvmlFacts"} <= defined
-    assert _named(defined, SOMETIMES) == []
+    assert _named(defined, SOMETIMES + TABLES_SOMETIMES) == []
