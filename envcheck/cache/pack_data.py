@@ -42,7 +42,7 @@ ALLOWED = frozenset({
     "envcheck.rules.conditions.core", "envcheck.rules.conditions.environment", "envcheck.rules.conditions.machine",
     "envcheck.derived.common", "envcheck.derived.build_matrix", "envcheck.derived.companions",
     "envcheck.derived.extension_releases", "envcheck.derived.gpu_compat", "envcheck.derived.nvidia_gpus",
-    "envcheck.derived.amd_gpus", "envcheck.derived.rocm", "envcheck.derived.conda_forge_table",
+    "envcheck.derived.amd_gpus", "envcheck.derived.rocm_archs", "envcheck.derived.conda_forge_table",
     "packaging.version", "packaging.specifiers", "packaging.requirements", "packaging.markers",
     "packaging._parser", "packaging._structures", "packaging._tokenizer", "packaging.utils",
 })

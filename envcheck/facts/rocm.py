@@ -40,6 +40,9 @@ WSL_REASON = "WSL2 (/dev/dxg): GPUs are reached through the Windows driver, whic
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 _NODE = lazy(r"\d{1,4}")
 _TARGET = lazy(r"gfx(\d{1,2}\d[0-9a-f])")
+GFX = lazy(r"gfx\d{2,3}[0-9a-f]")  # a gfx target's name, as rules/data/rocm-archs.toml and torch's arch list write it
+# The variable that makes the ROCm runtime report another target for every GPU (`override_target`).
+OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 _AMD_VENDOR = 0x1002
 _MAX_PROPERTIES_BYTES = 64 * 1024  # a real properties file is about 1 KB
 

@@ -30,9 +30,10 @@ CONDA = ("envcheck.facts.conda",)
 SOMETIMES = ("ProbeResult", "GpuDevice", "AmdGpu", "SharedLibrary", "CondaTorch", "NativeBuild",
              "envcheck.derived.rocm_build:Build", "Where", "RuleFile", "Declared", "ErrorOutput", "PipInstall",
              "TorchVariant", "Found", "Step", "InstallGroup")
-# The classes of the pack's data tables that a check reads only for GPUs named in a report or a log, AMD GPUs, or a
-# torch conda installed: a cached pack decodes a table when a derivation first reads it (envcheck/cache/pack_data.py).
-TABLES_SOMETIMES = ("GpuNames", "AmdGpuNames", "CondaForgeTable", "CondaForgeRelease")
+# The classes of the pack's data tables that a check reads only for GPUs named in a report or a log, AMD GPUs, a ROCm
+# torch or a torch conda installed: a cached pack decodes a table when a derivation first reads it
+# (envcheck/cache/pack_data.py).
+TABLES_SOMETIMES = ("GpuNames", "AmdGpuNames", "RocmArchTable", "CondaForgeTable", "CondaForgeRelease")
 # Of those, what no static check of a cached pack without a configuration uses, whatever the machine: probes, a rule
 # parsed, a rule file read, a policy, error output.
 NEVER_STATIC = ("ProbeResult", "Where", "RuleFile", "Declared", "ErrorOutput")
