@@ -11,9 +11,9 @@ what to rebuild:
     {"o": [shape, value, ...]} an object of the n-th shape, its attributes set as they were (no __init__ runs)
     {"r": n} the n-th object again, counted in the order their encodings end (shared objects stay shared)
 
-A pack is written in parts (`dumps_parts`): its rules, then each data table on its own, so that a table is decoded
-when a derivation first reads it (`OnFirstUse`), and a check that reads no conda, ROCm or GPU-name table neither
-decodes those tables nor defines their classes.
+A pack is written in parts (`dumps_parts`): its rules, then each data table on its own (objects are shared, and
+numbered, within a part), so that a table is decoded when a derivation first reads it (`OnFirstUse`), and a check
+that reads no conda, ROCm or GPU-name table neither decodes those tables nor defines their classes.
 
 The shapes are written once, not with each of the pack's ~3,000 objects, and an object equal to one written before
 (with nothing mutable in it) as a reference to that one: that is 40% less for `loads` to parse, and a third fewer
