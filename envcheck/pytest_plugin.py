@@ -170,7 +170,7 @@ class _Session:
             error_output = None
             if self.explain is not None:
                 from envcheck.pipeline import pasted
-                from envcheck.pipeline.stages import ErrorOutput
+                from envcheck.pipeline.error_output import ErrorOutput
                 from envcheck.sources.reports.text import decode
 
                 data, name = pasted(self.explain)

@@ -11,6 +11,10 @@ what to rebuild:
     {"o": [shape, value, ...]} an object of the n-th shape, its attributes set as they were (no __init__ runs)
     {"r": n} the n-th object again, counted in the order their encodings end (shared objects stay shared)
 
+A pack is written in parts (`dumps_parts`): its rules, then each data table on its own (objects are shared, and
+numbered, within a part), so that a table is decoded when a derivation first reads it (`OnFirstUse`), and a check
+that reads no conda, ROCm or GPU-name table neither decodes those tables nor defines their classes.
+
 The shapes are written once, not with each of the pack's ~3,000 objects, and an object equal to one written before
 (with nothing mutable in it) as a reference to that one: that is 40% less for `loads` to parse, and a third fewer
 objects to make (bench/README.md, "The static first run against cafd119").
@@ -26,9 +30,10 @@ from __future__ import annotations
 import enum
 import importlib
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ALLOWED", "NotData", "dumps", "loads"]
+__all__ = ["ALLOWED", "NotData", "OnFirstUse", "dumps", "dumps_parts", "loads", "parts"]
 
 # The modules whose classes a cached pack may hold: where the pack's values are defined. A class defined elsewhere
 # makes the pack uncacheable (dumps raises NotData), which a test of the shipped pack would show.
@@ -37,7 +42,7 @@ ALLOWED = frozenset({
     "envcheck.rules.conditions.core", "envcheck.rules.conditions.environment", "envcheck.rules.conditions.machine",
     "envcheck.derived.common", "envcheck.derived.build_matrix", "envcheck.derived.companions",
     "envcheck.derived.extension_releases", "envcheck.derived.gpu_compat", "envcheck.derived.nvidia_gpus",
-    "envcheck.derived.amd_gpus", "envcheck.derived.rocm", "envcheck.derived.conda_builds",
+    "envcheck.derived.amd_gpus", "envcheck.derived.rocm_archs", "envcheck.derived.conda_forge_table",
     "packaging.version", "packaging.specifiers", "packaging.requirements", "packaging.markers",
     "packaging._parser", "packaging._structures", "packaging._tokenizer", "packaging.utils",
 })
@@ -265,3 +270,52 @@ def loads(data: bytes) -> Any:
         return json.loads(document, object_hook=rebuild)
     except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         raise NotData(str(exc)) from None  # NotData is a ValueError
+
+
+def dumps_parts(values: Sequence[object]) -> bytes:
+    """Several values, each as `dumps` writes it, after a first line that lists their lengths in bytes; `parts`
+    splits them again, and each is given to `loads` when it is needed."""
+    encoded = [dumps(v) for v in values]
+    return json.dumps([len(e) for e in encoded]).encode() + b"\n" + b"".join(encoded)
+
+
+def parts(data: bytes) -> list[bytes]:
+    """The values `dumps_parts` wrote, each still encoded; NotData when the lengths do not add up."""
+    head, _, rest = data.partition(b"\n")
+    try:
+        sizes = json.loads(head)
+    except ValueError as exc:
+        raise NotData(f"the lengths of the parts: {exc}") from None
+    if type(sizes) is not list or not all(type(n) is int and n >= 0 for n in sizes) or sum(sizes) != len(rest):
+        raise NotData("the lengths of the parts do not add up")
+    out, at = [], 0
+    for size in sizes:
+        out.append(rest[at:at + size])
+        at += size
+    return out
+
+
+class OnFirstUse(Mapping[str, Any]):
+    """Named values written by `dumps`, each decoded by `loads` when it is first read, then kept: a cached pack's
+    data tables, most of which a check never reads. A value that is not this format (a forged part of a signed
+    entry) is a miss, as a whole entry is: `again(name)` makes it afresh (the table parsed from its file)."""
+
+    def __init__(self, encoded: Mapping[str, bytes], again: Callable[[str], Any]) -> None:
+        self._encoded = dict(encoded)
+        self._again = again
+        self._decoded: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._decoded:
+            encoded = self._encoded[name]  # KeyError: no such value
+            try:
+                self._decoded[name] = loads(encoded)
+            except NotData:
+                self._decoded[name] = self._again(name)
+        return self._decoded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded)
+
+    def __len__(self) -> int:
+        return len(self._encoded)

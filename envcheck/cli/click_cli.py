@@ -28,9 +28,9 @@ from envcheck.version import __version__
 # machinery (api, engine, collector, conditions, config, reporters); each command imports what it runs.
 if TYPE_CHECKING:
     from envcheck.pipeline import CheckOptions
-    from envcheck.remedy.fix import Step
+    from envcheck.remedy.fix_steps import Step
     from envcheck.rules.model import Report
-    from envcheck.rules.rule_pack import RuleFile
+    from envcheck.rules.rule_file import RuleFile
 
 
 
@@ -229,7 +229,7 @@ def explain(options: CheckOptions, source: str, fmt: str, output: str | None, fa
     import dataclasses
 
     from envcheck.pipeline import run
-    from envcheck.pipeline.stages import ErrorOutput
+    from envcheck.pipeline.error_output import ErrorOutput
     from envcheck.report import render
 
     if options.report_file == "-" and source == "-":
@@ -321,7 +321,7 @@ def _generated_rules(folder: Path) -> RuleFile | None:
     from envcheck.pipeline.options import CheckOptions
     from envcheck.pipeline.stages import read_project
     from envcheck.rules import generated, policy, registry
-    from envcheck.rules.rule_pack import RuleFile
+    from envcheck.rules.rule_file import RuleFile
 
     config = config_for(CheckOptions(project_dir=folder))
     made = (*policy.rules(config), *generated.rules(read_project(start=folder)))

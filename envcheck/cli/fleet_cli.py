@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from envcheck.cli.output import EXIT_CLEAN, EXIT_FINDINGS, Seconds, split, use_color, write
-from envcheck.facts.probe_results import PROBE_TIMEOUT_S
+from envcheck.facts.probe_statuses import PROBE_TIMEOUT_S
 from envcheck.report.interface import FleetFormat
 from envcheck.rules.model import FAIL_ON_LEVELS
 

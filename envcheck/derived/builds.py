@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -30,6 +30,9 @@ from envcheck.derived.gpu_compat import CUDA_DRIVER
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor, parse_version
+
+if TYPE_CHECKING:
+    from envcheck.derived.conda_forge_table import CondaForgeTable
 
 # The companions that are installed beside torch and must be the release made for the chosen torch. triton is left
 # to torch's own Requires-Dist pin, which pip and uv resolve from the same index.
@@ -285,7 +288,7 @@ def recommended_build(facts: Facts, matrix: tb.BuildMatrix) -> list[Item] | None
     return [{**recommend(matrix, machine).item(), "evidence": evidence}]
 
 
-def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: conda_builds.CondaForgeTable | None = None,
+def _matrix_archs(facts: Facts, matrix: tb.BuildMatrix, conda: CondaForgeTable | None = None,
                   ) -> tuple[tuple[str, ...], str] | None:
     """The installed build's architectures from the tables, and the evidence sentence; None when unrecorded.
 
@@ -351,7 +354,7 @@ def wheel_variant_archs(variant: dict[str, Any] | None) -> tuple[str, ...] | Non
 
 def arch_coverage(facts: Facts, matrix: tb.BuildMatrix, recommendation: list[Item] | None,
                   driver_table: gpu_compat.CudaDriverTable | None = None,
-                  conda: conda_builds.CondaForgeTable | None = None) -> list[Item] | None:
+                  conda: CondaForgeTable | None = None) -> list[Item] | None:
     """Each GPU and how the installed torch's architectures cover it (COVERAGE_FIELDS), from the probe when it ran,
     else from the matrix; the recommendation's fields ride along for the rule's command. None when unknown. With
     the driver table, the probe's PTX counts only where the driver can compile it (gpu_compat.arch_coverage)."""
@@ -429,15 +432,22 @@ def unpublished_build(facts: Facts, matrix: tb.BuildMatrix, recommendation: list
              "evidence": f"the build matrix's builds of torch {found.version}"}]
 
 
+def _conda_forge(derived: Values) -> CondaForgeTable | None:
+    """conda-forge's builds where conda installed torch; None elsewhere, where no derivation reads them (the table is
+    then never decoded from the cached pack, nor its classes defined)."""
+    return derived.tables[conda_builds.CONDA_FORGE] if conda_builds.installed(derived.facts) is not None else None
+
+
 def _recommended_build(derived: Values) -> Any:
-    conda = conda_recommend.conda_recommendation(derived.facts, derived.tables[conda_builds.CONDA_FORGE],
-                                              derived.tables[CUDA_DRIVER])
+    table = _conda_forge(derived)
+    conda = (None if table is None
+             else conda_recommend.conda_recommendation(derived.facts, table, derived.tables[CUDA_DRIVER]))
     return conda if conda is not None else recommended_build(derived.facts, derived.tables[TORCH_BUILDS])
 
 
 def _arch_coverage(derived: Values) -> Any:
     return arch_coverage(derived.facts, derived.tables[TORCH_BUILDS], derived.get("torch.recommended-build"),
-                         derived.tables[CUDA_DRIVER], derived.tables[conda_builds.CONDA_FORGE])
+                         derived.tables[CUDA_DRIVER], _conda_forge(derived))
 
 
 def _unpublished_build(derived: Values) -> Any:

@@ -5,141 +5,42 @@ A torch that conda installed is none of PyPI's wheels: conda-forge compiles its 
 feedstock's recipe/build.sh sets per CUDA version; the old pytorch channel's builds were PyTorch's own (the same
 lists as the wheels of that CUDA). The build string (facts/conda.py) says which: `cuda126_mkl_py312_h30b5a27_300` is
 conda-forge's build 0 of its release for CUDA 12.6. This module parses the table (`parse`), finds the installed
-conda build (`installed`) and its architectures (`archs_of`), and the newest conda-forge build with native code for
-a set of GPUs (`native_build`). Pure: no I/O.
+conda build (`installed`) and its architectures (`archs_of`); the newest conda-forge build with native code for a
+set of GPUs is envcheck/derived/conda_native.py's (`native_build`). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.derived import build_matrix as tb
 from envcheck.derived.common import Derivation, Table, of_facts
-from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import parse_version
 
 if TYPE_CHECKING:
-    from envcheck.facts.conda import CondaBuild, CondaPackage
+    from envcheck.derived.conda_forge_table import CondaForgeRelease, CondaForgeTable
+    from envcheck.derived.conda_torch import CondaTorch
 
-__all__ = ["CONDA_FORGE", "DERIVATIONS", "CondaForgeRelease", "CondaForgeTable", "CondaTorch", "archs_of", "installed",
-           "native_build", "parse", "subdir_of", "system_requirements", "unmet_system_requirements"]
+__all__ = ["CONDA_FORGE", "DERIVATIONS", "archs_of", "installed", "parse", "subdir_of", "system_requirements",
+           "unmet_system_requirements"]
 
-SUBDIRS = ("linux-64", "linux-aarch64", "win-64")
 # conda's platform names (subdirs) for the build matrix's platforms
 _SUBDIR = {"linux-x86_64": "linux-64", "linux-aarch64": "linux-aarch64", "windows-x86_64": "win-64",
            "macos-arm64": "osx-arm64", "macos-x86_64": "osx-64"}
-_KEYS = frozenset({"version", "builds", "source", *SUBDIRS})
-
-
-@dataclass(frozen=True)
-class CondaForgeRelease:
-    """The builds `builds[0]..builds[1]` of one pytorch release on conda-forge, and what each CUDA's was compiled
-    for, per subdir."""
-
-    version: Version
-    builds: tuple[int, int]
-    source: str  # the feedstock's recipe/build.sh at the commit it was read from
-    archs: Mapping[str, Mapping[tuple[int, int], tuple[str, ...]]]  # subdir -> CUDA -> ("sm_50", ..., "compute_90")
-
-
-@dataclass(frozen=True)
-class CondaForgeTable:
-    """conda-forge's pytorch builds, release by release: which CUDA each built for and its architecture list."""
-
-    channel: str  # "conda-forge"
-    releases: tuple[CondaForgeRelease, ...]  # oldest first
 
 
 def parse(data: dict[str, Any], file: str) -> CondaForgeTable:
-    """The table from its parsed TOML; anything malformed is a RuleError naming `file` and the key."""
-    unknown = sorted(set(data) - {"schema", "channel", "release"})
-    if unknown:
-        raise RuleError(file, "unknown key; expected schema, channel, release", key=unknown[0])
-    if data.get("schema") != 1:
-        raise RuleError(file, f"expected schema = 1, got {data.get('schema')!r}", key="schema")
-    channel = data.get("channel")
-    if not isinstance(channel, str) or not channel:
-        raise RuleError(file, "expected the channel's name", key="channel")
-    rows = data.get("release")
-    if not isinstance(rows, list) or not rows:
-        raise RuleError(file, "expected [[release]] entries", key="release")
-    releases = [_release(row, f"release[{i}]", file) for i, row in enumerate(rows)]
-    seen: dict[Version, list[tuple[int, int]]] = {}
-    for i, release in enumerate(releases):
-        for low, high in seen.get(release.version, []):
-            if release.builds[0] <= high and low <= release.builds[1]:
-                raise RuleError(file, f"builds {list(release.builds)} of pytorch {release.version} overlap another "
-                                      "entry's", key=f"release[{i}].builds")
-        seen.setdefault(release.version, []).append(release.builds)
-    return CondaForgeTable(channel, tuple(sorted(releases, key=lambda r: (r.version, r.builds))))
+    """The table from its parsed TOML (envcheck/derived/conda_forge_table.py, imported only to parse or read it);
+    anything malformed is a RuleError naming `file` and the key."""
+    from envcheck.derived import conda_forge_table
 
-
-def _release(row: object, key: str, file: str) -> CondaForgeRelease:
-    if not isinstance(row, dict):
-        raise RuleError(file, "expected a table", key=key)
-    stray = sorted(set(row) - _KEYS)
-    if stray:
-        raise RuleError(file, f"unknown key; expected one of {', '.join(sorted(_KEYS))}", key=f"{key}.{stray[0]}")
-    try:
-        version = Version(str(row.get("version")))
-    except InvalidVersion:
-        raise RuleError(file, f"expected a pytorch version, got {row.get('version')!r}", key=f"{key}.version") from None
-    builds = row.get("builds")
-    if not (isinstance(builds, list) and len(builds) == 2 and all(isinstance(b, int) and 0 <= b < 100 for b in builds)
-            and builds[0] <= builds[1]):
-        raise RuleError(file, "expected [first, last] feedstock build numbers below 100", key=f"{key}.builds")
-    source = row.get("source")
-    if not isinstance(source, str) or not re.fullmatch(r"https://\S+", source):
-        raise RuleError(file, "expected the URL of the build script read", key=f"{key}.source")
-    archs: dict[str, dict[tuple[int, int], tuple[str, ...]]] = {}
-    for subdir in SUBDIRS:
-        table = row.get(subdir)
-        if table is None:
-            continue
-        if not isinstance(table, dict) or not table:
-            raise RuleError(file, "expected a table of CUDA version = architecture list", key=f"{key}.{subdir}")
-        for cuda, text in table.items():
-            where = f"{key}.{subdir}.{cuda}"
-            match = re.fullmatch(r"(\d+)\.(\d+)", cuda)
-            if match is None or not isinstance(text, str):
-                raise RuleError(file, "expected \"12.6\" = \"5.0;...;9.0+PTX\"", key=where)
-            try:
-                expanded = tb.expand_arch_list(text)
-            except ValueError as exc:
-                raise RuleError(file, str(exc), key=where) from None
-            archs.setdefault(subdir, {})[(int(match.group(1)), int(match.group(2)))] = expanded
-    if not archs:
-        raise RuleError(file, f"expected the architectures of at least one of {', '.join(SUBDIRS)}", key=key)
-    return CondaForgeRelease(version, (builds[0], builds[1]), source, archs)
+    return conda_forge_table.parse(data, file)
 
 
 # rules/data/conda-forge-builds.toml, as the derivations read it (`tables[CONDA_FORGE]`).
 CONDA_FORGE = Table("conda-forge-builds", parse)
-
-
-@dataclass(frozen=True)
-class CondaTorch:
-    """The installed torch as conda recorded it."""
-
-    package: CondaPackage
-    build: CondaBuild
-    subdir: str  # "linux-64"; "" when neither the record nor the platform says
-
-    @property
-    def conda_forge(self) -> bool:
-        return self.package.channel == "conda-forge"
-
-    @property
-    def described(self) -> str:
-        """"conda-forge's pytorch 2.7.1 cuda126_mkl_py312_h30b5a27_300"."""
-        channel = f"{self.package.channel}'s " if self.package.channel else "conda's "
-        return f"{channel}pytorch {self.package.version} {self.package.build}".rstrip()
 
 
 def subdir_of(platform: str | None) -> str:
@@ -154,7 +55,9 @@ def installed(facts: Facts, platform: str | None = None) -> CondaTorch | None:
     package = None if conda is None else conda.get("pytorch")
     if package is None:
         return None
-    from envcheck.facts.conda import parse_build  # only where conda installed torch: a pip stack never imports it
+    # Only where conda installed torch: a pip stack never imports these.
+    from envcheck.derived.conda_torch import CondaTorch
+    from envcheck.facts.conda import parse_build
 
     return CondaTorch(package, parse_build(package.build), package.subdir or subdir_of(platform))
 
@@ -181,50 +84,6 @@ def archs_of(table: CondaForgeTable, torch: CondaTorch) -> tuple[tuple[str, ...]
             agreed = lists.pop() if len(lists) == 1 else None
             return None if agreed is None else (agreed, release)
     return None
-
-
-@dataclass(frozen=True)
-class NativeBuild:
-    """A conda-forge build with native code for every GPU asked about."""
-
-    release: CondaForgeRelease
-    cuda: tuple[int, int]
-    archs: tuple[str, ...]
-
-    @property
-    def cuda_text(self) -> str:
-        return f"{self.cuda[0]}.{self.cuda[1]}"
-
-    @property
-    def described(self) -> str:
-        """"pytorch 2.7.1 for CUDA 12.8 (build cuda128_*_201 to _204 on conda-forge, feedstock builds 1 to 4)"."""
-        low, high = self.release.builds
-        tag = f"cuda{self.cuda[0]}{self.cuda[1]}"
-        builds = f"build {low}" if low == high else f"builds {low} to {high}"
-        return f"pytorch {self.release.version} for CUDA {self.cuda_text} ({tag}_* builds, feedstock {builds})"
-
-
-def native_build(table: CondaForgeTable, subdir: str, capabilities: Sequence[tb.Capability],
-                 driver_cuda: tuple[int, int] | None, keep: str | None = None) -> NativeBuild | None:
-    """The conda-forge build with native code (a cubin) for every capability on `subdir`: of release `keep` when one
-    of its builds has it, else the newest release that does; among its CUDA builds the newest the driver runs in
-    full (`driver_cuda`: the newest CUDA it runs; None: unknown), else one of the same major, which conda-forge's
-    `cuda-version` lets a driver of that major install (CUDA minor version compatibility: native code runs, only
-    PTX of the newer minor does not). None when no recorded build has native code for them all."""
-    try:
-        kept = Version(keep) if keep else None
-    except InvalidVersion:
-        kept = None
-    candidates: list[tuple[tuple[bool, bool, Version, int, tuple[int, int]], NativeBuild]] = []
-    for release in table.releases:
-        for cuda, archs in release.archs.get(subdir, {}).items():
-            if driver_cuda is not None and cuda[0] > driver_cuda[0]:
-                continue
-            if all(tb.coverage(archs, c) == "native" for c in capabilities):
-                full = driver_cuda is None or cuda <= driver_cuda
-                rank = (release.version == kept, full, release.version, release.builds[1], cuda)
-                candidates.append((rank, NativeBuild(release, cuda, archs)))
-    return max(candidates, key=lambda c: c[0])[1] if candidates else None
 
 
 SYSTEM_REQUIREMENT_FIELDS = ("requirement", "required", "has", "override")

@@ -7,12 +7,17 @@ conda, mamba or pixi command. Pure: facts and the tables in, one item out.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envcheck.derived.build_matrix import platform_key
 from envcheck.derived.companions import pytorch_index
-from envcheck.derived.conda_builds import CondaForgeTable, installed, native_build
+from envcheck.derived.conda_builds import installed
 from envcheck.derived.gpu_compat import CudaDriverTable
 from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import major_minor, parse_version
+
+if TYPE_CHECKING:
+    from envcheck.derived.conda_forge_table import CondaForgeTable
 
 __all__ = ["conda_recommendation"]
 
@@ -51,6 +56,8 @@ def conda_recommendation(facts: Facts, table: CondaForgeTable,
     capabilities = [cap for _, cap in gpus if cap is not None]
     subdir = torch.subdir or "linux-64"
     driver = _driver_cuda(facts, drivers)
+    from envcheck.derived.conda_native import native_build  # only for a torch conda installed
+
     chosen = native_build(table, subdir, capabilities, driver, keep=torch.package.version) if capabilities else None
     evidence = f"conda's record of {torch.described} and NVML ({len(gpus)} GPU{'' if len(gpus) == 1 else 's'})"
     if chosen is None:

@@ -15,11 +15,14 @@ This module exports them as derived facts (`DERIVATIONS`).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from envcheck.derived.common import Derivation, Item, of_facts
-from envcheck.facts.gpus import GpuDevice
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.support.patterns import lazy
+
+if TYPE_CHECKING:
+    from envcheck.facts.gpu_device import GpuDevice
 
 # An empty value or a leading negative index hides every GPU: rules/environment.toml (EC0202) reports that, so the
 # per-entry check leaves such values alone.

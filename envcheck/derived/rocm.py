@@ -13,9 +13,8 @@ Pure: Facts and the parsed tables in, items out. Exported as derived facts (`DER
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -23,91 +22,30 @@ from envcheck.derived import build_matrix as tb
 from envcheck.derived import companions
 from envcheck.derived.builds import MOVES_WITH_TORCH
 from envcheck.derived.common import TORCH_BUILDS, Derivation, Item, Table, Values, of_facts
-from envcheck.errors import RuleError, check_table_head
-from envcheck.facts.rocm import AmdGpu, override_target
+from envcheck.facts.rocm import GFX, OVERRIDE, override_target
 from envcheck.facts.snapshot import Facts
-from envcheck.support.patterns import lazy
 from envcheck.support.versions import major_minor_text
 
-OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
+if TYPE_CHECKING:
+    from envcheck.derived.rocm_archs import RocmArchTable
+    from envcheck.derived.rocm_build import Build
+    from envcheck.facts.amd_gpu import AmdGpu
+
 PLATFORM = "linux-x86_64"  # the only platform PyTorch publishes ROCm wheels for
-_GFX = lazy(r"gfx\d{2,3}[0-9a-f]")
-_VARIANT = lazy(r"rocm\d+(?:\.\d+)+")
-_SERIES = lazy(r"\d+\.\d+")
 _TAGGED = frozenset({"torchvision", "torchaudio"})  # companions whose index wheels carry the variant tag
 RECOMMENDATION_FIELDS = ("install", "index_url", "recommended", "because", "evidence")
 GPU_FIELDS = ("index", "gfx_target", "pci_bus_id", "build_archs", "runs_as", "override", *RECOMMENDATION_FIELDS)
 
 
-@dataclass(frozen=True)
-class RocmArchTable:
-    """rules/data/rocm-archs.toml, parsed."""
-
-    builds: Mapping[tuple[str, str], tuple[str, ...]]  # ("2.5", "rocm6.2") -> ("gfx900", ..., "gfx1100")
-    overrides: Mapping[str, tuple[str, str]]  # "gfx1031" -> ("gfx1030", "10.3.0")
-
-    def archs(self, series: str, variant: str) -> tuple[str, ...] | None:
-        return self.builds.get((series, variant))
-
-
 def parse(data: dict[str, Any], file: str) -> RocmArchTable:
-    """Validate and parse the table; any mistake is one RuleError naming the file and the key."""
-    check_table_head(data, file, ("schema", "lists", "release", "override"))
-    lists = data.get("lists")
-    if not isinstance(lists, dict) or not lists:
-        raise RuleError(file, "expected a non-empty table of named gfx lists", key="lists")
-    named = {name: _gfx_list(value, file, f"lists.{name}") for name, value in lists.items()}
-    rows = data.get("release")
-    if not isinstance(rows, list) or not rows:
-        raise RuleError(file, "expected one or more [[release]] tables", key="release")
-    builds: dict[tuple[str, str], tuple[str, ...]] = {}
-    for i, row in enumerate(rows):
-        key = f"release[{i}]"
-        if not isinstance(row, dict) or set(row) - {"series", "archs", "sources"}:
-            raise RuleError(file, "expected a table of series, archs and sources", key=key)
-        series, archs = row.get("series"), row.get("archs")
-        if not isinstance(series, str) or not _SERIES.fullmatch(series):
-            raise RuleError(file, f"expected a torch series such as \"2.5\", got {series!r}", key=f"{key}.series")
-        if not isinstance(archs, dict) or not archs:
-            raise RuleError(file, "expected a table of ROCm variant = list name", key=f"{key}.archs")
-        for variant, name in archs.items():
-            if not _VARIANT.fullmatch(variant):
-                raise RuleError(file, f"expected a variant such as rocm6.2.4, got {variant!r}",
-                                key=f"{key}.archs.{variant}")
-            if name not in named:
-                raise RuleError(file, f"no list named {name!r} in [lists]", key=f"{key}.archs.{variant}")
-            if (series, variant) in builds:
-                raise RuleError(file, f"torch {series} {variant} is listed twice", key=f"{key}.archs.{variant}")
-            builds[(series, variant)] = named[name]
-    overrides: dict[str, tuple[str, str]] = {}
-    for gpu, value in (data.get("override") or {}).items():
-        where = f"override.{gpu}"
-        if (not _GFX.fullmatch(gpu) or not isinstance(value, list) or len(value) != 2
-                or not all(isinstance(v, str) for v in value)):
-            raise RuleError(file, "expected gfxNNNN = [\"gfxMMMM\", \"X.Y.Z\"]", key=where)
-        target, setting = value
-        if override_target(setting) != target:
-            raise RuleError(file, f"{OVERRIDE}={setting} does not name {target}", key=where)
-        overrides[gpu] = (target, setting)
-    return RocmArchTable(builds, overrides)
+    """Validate and parse the table (envcheck/derived/rocm_archs.py, imported only to parse or read it); any mistake
+    is one RuleError naming the file and the key."""
+    from envcheck.derived import rocm_archs
 
-
-def _gfx_list(value: object, file: str, key: str) -> tuple[str, ...]:
-    items = value.split(";") if isinstance(value, str) else []
-    if not items or not all(_GFX.fullmatch(i) for i in items):
-        raise RuleError(file, f"expected gfx targets separated by ';', got {value!r}", key=key)
-    return tuple(items)
+    return rocm_archs.parse(data, file)
 
 
 # ------------------------------------------------------------------------------------------ the installed build
-
-
-@dataclass(frozen=True)
-class Build:
-    """The installed ROCm torch's gfx targets and where they were read."""
-
-    archs: tuple[str, ...]
-    evidence: str
 
 
 def rocm_torch(facts: Facts) -> bool:
@@ -120,6 +58,8 @@ def installed_build(facts: Facts, table: RocmArchTable) -> Build | None:
 
     The table comes first because it also knows what the bundled libraries lack: from ROCm 6.4 the wheels' rocBLAS
     has no gfx900 / gfx906 kernels although torch's own arch list, which the probe reads, still names them."""
+    from envcheck.derived.rocm_build import Build  # only where this is asked: a check without a ROCm torch never is
+
     version = facts.torch.version if facts.torch is not None else None
     try:
         parsed = Version(version) if version else None
@@ -135,7 +75,7 @@ def installed_build(facts: Facts, table: RocmArchTable) -> Build | None:
     if isinstance(listed, list) and listed and all(isinstance(a, str) for a in listed):
         # ROCm reports targets with their feature flags: "gfx90a:xnack-".
         archs = tuple(dict.fromkeys(a.split(":")[0] for a in listed))
-        if all(_GFX.fullmatch(a) for a in archs):
+        if all(GFX.fullmatch(a) for a in archs):
             return Build(archs, "the torch-build probe's arch list (a build rules/data/rocm-archs.toml does not know)")
     return None
 

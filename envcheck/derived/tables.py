@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envcheck.derived import amd_gpus, nvidia_gpus
 from envcheck.derived.common import NO_TABLES, TORCH_BUILDS, Table, Tables
 from envcheck.derived.companions import TORCH_COMPANIONS, XFORMERS
 from envcheck.derived.conda_builds import CONDA_FORGE
@@ -25,14 +24,34 @@ from envcheck.derived.rocm import ROCM_ARCHS
 from envcheck.errors import RuleError
 from envcheck.support import input_files, resources
 
+if TYPE_CHECKING:
+    from envcheck.derived.amd_gpus import AmdGpuNames
+    from envcheck.derived.nvidia_gpus import GpuNames
+
 __all__ = ["AMD_GPUS", "CONDA_FORGE", "CUDA_DRIVER", "EXTENSION_RELEASES", "GPUS", "NO_TABLES", "REGISTRY",
-           "ROCM_ARCHS", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load"]
+           "ROCM_ARCHS", "TORCH_BUILDS", "TORCH_COMPANIONS", "XFORMERS", "Table", "Tables", "load",
+           "parse_file"]
 
 _MAX_TABLE_BYTES = 16 * 1024 * 1024  # the largest shipped table is some tens of kilobytes
+
+
+def _gpus(data: dict[str, Any], file: str) -> GpuNames:
+    from envcheck.derived import nvidia_gpus
+
+    return nvidia_gpus.parse(data, file)
+
+
+def _amd_gpus(data: dict[str, Any], file: str) -> AmdGpuNames:
+    from envcheck.derived import amd_gpus
+
+    return amd_gpus.parse(data, file)
+
+
 # Declared beside their parsers (the derivations that read a table import its key from there); these two are read
-# only outside the derivations (recommend, the report readers).
-GPUS = Table("gpus", nvidia_gpus.parse)
-AMD_GPUS = Table("amd-gpus", amd_gpus.parse)
+# only outside the derivations (recommend, the report readers), so their modules are imported only to parse them:
+# a check whose pack comes from its cache decodes them only where it reads them (envcheck/cache/pack_data.py).
+GPUS = Table("gpus", _gpus)
+AMD_GPUS = Table("amd-gpus", _amd_gpus)
 
 REGISTRY: Mapping[str, Table[Any]] = {t.stem: t for t in (CUDA_DRIVER, TORCH_COMPANIONS, XFORMERS, TORCH_BUILDS, GPUS,
                                                           ROCM_ARCHS, EXTENSION_RELEASES, AMD_GPUS,
@@ -58,5 +77,11 @@ def load(rule_dirs: Sequence[Path]) -> Tables:
     if missing:
         where = resources.data_dir(rule_dirs[0]) if rule_dirs else resources.data_dir()
         raise RuleError(str(where / f"{missing[0]}.toml"), "data table missing")
-    parsed = {stem: REGISTRY[stem].parse(_read(path), str(path)) for stem, path in paths.items()}
+    parsed = {stem: parse_file(stem, str(path)) for stem, path in paths.items()}
     return Tables(parsed, {stem: str(path) for stem, path in paths.items()})
+
+
+def parse_file(stem: str, file: str) -> object:
+    """The registered table `stem`, read from `file` and validated: what `load` does for each, and what a cached
+    pack's table whose entry cannot be read is made from again (envcheck/rules/rule_pack.py)."""
+    return REGISTRY[stem].parse(_read(Path(file)), file)

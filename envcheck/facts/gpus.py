@@ -8,8 +8,12 @@ only some of them mean "there is no GPU".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envcheck.facts._reader import Reader
+
+if TYPE_CHECKING:
+    from envcheck.facts.gpu_device import GpuDevice
 
 # `status` values. With these, the device list is complete (possibly empty): there is no usable NVIDIA GPU
 # beyond those listed. With any other status the devices are unknown and GPU predicates are unknown too.
@@ -24,38 +28,6 @@ STATUSES = KNOWN_DEVICE_STATUSES | {
     "timeout",  # NVML did not answer in time (a hung GPU or driver)
     "error",  # anything else; `reason` says what
 }
-NO_PERMISSION_PREFIX = "no-permission: "  # GpuDevice.error of a GPU this user may not open
-
-
-@dataclass(frozen=True)
-class GpuDevice:
-    """One GPU as NVML indexes it (PCI bus order, which CUDA follows only with CUDA_DEVICE_ORDER=PCI_BUS_ID: a
-    probe's cuda:N is matched to it by UUID, never by index)."""
-
-    index: int
-    name: str | None  # "NVIDIA H100 80GB HBM3"
-    uuid: str | None  # "GPU-..." (or "MIG-..." for a MIG instance)
-    pci_bus_id: str | None  # "00000000:17:00.0"
-    compute_capability: str | None  # "9.0"; None when NVML could not tell
-    memory_total_mib: int | None
-    mig_mode: bool | None  # current MIG mode; None where unsupported
-    error: str | None = None  # a per-device NVML failure (the other fields may then be None)
-    mig_uuids: tuple[str, ...] = ()  # "MIG-..." of its MIG instances, which CUDA sees instead of the GPU
-
-    @property
-    def accessible(self) -> bool:
-        """False for a GPU NVML counts but this user may not open (NVML_ERROR_NO_PERMISSION on its handle: a GPU
-        of another job on a cgroup-restricted SLURM or Kubernetes node); device predicates leave it out."""
-        return not (self.error or "").startswith(NO_PERMISSION_PREFIX)
-
-    @classmethod
-    def from_reader(cls, r: Reader) -> GpuDevice:
-        return cls(
-            index=r.integer("index", minimum=0), name=r.opt_text("name"), uuid=r.opt_text("uuid"),
-            pci_bus_id=r.opt_text("pci_bus_id"), compute_capability=r.opt_text("compute_capability"),
-            memory_total_mib=r.opt_integer("memory_total_mib", minimum=0), mig_mode=r.opt_flag("mig_mode"),
-            error=r.opt_text("error"), mig_uuids=r.texts("mig_uuids"),
-        )
 
 
 @dataclass(frozen=True)
@@ -82,4 +54,12 @@ class NvmlFacts:
     def from_reader(cls, r: Reader) -> NvmlFacts:
         return cls(status=r.choice("status", STATUSES), reason=r.opt_text("reason"),
                    driver_version=r.opt_text("driver_version"), cuda_driver_version=r.opt_text("cuda_driver_version"),
-                   devices=r.list_of("devices", GpuDevice.from_reader, optional=True))
+                   devices=r.list_of("devices", _device, optional=True))
+
+
+def _device(r: Reader) -> GpuDevice:
+    """One GPU of a snapshot, read; the class is imported only here and where NVML lists a GPU (a check of a
+    machine without NVIDIA GPUs never defines it)."""
+    from envcheck.facts.gpu_device import GpuDevice
+
+    return GpuDevice.from_reader(r)

@@ -9,21 +9,12 @@ loaded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from envcheck.facts._reader import Reader
 
-
-@dataclass(frozen=True)
-class SharedLibrary:
-    """A CUDA library file in an LD_LIBRARY_PATH folder."""
-
-    directory: str  # the LD_LIBRARY_PATH entry
-    name: str  # the soname-style file name found there: "libcudnn.so.9"
-    version: str | None  # from the file it resolves to ("libcudnn.so.9.1.0" -> "9.1.0"); None when not named
-
-    @classmethod
-    def from_reader(cls, r: Reader) -> SharedLibrary:
-        return cls(directory=r.text("directory"), name=r.text("name"), version=r.opt_text("version"))
+if TYPE_CHECKING:
+    from envcheck.facts.shared_library import SharedLibrary
 
 
 @dataclass(frozen=True)
@@ -85,9 +76,17 @@ class NativeFacts:
     @classmethod
     def from_reader(cls, r: Reader) -> NativeFacts:
         provider = r.opt_obj("libstdcxx")
-        return cls(loader_path=r.list_of("loader_path", SharedLibrary.from_reader, optional=True),
+        return cls(loader_path=r.list_of("loader_path", _library, optional=True),
                    needs=r.list_of("needs", VersionNeed.from_reader, optional=True),
                    libstdcxx=None if provider is None else Provider.from_reader(provider),
                    wheel_floors=r.list_of("wheel_floors", WheelFloor.from_reader, optional=True),
                    windows_dlls=r.flag_map("windows_dlls"),
                    scanned_files=r.opt_integer("scanned_files", minimum=0) or 0)
+
+
+def _library(r: Reader) -> SharedLibrary:
+    """A CUDA library on LD_LIBRARY_PATH, read; the class is imported only here and where one is found (a check
+    where LD_LIBRARY_PATH holds none never defines it)."""
+    from envcheck.facts.shared_library import SharedLibrary
+
+    return SharedLibrary.from_reader(r)

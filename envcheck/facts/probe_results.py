@@ -1,4 +1,7 @@
-"""Results of the live probes: what actually happened when torch ran on this machine, in a child process."""
+"""Results of the live probes: what actually happened when torch ran on this machine, in a child process.
+
+Imported where probe results are made or read (a snapshot with probes, the runner, the reports): a static check
+never defines the class. The statuses and the default timeout are in envcheck/facts/probe_statuses.py."""
 
 from __future__ import annotations
 
@@ -6,15 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.facts._reader import Reader
-
-# ok: the probe ran and what it tried worked; error: it ran and what it tried raised (the error is the finding);
-# crashed: the child died (signal or exit code); timeout: killed after --probe-timeout; skipped: not run, and
-# `message` says why (no CUDA device, apex absent, torch failed to import, ...).
-PROBE_STATUSES = ("ok", "error", "crashed", "timeout", "skipped")
-# How long a probe may take before it (and what it started) is killed, unless --probe-timeout says otherwise: the
-# default of the command line, of `envcheck.check()` and of the probe runner. The first CUDA use can take a minute
-# (context creation, PTX JIT).
-PROBE_TIMEOUT_S = 120.0
+from envcheck.facts.probe_statuses import PROBE_STATUSES
 
 
 @dataclass(frozen=True)

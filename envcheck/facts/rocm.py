@@ -17,9 +17,13 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envcheck.facts._reader import Reader
 from envcheck.support.patterns import lazy
+
+if TYPE_CHECKING:
+    from envcheck.facts.amd_gpu import AmdGpu
 
 # With these statuses `devices` is the complete list (possibly empty): no AMD GPU is usable beyond those listed.
 KNOWN_DEVICE_STATUSES = frozenset({"ok", "no-kfd"})
@@ -36,29 +40,11 @@ WSL_REASON = "WSL2 (/dev/dxg): GPUs are reached through the Windows driver, whic
 TOPOLOGY = "sys/class/kfd/kfd/topology/nodes"
 _NODE = lazy(r"\d{1,4}")
 _TARGET = lazy(r"gfx(\d{1,2}\d[0-9a-f])")
+GFX = lazy(r"gfx\d{2,3}[0-9a-f]")  # a gfx target's name, as rules/data/rocm-archs.toml and torch's arch list write it
+# The variable that makes the ROCm runtime report another target for every GPU (`override_target`).
+OVERRIDE = "HSA_OVERRIDE_GFX_VERSION"
 _AMD_VENDOR = 0x1002
 _MAX_PROPERTIES_BYTES = 64 * 1024  # a real properties file is about 1 KB
-
-
-@dataclass(frozen=True)
-class AmdGpu:
-    """One AMD GPU as the KFD topology lists it."""
-
-    index: int  # its place among the GPU nodes in node order: the HIP device index without *_VISIBLE_DEVICES
-    node: int | None  # the KFD topology node number (CPU nodes are not GPUs); None when read from a report
-    gfx_target: str  # "gfx1100": the ISA its kernels must be compiled for
-    gfx_target_version: int  # 110000, as the kernel states it
-    device_id: int | None  # PCI device id (0x744c for a Radeon RX 7900 XTX); None when not stated
-    simd_count: int | None
-    pci_bus_id: str | None  # "0000:86:00.0" from `domain` and `location_id`; None when not stated
-    render_access: str | None = None  # /dev/dri/renderD<minor>: one of ACCESS; None when not known
-
-    @classmethod
-    def from_reader(cls, r: Reader) -> AmdGpu:
-        return cls(index=r.integer("index", minimum=0), node=r.opt_integer("node", minimum=0),
-                   gfx_target=r.text("gfx_target"), gfx_target_version=r.integer("gfx_target_version", minimum=0),
-                   device_id=r.opt_integer("device_id", minimum=0), simd_count=r.opt_integer("simd_count", minimum=0),
-                   pci_bus_id=r.opt_text("pci_bus_id"), render_access=_opt_access(r, "render_access"))
 
 
 @dataclass(frozen=True)
@@ -81,13 +67,24 @@ class RocmFacts:
     @classmethod
     def from_reader(cls, r: Reader) -> RocmFacts:
         return cls(status=r.choice("status", STATUSES), reason=r.opt_text("reason"),
-                   devices=r.list_of("devices", AmdGpu.from_reader, optional=True),
+                   devices=r.list_of("devices", _device, optional=True),
                    kfd_access=_opt_access(r, "kfd_access"), kfd_group=r.opt_text("kfd_group"),
                    driver_version=r.opt_text("driver_version"), rocm_version=r.opt_text("rocm_version"))
 
 
 def _opt_access(r: Reader, name: str) -> str | None:
     return r.choice(name, ACCESS) if r.opt_text(name) is not None else None
+
+
+def _device(r: Reader) -> AmdGpu:
+    """One AMD GPU of a snapshot, read; the class is imported only here and where the topology lists a GPU (a check
+    of a machine without AMD GPUs never defines it)."""
+    from envcheck.facts.amd_gpu import AmdGpu
+
+    return AmdGpu(index=r.integer("index", minimum=0), node=r.opt_integer("node", minimum=0),
+                  gfx_target=r.text("gfx_target"), gfx_target_version=r.integer("gfx_target_version", minimum=0),
+                  device_id=r.opt_integer("device_id", minimum=0), simd_count=r.opt_integer("simd_count", minimum=0),
+                  pci_bus_id=r.opt_text("pci_bus_id"), render_access=_opt_access(r, "render_access"))
 
 
 # ------------------------------------------------------------------------------------------------- parsing
@@ -143,6 +140,8 @@ def pci_bus_id(properties: dict[str, int]) -> str | None:
 def gpus_of(nodes: list[tuple[int, dict[str, int]]]) -> tuple[AmdGpu, ...]:
     """The GPU nodes among (node number, properties), in node order; a node that states no ISA is a CPU, and one
     of another vendor (a KFD node need not be AMD's) is left out."""
+    from envcheck.facts.amd_gpu import AmdGpu
+
     out: list[AmdGpu] = []
     for node, props in sorted(nodes):
         target = gfx_name(props.get("gfx_target_version", 0))

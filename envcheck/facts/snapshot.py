@@ -18,7 +18,6 @@ from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.native import NativeFacts
 from envcheck.facts.network import NetworkFacts
-from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.rocm import RocmFacts
 from envcheck.facts.toolchain import ToolchainFacts
 from envcheck.sources.live._collector import SCHEMA
@@ -27,6 +26,7 @@ from envcheck.support.names import canonical_name
 if TYPE_CHECKING:
     from envcheck.facts.conda import CondaFacts
     from envcheck.facts.observed import Observation
+    from envcheck.facts.probe_results import ProbeResult
     from envcheck.facts.project import ProjectFacts
 
 __all__ = ["READABLE_SCHEMAS", "SCHEMA", "Distribution", "Facts", "ModuleFact", "PythonFacts", "SourceFact",
@@ -289,7 +289,7 @@ class Facts:
             problems=r.texts("problems"),
             partial_installs=r.texts("partial_installs"),
             nvml=_optional(r.opt_obj("nvml"), NvmlFacts.from_reader),
-            probes=r.map_of("probes", ProbeResult.from_reader),
+            probes=r.map_of("probes", _probe_result),
             envcheck_version=r.opt_text("envcheck_version") or "",
             host=r.opt_text("host") or "",
             origin=origin,
@@ -313,6 +313,14 @@ def _observation(r: Reader) -> Observation:
     from envcheck.facts.observed import Observation
 
     return Observation.from_reader(r)
+
+
+def _probe_result(r: Reader) -> ProbeResult:
+    """A live probe's result, read; the class is imported only here and where probes run (a static check, whose
+    snapshot has none, never defines it)."""
+    from envcheck.facts.probe_results import ProbeResult
+
+    return ProbeResult.from_reader(r)
 
 
 def _project(r: Reader) -> ProjectFacts:

@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.gpu_device import GpuDevice
+from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Distribution, Facts, TorchBuild
 

@@ -19,11 +19,13 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.derived import build_matrix as tb
 from envcheck.derived.gpu_compat import CudaDriverTable
+from envcheck.facts.amd_gpu import AmdGpu
 from envcheck.facts.conda import CondaFacts, parse_build
-from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.gpu_device import GpuDevice
+from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.installer import InstallerFacts
 from envcheck.facts.project import Declared, ProjectFacts
-from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
+from envcheck.facts.rocm import RocmFacts, gfx_version
 from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild
 from envcheck.machines.declared import DeclaredMachine
 from envcheck.machines.pins import PLATFORM_MARKERS, Pin, Pins, index_variant, marker_environment

@@ -15,10 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from envcheck.facts.probe_results import PROBE_TIMEOUT_S
+from envcheck.facts.probe_statuses import PROBE_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from envcheck.pipeline.stages import ErrorOutput, ProbeOptions, ProjectOptions
+    from envcheck.pipeline.error_output import ErrorOutput
+    from envcheck.pipeline.stages import ProbeOptions, ProjectOptions
     from envcheck.sources.project.config import Config
 
 __all__ = ["CheckOptions", "Flag", "ProgressLine", "described"]
@@ -127,7 +128,7 @@ class CheckOptions:
     python_named_by: str = _option(
         "the python argument", "How the report's target line names where `python` came from.")
     error_output: ErrorOutput | str | None = _option(
-        None, "Error output to explain (a traceback, a CI log; `envcheck explain`): an `envcheck.pipeline.stages."
+        None, "Error output to explain (a traceback, a CI log; `envcheck explain`): an `envcheck.pipeline.error_output."
               "ErrorOutput(text, name)` or the text. Its failures are recognised with the rules' error signatures "
               "and joined with the facts as evidence; the report's `explained` says what was read and recognised.")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import EnvcheckError
-from envcheck.facts.probe_results import PROBE_TIMEOUT_S
+from envcheck.facts.probe_statuses import PROBE_TIMEOUT_S
 from envcheck.facts.snapshot import Facts
 from envcheck.rules import policy, rule_pack
 from envcheck.rules.conditions import Module, Source
@@ -27,6 +27,7 @@ from envcheck.sources.project.config import Config
 if TYPE_CHECKING:
     from envcheck.derived.walk_memo import Memo
     from envcheck.facts.project import ProjectFacts
+    from envcheck.pipeline.error_output import ErrorOutput
     from envcheck.pipeline.replay import Recording
     from envcheck.sources.logs.join import Joined
     from envcheck.sources.probes.runner import Progress, Started
@@ -203,21 +204,13 @@ def rule_set(
     return RuleSet(every=every, chosen=chosen, config=config)
 
 
-@dataclass(frozen=True)
-class ErrorOutput:
-    """Error output to explain (a traceback, a CI log, `envcheck explain`): its text, and the name the report gives
-    it (a file's name, `<stdin>`)."""
-
-    text: str
-    name: str = "error output"
-
-
 def explained(facts: Facts, rules: RulePack, error_output: ErrorOutput | str) -> Joined:
     """What the rules are judged on once `error_output` (a str is the text itself) is read with `rules`' error
     signatures: `facts` joined with the failures it shows where the log came from the checked environment, the log's
     own facts beside them where it did not (envcheck.sources.logs.join), and the report's sentence that says what was
     read, what was recognised in it and where it came from."""
     from envcheck.derived.nvidia_gpus import GpuNames
+    from envcheck.pipeline.error_output import ErrorOutput
     from envcheck.sources.logs.join import joined
     from envcheck.sources.logs.log import read_log
 

@@ -1,7 +1,7 @@
 """Which commands of an `envcheck fix` plan run without --allow-other, and why the others wait for it.
 
-Pure: an argv, the checked interpreter and what envcheck found in, a classification or a reason out.
-envcheck/remedy/fix.py asks for each step of its plan.
+Pure: an argv, the checked interpreter and what envcheck found in (`Found`, envcheck/remedy/found_tools.py), a
+classification or a reason out. envcheck/remedy/fix.py asks for each step of its plan.
 
 - An installer command is `PYTHON -m pip ...` of the checked interpreter, `PYTHON -m ensurepip`, and `uv pip ...`
   or a `conda` / `mamba` / `micromamba` command whose executable is the uv or conda envcheck found for this
@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy
+
+if TYPE_CHECKING:
+    from envcheck.remedy.found_tools import Found
 
 CONDA = ("conda", "mamba", "micromamba")
 PREFIX = {"pip": 4, "uv": 3, "conda": 2, "ensurepip": 3}  # argv up to and including the installer's subcommand
@@ -48,43 +50,15 @@ ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz
                     ".tar.lz", ".tar.lzma", ".tar.zst", ".conda")
 
 
-@dataclass(frozen=True)
-class Found:
-    """The uv and conda envcheck found for the checked environment, each as the file the OS runs for it."""
-
-    uv: str | None
-    conda: str | None
-
-    @classmethod
-    def of(cls, facts: Facts) -> Found:
-        found = facts.installer
-        if found is None:  # a snapshot older than the installer fact: its commands are pip's
-            return cls(None, None)
-        return cls(uv=None if found.uv is None else _resolved(found.uv),
-                   conda=None if found.conda is None else _resolved(found.conda))
-
-
-def _resolved(executable: str) -> str:
-    """The file `executable` runs: a bare name as PATH's absolute entries find it (as `envcheck fix` starts it: a
-    relative entry such as `.` would make a project's `./uv` the one found), a path from the working directory,
-    symbolic links followed. A bare name PATH does not find stays bare: no path equals it."""
-    if os.sep not in executable and not (os.altsep and os.altsep in executable):
-        from envcheck.sources.probes.children import which  # not at import: the reports' listing never looks on PATH
-
-        on_path = which(executable)
-        if on_path is None:
-            return executable
-        executable = on_path
-    return os.path.realpath(executable)
-
-
 def _is_tool(executable: str, kind: str, found: Found | None) -> bool:
     """Whether `executable` is the uv (kind "uv") or conda envcheck found. Without facts (envcheck.remedy.fix.commands,
     the reports' listing, which runs nothing) the rules' own spelling is all there is: the name."""
     if found is None:
         return PurePath(executable).name in (("uv",) if kind == "uv" else CONDA)
+    from envcheck.remedy.found_tools import resolved  # imported already: `found` is one of its Found
+
     path = found.uv if kind == "uv" else found.conda
-    return path is not None and _resolved(executable) == path
+    return path is not None and resolved(executable) == path
 
 
 def installer(argv: Sequence[str], python: str, found: Found | None = None) -> tuple[str | None, int]:

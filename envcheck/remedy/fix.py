@@ -44,38 +44,26 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from envcheck.facts.snapshot import Distribution, Facts, canonical_name
-from envcheck.remedy.consent import PLAIN_FLAGS, Found, file_named, not_an_installer, unvetted
+from envcheck.remedy.consent import PLAIN_FLAGS, file_named, not_an_installer, unvetted
 from envcheck.remedy.consent import PREFIX as _PREFIX
 from envcheck.remedy.consent import installer as _installer
 from envcheck.rules.model import Finding
 from envcheck.support.output_text import shell
 from envcheck.support.versions import parse_requirement, parse_version
 
+if TYPE_CHECKING:
+    from envcheck.remedy.fix_steps import InstallGroup, Step
+    from envcheck.remedy.found_tools import Found
+
 _REMOVE = ("uninstall", "remove")
 # Options that take no value and mean the same for every requirement of a merged command.
 _MERGEABLE_FLAGS = PLAIN_FLAGS
-
-
-@dataclass(frozen=True)
-class Step:
-    """One command of the plan."""
-
-    argv: tuple[str, ...]
-    installer: str | None  # "pip", "uv", "conda", "ensurepip"; None: not an installer (runs only with --allow-other)
-    removes: bool  # an uninstall / remove: runs before every install
-    rules: tuple[str, ...]  # the rule ids of the findings that asked for it
-    why: tuple[str, ...] = ()  # "EC0702 torchvision 0.20.0 requires torch==2.5.0, ...": the findings, in one line each
-    effect: str = ""  # what it keeps and what it changes, from the facts: "keeps torch 2.13.0+cpu; replaces ..."
-    held: str = ""  # why it waits for --allow-other: "not an installer command", "passes --index-url", ...
-
-    @property
-    def needs_opt_in(self) -> bool:
-        return self.installer is None or bool(self.held)
 
 
 @dataclass(frozen=True)
@@ -143,20 +131,13 @@ def _install_parts(step: Step, python: str) -> tuple[tuple[str, ...], frozenset[
     return tuple(head), frozenset(flags), tuple(reqs)
 
 
-@dataclass
-class _Group:
-    """The installs of one head and flag set, merged into the step at `index` of the plan."""
-
-    index: int
-    requirements: dict[str, None]  # dicts as ordered sets: a plan of thousands of findings merges in linear time
-    rules: dict[str, None]
-    why: dict[str, None]
-    merged: bool = False  # a second install joined: the step is rewritten
-
-
 def _merged(steps: list[Step], python: str) -> list[Step]:
+    if not steps:
+        return []  # most reports' plans: their classes are never defined
+    from envcheck.remedy.fix_steps import InstallGroup, Step
+
     out: list[Step] = []
-    groups: dict[tuple[tuple[str, ...], frozenset[str]], _Group] = {}
+    groups: dict[tuple[tuple[str, ...], frozenset[str]], InstallGroup] = {}
     for step in steps:
         parts = _install_parts(step, python)
         if parts is None:
@@ -165,7 +146,7 @@ def _merged(steps: list[Step], python: str) -> list[Step]:
         head, flags, reqs = parts
         group = groups.get((head, flags))
         if group is None:
-            groups[head, flags] = _Group(len(out), dict.fromkeys(reqs), dict.fromkeys(step.rules),
+            groups[head, flags] = InstallGroup(len(out), dict.fromkeys(reqs), dict.fromkeys(step.rules),
                                          dict.fromkeys(step.why))
             out.append(step)
             continue
@@ -199,10 +180,12 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
             counts[argv] = max(counts.get(argv, 0), n)
             sources.setdefault(argv, {})[finding.rule_id] = None
             reasons.setdefault(argv, {})[f"{finding.rule_id} {finding.summary}"] = None
-    found = None if facts is None else Found.of(facts)
+    found = None if facts is None else _found(facts)
     prefix_dir = None if facts is None else facts.python.prefix
     steps = []
     for argv, n in counts.items():
+        from envcheck.remedy.fix_steps import Step  # only a plan with commands makes steps: most reports' have none
+
         installer, prefix = _installer(argv, python, found)
         # `rm -rf PATHS` (remedy/commands/installers.py): what pip cannot remove, removed by name; held for
         # --allow-other
@@ -229,6 +212,13 @@ def plan(findings: Iterable[Finding], python: str, installer_line: str = "", fac
         ordered = [replace(s, effect=effect(s, facts, python)) for s in _behind_held_removals(ordered, facts)]
     return Plan(python=python, steps=tuple(ordered), by_hand=tuple(by_hand), installer_line=installer_line,
                 conflicts=conflicts)
+
+
+def _found(facts: Facts) -> Found:
+    """The uv and conda the facts name (their class is imported only for a plan made from facts)."""
+    from envcheck.remedy.found_tools import Found
+
+    return Found.of(facts)
 
 
 # Options of pip / uv installs that take a value: the value is not a requirement.

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from envcheck.report.interface import DocFormat, unreachable
 from envcheck.rules.conditions import ALWAYS
 from envcheck.rules.model import Rule
-from envcheck.rules.rule_pack import RuleFile
+from envcheck.rules.rule_file import RuleFile
 from envcheck.rules.templates import PLACEHOLDER
 
 SHOWN_PYTHON = "python"  # what `{python}` reads as in the documentation

@@ -12,17 +12,19 @@ shipped rules; nothing downstream knows the difference. Ids are positional withi
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envcheck.errors import ConfigError, EnvcheckError
 from envcheck.rules import registry
-from envcheck.rules.conditions import ALWAYS, Where, parse
+from envcheck.rules.conditions import ALWAYS, parse
 from envcheck.rules.model import Rule, Severity
 from envcheck.sources.project.config import Config, requirement_problem
+
+if TYPE_CHECKING:
+    from envcheck.rules.declared import Declared
 
 RESERVED = registry.POLICY  # ids in this range belong to project policy; the rule pack never uses them
 AREA = "project"
@@ -34,31 +36,25 @@ _COMPLEMENT = {">=": "<", ">": "<=", "<": ">=", "<=": ">", "==": "!=", "!=": "==
 _NOT_OK = ["error", "crashed", "timeout", "skipped"]  # every probe status but "ok"
 
 
-@dataclass(frozen=True)
-class _Declared:
-    """One requirement and where it was declared: a configuration file's key, or a command-line option."""
-
-    requirement: Requirement
-    text: str
-    file: str  # the Rule's file: the configuration file, or "<command line>"
-    where: str  # in words, for `why`: "tool.envcheck.require in /p/pyproject.toml", "--require"
-
-
 def _lit(text: str) -> str:
     """`text` as literal template text: braces doubled so that a URL requirement cannot look like a placeholder."""
     return text.replace("{", "{{").replace("}", "}}")
 
 
-def _declared(config: Config, key: str, extra: Sequence[str], option: str) -> list[_Declared]:
-    items = []
+def _declared(config: Config, key: str, extra: Sequence[str], option: str) -> list[Declared]:
+    items: list[Declared] = []
+    if not getattr(config, key.replace("-", "_")) and not extra:
+        return items  # nothing declared: the class is never defined (most checks declare nothing)
+    from envcheck.rules.declared import Declared
+
     for i, text in enumerate(getattr(config, key.replace("-", "_"))):
         where = f"{config.key(key)}[{i}] in {config.file}"
-        items.append(_Declared(Requirement(text), text, config.file or "<configuration>", where))
+        items.append(Declared(Requirement(text), text, config.file or "<configuration>", where))
     for text in extra:
         problem = requirement_problem(text)
         if problem:
             raise EnvcheckError(f"{option}: {problem}")
-        items.append(_Declared(Requirement(text), text, "<command line>", f"{option} on the command line"))
+        items.append(Declared(Requirement(text), text, "<command line>", f"{option} on the command line"))
     return items
 
 
@@ -70,7 +66,7 @@ def _ids(kind: str, count: int, config: Config) -> list[str]:
     return [f"EC{first + i}" for i in range(count)]
 
 
-def _names(prefix: str, reqs: Iterable[_Declared]) -> list[str]:
+def _names(prefix: str, reqs: Iterable[Declared]) -> list[str]:
     seen: dict[str, int] = {}
     names = []
     for d in reqs:
@@ -85,6 +81,8 @@ def _rule(rule_id: str, name: str, file: str, *, summary: str, why: str, fix: st
     """A generated rule that always applies and fires `when` (a condition table; None: always, as for each item
     of a `foreach`). `shape` sets the rest where it differs: `commands` (argv lists; default none), `severity`
     (default error), `foreach`, `references` (default: docs/policy.md)."""
+    from envcheck.rules.conditions.where import Where  # only where a rule is generated: most checks generate none
+
     commands: Sequence[Sequence[str]] = shape.pop("commands", ())
     return Rule(id=rule_id, name=name, severity=shape.pop("severity", Severity.ERROR), summary=summary, why=why,
                 fix=fix, commands=tuple(tuple(c) for c in commands),

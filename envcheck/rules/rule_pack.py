@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck.cache.pack_stamp import pack_stamp
 from envcheck.derived import tables as tables_mod
 from envcheck.derived.derive import DERIVATIONS
 from envcheck.derived.tables import Tables
 from envcheck.errors import RuleError
-from envcheck.rules.conditions import ALWAYS, Where, parse
+from envcheck.rules.conditions import ALWAYS, parse
 from envcheck.rules.model import Rule, Severity
 from envcheck.rules.signatures import parse_signatures
 from envcheck.rules.templates import invalid_placeholder, placeholders
@@ -30,7 +30,11 @@ from envcheck.support import input_files
 from envcheck.support.patterns import lazy
 from envcheck.support.resources import builtin_rules_dir
 
-__all__ = ["PLANS", "RULE_ID", "RULE_NAME", "RuleFile", "RulePack", "builtin_rules_dir", "load", "load_file",
+if TYPE_CHECKING:
+    from envcheck.rules.conditions.where import Where
+    from envcheck.rules.rule_file import RuleFile
+
+__all__ = ["PLANS", "RULE_ID", "RULE_NAME", "RulePack", "builtin_rules_dir", "load", "load_file",
            "load_files", "matches", "select", "shipped", "unknown_selectors"]
 
 RULE_ID = lazy(r"EC\d{4}")
@@ -42,17 +46,6 @@ _OPTIONAL = ("commands", "applies", "when", "foreach", "signatures", "plan", "fi
 # Derived facts that are plans, not findings: the install that fixes a finding here (what `envcheck recommend` answers).
 # A rule names one as `plan`, never as `foreach`: a finding never waits for its fix to be plannable.
 PLANS = ("torch.recommended-build", "rocm.recommended-build")
-
-
-@dataclass(frozen=True)
-class RuleFile:
-    """One file of the pack: its area (the file's stem), a title for the docs, and its rules."""
-
-    path: Path
-    area: str
-    title: str
-    description: str
-    rules: tuple[Rule, ...]
 
 
 @dataclass(frozen=True)
@@ -140,6 +133,8 @@ def _plan(raw: dict[str, Any], at: Callable[[str], Where]) -> tuple[str | None, 
 
 
 def _rule(raw: object, index: int, file: str, area: str) -> Rule:
+    from envcheck.rules.conditions.where import Where  # only where rules are parsed: a cached pack's check never is
+
     where = Where(file, None, f"rule[{index}]")
     if not isinstance(raw, dict):
         raise where.error("expected a table ([[rule]])")
@@ -237,6 +232,8 @@ def _rule(raw: object, index: int, file: str, area: str) -> Rule:
 
 
 def load_file(path: Path) -> RuleFile:
+    from envcheck.rules.rule_file import RuleFile  # only where rule files are read: a cached pack's check reads none
+
     file = str(path)
     data = input_files.load_toml(path, error=RuleError, limit=_MAX_RULE_FILE_BYTES)
     extra = sorted(set(data) - _FILE_KEYS)
@@ -324,20 +321,34 @@ def _cached_pack(entry: str, stamp: str, avoid: Sequence[str]) -> RulePack | Non
     gc.disable()
     try:
         # Plain data, never a pickle: a forged entry describes a pack at worst, and runs nothing (pack_data.py).
-        pack = pack_data.loads(payload)
+        head, *tables = pack_data.parts(payload)
+        found = pack_data.loads(head)
     except pack_data.NotData:  # an entry our own older code wrote, or not ours: a miss
         return None
     finally:
         if was_enabled:
             gc.enable()
-    return pack if isinstance(pack, RulePack) else None
+    if not (isinstance(found, tuple) and len(found) == 2 and isinstance(found[1], RulePack)
+            and isinstance(found[0], tuple) and len(found[0]) == len(tables)
+            and all(isinstance(stem, str) for stem in found[0])):
+        return None
+    stems, pack = found
+    files = pack.tables.files
+
+    def again(stem: str) -> object:
+        return tables_mod.parse_file(stem, files[stem])
+
+    # The rules now; each data table when a derivation first reads it (most checks read few of them).
+    return RulePack(pack.rules, Tables(pack_data.OnFirstUse(dict(zip(stems, tables, strict=True)), again), files))
 
 
 def _store_pack(pack: RulePack, entry: str, stamp: str, avoid: Sequence[str]) -> None:
     from envcheck.cache import pack_data, signed
 
+    stems = tuple(pack.tables.parsed)
     try:
-        payload = pack_data.dumps(pack)
+        payload = pack_data.dumps_parts([(stems, RulePack(pack.rules, Tables({}, pack.tables.files))),
+                                         *(pack.tables.parsed[stem] for stem in stems)])
     except pack_data.NotData:  # a value of a class the format does not hold: the pack is just not cached
         return
     signed.store_signed(entry, stamp, payload, avoid)

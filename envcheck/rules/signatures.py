@@ -58,11 +58,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from envcheck.rules.bounded import Unbounded, paths
 from envcheck.rules.captures import YIELDS, normalised
-from envcheck.rules.conditions import Where
 from envcheck.support.patterns import lazy
 
 if TYPE_CHECKING:
     from envcheck.facts.observed import Observation
+    from envcheck.rules.conditions.where import Where
 
 if sys.version_info >= (3, 11):
     from re import _parser as sre_parse

@@ -27,7 +27,8 @@ from envcheck.derived.attention import nvml_device_of
 from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
-from envcheck.rules.conditions import Context, Where, parse
+from envcheck.rules.conditions import Context, parse
+from envcheck.rules.conditions.where import Where
 from envcheck.sources.live.nvml import collect_nvml
 from envcheck.sources.probes import runner
 from envcheck.sources.probes.catalog import PROBE_NAMES, ProbeSpec

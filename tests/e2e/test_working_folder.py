@@ -139,11 +139,12 @@ def test_the_packs_rules_may_not_install_a_file_either() -> None:
     """A rule of the shipped pack fills names in from the environment and the project: a name an installer reads as
     a file waits for --allow-other, whoever asks; a name, a range or the pack's own link does not."""
     from envcheck.remedy import fix as fix_mod
+    from envcheck.remedy.fix_steps import Step
     from envcheck.rules.model import Finding, Severity, Status
 
     python = "/opt/venv/bin/python"
 
-    def step(arg: str) -> fix_mod.Step:
+    def step(arg: str) -> Step:
         finding = Finding(rule_id="EC0702", name="rule", severity=Severity.ERROR, status=Status.FAIL,
                           summary="s", commands=((python, "-m", "pip", "install", arg),))
         (only,) = fix_mod.plan([finding], python).steps

@@ -19,9 +19,10 @@ from click.testing import CliRunner
 from envcheck import api, pipeline
 from envcheck.cli.check_options import fields_offered, offer
 from envcheck.cli.click_cli import cli
-from envcheck.facts.probe_results import PROBE_TIMEOUT_S
+from envcheck.facts.probe_statuses import PROBE_TIMEOUT_S
+from envcheck.pipeline.error_output import ErrorOutput
 from envcheck.pipeline.options import CheckOptions, Flag, described, markdown_table
-from envcheck.pipeline.stages import ErrorOutput, ProbeOptions
+from envcheck.pipeline.stages import ProbeOptions
 from envcheck.sources.probes.runner import RunOptions
 
 COMMANDS = ("check", "explain", "facts", "fix")

@@ -19,7 +19,8 @@ import pytest
 from _fakes import build_facts, collect_facts, dist_dict, gpu_dict, nvml_dict, torch_dict, write_dist, write_torch
 
 from envcheck.derived import build_matrix as tb
-from envcheck.derived import builds, conda_builds
+from envcheck.derived import builds, conda_builds, conda_native
+from envcheck.derived.conda_torch import CondaTorch
 from envcheck.derived.tables import CONDA_FORGE, load
 from envcheck.errors import RuleError
 from envcheck.facts.conda import channel_name, parse_build
@@ -71,10 +72,10 @@ def test_channel_names_as_conda_writes_them() -> None:
     assert channel_name("https://repo.anaconda.com/pkgs/main/linux-64") == "pkgs/main"
 
 
-def _torch(version: str, build: str, subdir: str = "linux-64") -> conda_builds.CondaTorch:
+def _torch(version: str, build: str, subdir: str = "linux-64") -> CondaTorch:
     from envcheck.facts.conda import CondaPackage
 
-    return conda_builds.CondaTorch(CondaPackage("pytorch", version, build, "conda-forge", subdir), parse_build(build),
+    return CondaTorch(CondaPackage("pytorch", version, build, "conda-forge", subdir), parse_build(build),
                                    subdir)
 
 
@@ -102,14 +103,14 @@ def test_native_build_keeps_the_release_and_the_drivers_cuda() -> None:
     CUDA 12.8 build on win-64; a Kepler GPU with a 470 driver (CUDA 11.4) gets the newest build that still has
     sm_35 code, for CUDA 11.2."""
     for driver in ((12, 9), (12, 8)):
-        chosen = conda_builds.native_build(TABLE, "linux-64", [(12, 0)], driver, keep="2.7.1")
+        chosen = conda_native.native_build(TABLE, "linux-64", [(12, 0)], driver, keep="2.7.1")
         assert chosen is not None and (str(chosen.release.version), chosen.cuda) == ("2.7.1", (12, 9))
-    windows = conda_builds.native_build(TABLE, "win-64", [(12, 0)], (12, 8), keep="2.7.1")
+    windows = conda_native.native_build(TABLE, "win-64", [(12, 0)], (12, 8), keep="2.7.1")
     assert windows is not None and windows.cuda == (12, 8)
-    assert conda_builds.native_build(TABLE, "linux-64", [(12, 0)], (11, 8), keep="2.7.1") is None
-    kepler = conda_builds.native_build(TABLE, "linux-64", [(3, 7)], (11, 4))
+    assert conda_native.native_build(TABLE, "linux-64", [(12, 0)], (11, 8), keep="2.7.1") is None
+    kepler = conda_native.native_build(TABLE, "linux-64", [(3, 7)], (11, 4))
     assert kepler is not None and kepler.cuda == (11, 2) and "sm_35" in kepler.archs
-    assert conda_builds.native_build(TABLE, "linux-64", [(3, 0)], None) is None
+    assert conda_native.native_build(TABLE, "linux-64", [(3, 0)], None) is None
 
 
 @pytest.mark.parametrize(("change", "key"), [

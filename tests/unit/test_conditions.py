@@ -11,8 +11,9 @@ import pytest
 from _fakes import build_facts, dist_dict, torch_dict
 
 from envcheck.errors import RuleError
-from envcheck.rules.conditions import Condition, Context, Outcome, Where, parse
+from envcheck.rules.conditions import Condition, Context, Outcome, parse
 from envcheck.rules.conditions.core import FALSE, TRUE, All, AnyOf, Not, unknown
+from envcheck.rules.conditions.where import Where
 
 U_A, U_B = unknown("a"), unknown("b")
 

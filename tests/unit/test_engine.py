@@ -17,7 +17,8 @@ from envcheck.facts.observed import Observation
 from envcheck.facts.project import ProjectFacts
 from envcheck.facts.snapshot import Facts
 from envcheck.rules import rule_pack
-from envcheck.rules.conditions import Condition, Context, Outcome, Where
+from envcheck.rules.conditions import Condition, Context, Outcome
+from envcheck.rules.conditions.where import Where
 from envcheck.rules.engine import evaluate
 from envcheck.rules.model import Finding, Report, Rule, Severity, Status
 from envcheck.rules.rule_pack import RulePack

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from envcheck.cli.click_cli import cli
 from envcheck.errors import RuleError
 from envcheck.rules.captures import YIELDS
-from envcheck.rules.conditions import Where
+from envcheck.rules.conditions.where import Where
 from envcheck.rules.rule_pack import load
 from envcheck.rules.signatures import parse_signatures, scan
 from envcheck.sources.reports import read_report

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import envcheck
 from envcheck.cli.click_cli import cli
-from envcheck.pipeline.stages import ErrorOutput
+from envcheck.pipeline.error_output import ErrorOutput
 from envcheck.rules.model import Report, Status
 
 pytest_plugins = ["pytester"]

@@ -27,7 +27,8 @@ import envcheck
 from envcheck.cli import click_cli
 from envcheck.cli.fleet_cli import fleet
 from envcheck.errors import EnvcheckError
-from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.gpu_device import GpuDevice
+from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
 from envcheck.facts.snapshot import Facts
 from envcheck.fleet import checkdoc, checks, local, merge

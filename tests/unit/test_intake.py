@@ -11,7 +11,8 @@ from click.testing import CliRunner
 from envcheck.cli.click_cli import cli
 from envcheck.derived.derive import Derived
 from envcheck.rules.conditions import parse
-from envcheck.rules.conditions.core import Context, Where
+from envcheck.rules.conditions.core import Context
+from envcheck.rules.conditions.where import Where
 from envcheck.sources.reports import ReportError, read_report
 from envcheck.sources.reports.gpu_names import capability_of
 from envcheck.sources.reports.text import MAX_BYTES

@@ -8,7 +8,8 @@ import pytest
 from _fakes import build_facts, gpu_dict, nvml_dict
 
 from envcheck.errors import RuleError
-from envcheck.rules.conditions import Context, Where, parse
+from envcheck.rules.conditions import Context, parse
+from envcheck.rules.conditions.where import Where
 
 H100 = gpu_dict(0, "9.0", "NVIDIA H100 80GB HBM3", 81559)
 T4 = gpu_dict(1, "7.5", "Tesla T4", 15360)

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from _fakes import facts_dict, gpu_dict, nvml_dict
 
-from envcheck.facts.gpus import STATUSES, GpuDevice, NvmlFacts
+from envcheck.facts.gpu_device import GpuDevice
+from envcheck.facts.gpus import STATUSES, NvmlFacts
 from envcheck.sources.live import collect as collect_mod
 from envcheck.sources.live import nvml
 

@@ -10,6 +10,8 @@ import ast
 import json
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from _fakes import FIXTURES
 
 from envcheck.cache import pack_data, signed
 from envcheck.cache.pack_stamp import pack_stamp
+from envcheck.derived.tables import Tables
 from envcheck.facts.snapshot import Facts
 from envcheck.rules import rule_pack
 from envcheck.rules.engine import evaluate
@@ -89,11 +92,46 @@ def test_an_attribute_that_a_slot_or_a_property_holds_is_set_as_object_setattr_s
     assert pack_data.loads(pack_data.dumps(value)) == value
 
 
+def _parts(*entries: bytes) -> bytes:
+    """A pack's entry as the cache writes it: the lengths of its parts, then the parts (pack_data.dumps_parts)."""
+    return json.dumps([len(e) for e in entries]).encode() + b"\n" + b"".join(entries)
+
+
 def test_a_validly_signed_entry_naming_other_code_is_a_miss(tmp_path: Path) -> None:
     expected = rule_pack.load(use_cache=False)
-    _plant(_entry([["subprocess:Popen", ["args"]]], {"o": [0, f"touch {tmp_path / 'ran'}"]}))
+    _plant(_parts(_entry([["subprocess:Popen", ["args"]]], {"o": [0, f"touch {tmp_path / 'ran'}"]})))
     assert rule_pack.load() == expected
     assert not (tmp_path / "ran").exists()
+
+
+def test_a_table_of_a_signed_entry_naming_other_code_is_parsed_from_its_file_instead(tmp_path: Path) -> None:
+    """The entry's rules are the pack's, but one of its tables names other code: that table, decoded when first
+    read, is a miss, and is read from its file instead; nothing runs."""
+    expected = rule_pack.load(use_cache=False)
+    stems = tuple(expected.tables.parsed)
+    forged = _entry([["subprocess:Popen", ["args"]]], {"o": [0, f"touch {tmp_path / 'ran'}"]})
+    head = pack_data.dumps((stems, rule_pack.RulePack(expected.rules, Tables({}, expected.tables.files))))
+    _plant(_parts(head, forged, *(pack_data.dumps(expected.tables.parsed[s]) for s in stems[1:])))
+    again = rule_pack.load()
+    assert isinstance(again.tables.parsed, pack_data.OnFirstUse)  # the entry was read: its tables on first use
+    assert again.tables.parsed[stems[0]] == expected.tables.parsed[stems[0]]
+    assert again == expected
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_cached_pack_decodes_a_table_when_it_is_first_read() -> None:
+    """From the cache, the rules come back at once and each table when it is read: a check that reads no GPU-name
+    table never imports the module of its class (envcheck/derived/nvidia_gpus.py), which reading it does."""
+    rule_pack.load()  # parsed and cached: the child reads the cache
+    code = ("import sys\n"
+            "from envcheck.rules import rule_pack\n"
+            "from envcheck.derived.tables import GPUS\n"
+            "pack = rule_pack.load()\n"
+            "before = 'envcheck.derived.nvidia_gpus' in sys.modules\n"
+            "names = pack.tables[GPUS]\n"
+            "print(before, type(names).__name__, 'envcheck.derived.nvidia_gpus' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == ["False", "GpuNames", "True"]
 
 
 def test_the_shipped_pack_is_cached_as_data_and_read_back_equal() -> None:
@@ -109,9 +147,14 @@ def test_the_shipped_pack_is_cached_as_data_and_read_back_equal() -> None:
     rule_pack.load()
     entry = (signed.cache_dir() / "rule-pack.signed").read_bytes()
     payload = entry[entry.index(b"\n", len(b"envcheck-signed-1\n")) + 33:]
-    shapes, value = payload.split(b"\n")
-    assert isinstance(json.loads(shapes), list) and isinstance(json.loads(value), dict)
-    assert pack_data.loads(payload) == fresh
+    head, *tables = pack_data.parts(payload)  # the rules, then each table on its own
+    for part in (head, *tables):
+        shapes, value = part.split(b"\n")
+        assert isinstance(json.loads(shapes), list) and isinstance(json.loads(value), dict)
+    stems, pack = pack_data.loads(head)
+    assert pack.rules == fresh.rules and set(stems) == set(fresh.tables.parsed) == set(pack.tables.files)
+    assert {stem: pack_data.loads(part) for stem, part in zip(stems, tables, strict=True)} == fresh.tables.parsed
+    assert rule_pack.load() == fresh
 
 
 def test_shared_objects_stay_shared() -> None:

@@ -225,7 +225,8 @@ def test_reinstalling_the_same_version_is_a_new_fingerprint(tmp_path: Path) -> N
 
 def test_an_amd_gpu_is_part_of_the_fingerprint() -> None:
     """A ROCm machine's GPUs count like NVIDIA's: another gfx target, or /dev/kfd becoming accessible, is a new key."""
-    from envcheck.facts.rocm import AmdGpu, RocmFacts
+    from envcheck.facts.amd_gpu import AmdGpu
+    from envcheck.facts.rocm import RocmFacts
 
     gpu = AmdGpu(index=0, node=1, gfx_target="gfx1100", gfx_target_version=110000, device_id=0x744C, simd_count=96,
                  pci_bus_id="0000:03:00.0", render_access="ok")

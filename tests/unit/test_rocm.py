@@ -17,7 +17,7 @@ from envcheck.derived import build_matrix as tb
 from envcheck.derived import rocm as rocm_derived
 from envcheck.derived.derive import DERIVATIONS, Derived
 from envcheck.errors import FactsError, RuleError
-from envcheck.facts import rocm
+from envcheck.facts import amd_gpu, rocm
 from envcheck.facts.snapshot import Facts
 from envcheck.rules import rule_pack
 from envcheck.sources.live.collect import collect, request_for
@@ -51,7 +51,7 @@ def test_mi300x_node_is_read_from_its_recorded_topology(tmp_path: Path) -> None:
     """The MI300X recording gives one GPU (node 2, gfx942, its PCI address) and skips the two CPU nodes."""
     facts = rocm.collect_rocm(_machine(tmp_path, "mi300x", render=True), platform="linux")
     assert (facts.status, facts.reason, facts.kfd_access) == ("ok", None, "ok")
-    assert facts.devices == (rocm.AmdGpu(index=0, node=2, gfx_target="gfx942", gfx_target_version=90402,
+    assert facts.devices == (amd_gpu.AmdGpu(index=0, node=2, gfx_target="gfx942", gfx_target_version=90402,
                                          device_id=0x74A1, simd_count=1216, pci_bus_id="0000:47:00.0",
                                          render_access="ok"),)
 

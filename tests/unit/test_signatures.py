@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from envcheck.cli.click_cli import cli
 from envcheck.errors import RuleError
 from envcheck.rules.bounded import MAX_PATHS, Unbounded, paths
-from envcheck.rules.conditions import Where
+from envcheck.rules.conditions.where import Where
 from envcheck.rules.engine import evaluate
 from envcheck.rules.model import Status
 from envcheck.rules.rule_pack import load

@@ -26,7 +26,7 @@ from _fakes import (
 import envcheck
 from envcheck.errors import FactsError
 from envcheck.facts.gpus import STATUSES
-from envcheck.facts.probe_results import PROBE_STATUSES
+from envcheck.facts.probe_statuses import PROBE_STATUSES
 from envcheck.facts.snapshot import READABLE_SCHEMAS, SCHEMA, Facts
 from envcheck.sources.live import collect as collect_mod
 

@@ -4,11 +4,12 @@ nothing (each module of frozen dataclasses costs its classes' creation on every 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-from _fakes import FIXTURES
+from _fakes import FIXTURES, dist_dict, facts_dict, nvml_dict, torch_dict
 
 from envcheck.sources.project.root import find_root
 
@@ -21,6 +22,21 @@ PROJECT_READERS = ("envcheck.sources.project.discover", "envcheck.sources.projec
                    "envcheck.sources.project.pixi", "envcheck.sources.project.requirements", "envcheck.rules.generated",
                    "envcheck.facts.project")
 CONDA = ("envcheck.facts.conda",)
+# Classes only some checks use, each in a small module imported where it is used (bench/README.md, "Fewer classes on
+# the static path"): a probe's result, a GPU (NVIDIA's, AMD's), a CUDA library on LD_LIBRARY_PATH, conda's torch and
+# a conda-forge build, a ROCm torch's build, where a rule was written, a rule file, a requirement policy declares,
+# error output, a pip install taken apart and the torch it plans for, the uv and conda found, a fix plan's steps.
+# A class is named by module and name where its name is not unique in envcheck.
+SOMETIMES = ("ProbeResult", "GpuDevice", "AmdGpu", "SharedLibrary", "CondaTorch", "NativeBuild",
+             "envcheck.derived.rocm_build:Build", "Where", "RuleFile", "Declared", "ErrorOutput", "PipInstall",
+             "TorchVariant", "Found", "Step", "InstallGroup")
+# The classes of the pack's data tables that a check reads only for GPUs named in a report or a log, AMD GPUs, a ROCm
+# torch or a torch conda installed: a cached pack decodes a table when a derivation first reads it
+# (envcheck/cache/pack_data.py).
+TABLES_SOMETIMES = ("GpuNames", "AmdGpuNames", "RocmArchTable", "CondaForgeTable", "CondaForgeRelease")
+# Of those, what no static check of a cached pack without a configuration uses, whatever the machine: probes, a rule
+# parsed, a rule file read, a policy, error output.
+NEVER_STATIC = ("ProbeResult", "Where", "RuleFile", "Declared", "ErrorOutput")
 
 
 def _modules_after_check(args: list[str], cwd: Path | None = None) -> list[str]:
@@ -34,6 +50,28 @@ def _modules_after_check(args: list[str], cwd: Path | None = None) -> list[str]:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=cwd)
     return proc.stdout.split()
+
+
+def _dataclasses_after_check(args: list[str], cwd: Path | None = None) -> set[str]:
+    """"module:Name" of every dataclass an envcheck module loaded by the check defines."""
+    code = (
+        "import dataclasses, sys\n"
+        "from click.testing import CliRunner\n"
+        "from envcheck.cli.click_cli import cli\n"
+        f"result = CliRunner().invoke(cli, {args!r})\n"
+        "assert result.exit_code in (0, 1), result.output\n"
+        "for name, module in list(sys.modules.items()):\n"
+        "    for obj in vars(module).values() if name.startswith('envcheck') else ():\n"
+        "        if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == name:\n"
+        "            print(f'{name}:{obj.__qualname__}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=cwd)
+    return set(proc.stdout.split())
+
+
+def _named(defined: set[str], names: tuple[str, ...]) -> list[str]:
+    """The classes of `defined` that `names` name: "Name" wherever it is defined, or "module:Name"."""
+    return sorted(d for d in defined if d in names or d.partition(":")[2] in names)
 
 
 def _among(loaded: list[str], prefixes: tuple[str, ...]) -> list[str]:
@@ -80,3 +118,30 @@ def test_a_static_check_without_error_output_never_defines_its_observations(tmp_
     loaded = _modules_after_check(args, cwd=tmp_path)
     assert "envcheck.sources.live.raw" in loaded  # the control: it did collect
     assert _among(loaded, ("envcheck.facts.observed",)) == []
+
+
+def test_a_static_check_defines_no_class_it_does_not_use(tmp_path: Path) -> None:
+    """The static check of this interpreter, its pack cached, with no configuration: no probe's result, no rule
+    parsed or rule file read, no policy, no error output, so none of their classes is defined. The control: the
+    run defines the classes it does use (the pack's rules, the facts)."""
+    args = ["check", "--static", "--no-config", "--fail-on", "never"]
+    _modules_after_check(args, cwd=tmp_path)  # the first run caches the pack
+    defined = _dataclasses_after_check(args, cwd=tmp_path)
+    assert {"envcheck.rules.model:Rule", "envcheck.facts.snapshot:Facts"} <= defined
+    assert _named(defined, NEVER_STATIC) == []
+
+
+def test_a_check_of_a_cpu_machine_defines_none_of_the_classes_only_some_checks_use(tmp_path: Path) -> None:
+    """A snapshot of a CPU machine (pip's torch 2.5.1+cpu, no NVIDIA driver, nothing on LD_LIBRARY_PATH, no
+    probes) whose check finds nothing to fix, its pack cached: none of the classes that GPUs, conda, ROCm, probes,
+    error output, a policy, rule files, a fix plan or the tables of GPU names and conda-forge's builds need is
+    defined, whichever machine runs the test. The control: the snapshot was read (its facts' classes are defined)."""
+    snapshot = tmp_path / "cpu.json"
+    torch = torch_dict("2.5.1+cpu", cuda=None)
+    snapshot.write_text(json.dumps(facts_dict(dists=[dist_dict("torch", "2.5.1+cpu")], torch=torch,
+                                              nvml=nvml_dict(status="no-driver", driver=None, cuda=None))))
+    args = ["check", "--facts", str(snapshot), "--no-config", "--fail-on", "never"]
+    _modules_after_check(args, cwd=tmp_path)  # the first run caches the pack
+    defined = _dataclasses_after_check(args, cwd=tmp_path)
+    assert {"envcheck.facts.snapshot:TorchBuild", "envcheck.facts.gpus:NvmlFacts"} <= defined
+    assert _named(defined, SOMETIMES + TABLES_SOMETIMES) == []

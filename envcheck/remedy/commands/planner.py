@@ -36,7 +36,8 @@ or a test's local index); companions.pytorch_index reads it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import Requirement
@@ -47,6 +48,9 @@ from envcheck.derived.companions import Companion, companion_release, installed_
 from envcheck.facts.snapshot import Facts, canonical_name
 from envcheck.support.versions import marker_env, marker_holds, parse_requirement, parse_version
 
+if TYPE_CHECKING:
+    from envcheck.remedy.commands.install_parts import PipInstall, TorchVariant
+
 TORCH = "torch"
 # The PyTorch indexes tag these wheels with the variant (`torchvision-0.28.0+cpu`); xformers' and torchcodec's
 # wheels there carry no tag, so pinning one would find nothing.
@@ -54,20 +58,11 @@ _TAGGED = frozenset({"torch", "torchvision", "torchaudio"})
 _INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "--default-index", "--index"})
 
 
-@dataclass(frozen=True)
-class _Install:
-    """A pip install command, taken apart."""
-
-    head: tuple[str, ...]  # PYTHON -m pip install
-    flags: tuple[str, ...]  # options without a value, in order
-    index: tuple[str, ...]  # index options with their values
-    reqs: tuple[Requirement, ...]
-    others: tuple[str, ...]  # arguments that are not requirements (a path, `-r FILE`): the command is left alone
-
-
-def _parse(argv: Sequence[str], python: str) -> _Install | None:
+def _parse(argv: Sequence[str], python: str) -> PipInstall | None:
     if len(argv) < 5 or argv[0] != python or tuple(argv[1:4]) != ("-m", "pip", "install"):
         return None
+    from envcheck.remedy.commands.install_parts import PipInstall  # only for a pip install: most findings have none
+
     flags: list[str] = []
     index: list[str] = []
     reqs: list[Requirement] = []
@@ -85,7 +80,7 @@ def _parse(argv: Sequence[str], python: str) -> _Install | None:
                 others.append(arg)
             else:
                 reqs.append(req)
-    return _Install(tuple(argv[:4]), tuple(flags), tuple(index), tuple(reqs), tuple(others))
+    return PipInstall(tuple(argv[:4]), tuple(flags), tuple(index), tuple(reqs), tuple(others))
 
 
 def _without_marker(req: Requirement, facts: Facts) -> str:
@@ -104,25 +99,17 @@ def _without_marker(req: Requirement, facts: Facts) -> str:
     return str(bare)
 
 
-@dataclass(frozen=True)
-class _Torch:
-    """The installed torch's release and variant."""
-
-    text: str  # "2.13.0+cpu"
-    release: Version  # 2.13.0
-    tag: str | None  # "cpu"; None for a torch from PyPI
-    index: str | None  # the variant's index; None: the configured one
-
-
-def _torch(facts: Facts) -> _Torch | None:
+def _torch(facts: Facts) -> TorchVariant | None:
     found = installed_torch(facts)
     if found is None:
         return None
+    from envcheck.remedy.commands.install_parts import TorchVariant
+
     local = Version(found.text).local
-    return _Torch(found.text, found.version, local, None if local is None else found.index)
+    return TorchVariant(found.text, found.version, local, None if local is None else found.index)
 
 
-def _pin(name: str, version: str, torch: _Torch) -> str:
+def _pin(name: str, version: str, torch: TorchVariant) -> str:
     """`name==version`, with torch's variant tag where the index tags `name` and the version has none."""
     exact = "*" not in version and "+" not in version
     if exact and torch.tag is not None and canonical_name(name) in _TAGGED:
@@ -149,11 +136,11 @@ def _satisfied(installed: str | None, pinned: str) -> bool:
     return have is not None and Requirement(pinned).specifier.contains(have, prereleases=True)
 
 
-def _index(torch: _Torch) -> tuple[str, ...]:
+def _index(torch: TorchVariant) -> tuple[str, ...]:
     return () if torch.index is None else ("--index-url", torch.index)
 
 
-def _command(head: tuple[str, ...], flags: Iterable[str], reqs: Iterable[str], torch: _Torch) -> tuple[str, ...]:
+def _command(head: tuple[str, ...], flags: Iterable[str], reqs: Iterable[str], torch: TorchVariant) -> tuple[str, ...]:
     return (*head, *dict.fromkeys(flags), *reqs, *_index(torch))
 
 
@@ -167,8 +154,8 @@ def _companions_of(facts: Facts, tables: Mapping[str, Companion]) -> list[str]:
     return out
 
 
-def _companion_step(parsed: _Install, req: Requirement, facts: Facts, tables: Mapping[str, Companion],
-                    torch: _Torch) -> tuple[str, ...]:
+def _companion_step(parsed: PipInstall, req: Requirement, facts: Facts, tables: Mapping[str, Companion],
+                    torch: TorchVariant) -> tuple[str, ...]:
     """Install companion `req` for the installed torch, torch untouched."""
     name = canonical_name(req.name)
     installed = _installed_version(facts, name)
@@ -187,7 +174,7 @@ def _companion_step(parsed: _Install, req: Requirement, facts: Facts, tables: Ma
     return _command(parsed.head, flags, (pinned,), torch)
 
 
-def _target(parsed: _Install, torch: _Torch) -> _Torch:
+def _target(parsed: PipInstall, torch: TorchVariant) -> TorchVariant:
     """The variant a torch change installs: the installed one, unless the command names another PyTorch index
     (a finding whose fix is another build, such as a CUDA torch for a GPU the CPU build cannot use)."""
     urls = [parsed.index[i + 1] for i in range(0, len(parsed.index), 2) if parsed.index[i] in ("-i", "--index-url")]
@@ -196,7 +183,9 @@ def _target(parsed: _Install, torch: _Torch) -> _Torch:
     tag = urls[-1].rstrip("/").rsplit("/", 1)[-1]
     if _variant_index(tag) != urls[-1].rstrip("/"):
         return torch  # not a PyTorch variant index (PyPI, a private index): the variant stays
-    return _Torch(torch.text, torch.release, tag, urls[-1].rstrip("/"))
+    from envcheck.remedy.commands.install_parts import TorchVariant
+
+    return TorchVariant(torch.text, torch.release, tag, urls[-1].rstrip("/"))
 
 
 def _variant_index(tag: str) -> str:
@@ -224,8 +213,8 @@ def _unmet(facts: Facts, name: str) -> list[str]:
     return out
 
 
-def _torch_step(parsed: _Install, req: Requirement, named: Sequence[Requirement], facts: Facts,
-                tables: Mapping[str, Companion], torch: _Torch) -> tuple[tuple[str, ...], ...]:
+def _torch_step(parsed: PipInstall, req: Requirement, named: Sequence[Requirement], facts: Facts,
+                tables: Mapping[str, Companion], torch: TorchVariant) -> tuple[tuple[str, ...], ...]:
     """torch is the problem: change it within its variant (or to the one the command names), and move the
     installed companions, and those the command names, with it in the same command. A reinstall of the same
     torch with its dependencies installs the unmet ones first and then torch alone."""
@@ -258,7 +247,7 @@ def _torch_step(parsed: _Install, req: Requirement, named: Sequence[Requirement]
     return (_command(parsed.head, flags, wanted, target),)
 
 
-def _fresh(parsed: _Install, ours: Sequence[Requirement], facts: Facts,
+def _fresh(parsed: PipInstall, ours: Sequence[Requirement], facts: Facts,
            matrix: tb.BuildMatrix) -> tuple[str, ...] | None:
     """torch is not installed: the command that installs it as `envcheck recommend` would, within the command's
     requirement on torch, with the companions it names pinned to the releases made for that torch; None when

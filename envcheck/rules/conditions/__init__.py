@@ -12,12 +12,16 @@ naming the file, the rule and the key. The grammar is documented in docs/rule-la
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from envcheck.rules.conditions import environment, machine
-from envcheck.rules.conditions.core import ALWAYS, All, AnyOf, Condition, Context, First, Not, Outcome, Where
+from envcheck.rules.conditions.core import ALWAYS, All, AnyOf, Condition, Context, First, Not, Outcome
 from envcheck.rules.conditions.environment import Module, Source
 
-__all__ = ["ALWAYS", "PREDICATES", "Condition", "Context", "Module", "Outcome", "Source", "Where", "parse"]
+if TYPE_CHECKING:
+    from envcheck.rules.conditions.where import Where
+
+__all__ = ["ALWAYS", "PREDICATES", "Condition", "Context", "Module", "Outcome", "Source", "parse"]
 
 PREDICATES: dict[str, Callable[[object, Where], Condition]] = {**environment.PARSERS, **machine.PARSERS}
 COMBINATORS = ("all", "any", "first", "not")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from envcheck.rules.conditions.core import Where
 from envcheck.support.versions import too_complex
+
+if TYPE_CHECKING:
+    from envcheck.rules.conditions.where import Where
 
 
 def string_of(value: object, where: Where) -> str:

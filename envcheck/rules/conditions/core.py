@@ -15,7 +15,6 @@ from typing import Protocol
 from envcheck.derived.derive import Derived
 from envcheck.derived.tables import NO_TABLES, Tables
 from envcheck.derived.walk_memo import Memo
-from envcheck.errors import RuleError
 from envcheck.facts.snapshot import Facts
 from envcheck.support.versions import marker_env
 
@@ -63,22 +62,6 @@ class Condition(Protocol):
     def leaves(self) -> Iterator[Condition]: ...
 
     def describe(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a condition was written, for error messages."""
-
-    file: str
-    rule_id: str | None
-    key: str
-
-    def at(self, sub: str) -> Where:
-        # A rule's own top-level keys start from an empty key: "name", not ".name".
-        return Where(self.file, self.rule_id, f"{self.key}.{sub}" if self.key else sub)
-
-    def error(self, message: str) -> RuleError:
-        return RuleError(self.file, message, rule_id=self.rule_id, key=self.key)
 
 
 # --- combinators -----------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import copy
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import Requirement
@@ -23,9 +23,12 @@ from envcheck.rules.conditions._parsing import (
     string_of,
     table_of,
 )
-from envcheck.rules.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
+from envcheck.rules.conditions.core import FALSE, TRUE, Condition, Context, Outcome, of, unknown
 from envcheck.sources.live._collector import _ENV_NAMES, _ENV_PREFIXES
 from envcheck.support.versions import marker_holds, parse_version
+
+if TYPE_CHECKING:
+    from envcheck.rules.conditions.where import Where
 
 
 class Leaf:

@@ -5,17 +5,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envcheck.facts.gpus import STATUSES, GpuDevice
-from envcheck.facts.probe_results import PROBE_STATUSES
+from envcheck.facts.gpus import STATUSES
+from envcheck.facts.probe_statuses import PROBE_STATUSES
 from envcheck.rules.conditions._parsing import regex_of, specifier_of, string_of, table_of
-from envcheck.rules.conditions.core import FALSE, TRUE, Condition, Context, Outcome, Where, of, unknown
+from envcheck.rules.conditions.core import FALSE, TRUE, Condition, Context, Outcome, of, unknown
 from envcheck.rules.conditions.environment import Leaf
 from envcheck.support.versions import parse_version
+
+if TYPE_CHECKING:
+    from envcheck.facts.gpu_device import GpuDevice
+    from envcheck.rules.conditions.where import Where
 
 
 def _nvml_unknown(ctx: Context) -> Outcome | None:

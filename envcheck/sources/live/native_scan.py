@@ -12,13 +12,16 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck.cache.file_values import FileCache, stamp
-from envcheck.facts.native import NativeFacts, Provider, SharedLibrary, VersionNeed, WheelFloor
+from envcheck.facts.native import NativeFacts, Provider, VersionNeed, WheelFloor
 from envcheck.facts.snapshot import Distribution, Facts
 from envcheck.sources.live import elf
 from envcheck.support.patterns import lazy
+
+if TYPE_CHECKING:
+    from envcheck.facts.shared_library import SharedLibrary
 
 _CUDA_LIBRARY = lazy(r"^lib(cudnn|cublas|cublasLt|nccl|nvJitLink|cusparse|cufft|curand|cusolver|cudart|nvrtc|"
                      r"cupti)\.so\.\d+$")
@@ -65,6 +68,8 @@ def loader_path_libraries(env: Mapping[str, str]) -> tuple[SharedLibrary, ...]:
             names = sorted(p.name for p in Path(folder).iterdir() if _CUDA_LIBRARY.match(p.name))
         except OSError:
             continue
+        if names:  # the class is imported only where a folder holds one: most checks never define it
+            from envcheck.facts.shared_library import SharedLibrary
         for name in names:
             try:
                 resolved = (Path(folder) / name).resolve().name

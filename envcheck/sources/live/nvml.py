@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-    from envcheck.facts.gpus import GpuDevice, NvmlFacts
+    from envcheck.facts.gpu_device import GpuDevice
+    from envcheck.facts.gpus import NvmlFacts
 
 NO_DRIVER_REASON = "NVML library not found: no NVIDIA driver is installed"
 DEFAULT_TIMEOUT_S = 30.0  # generous: initializing 8 GPUs without persistence mode takes seconds each
@@ -220,7 +221,7 @@ def _cuda_driver_version(nv: ModuleType) -> str | None:
 
 def _device(nv: ModuleType, index: int) -> GpuDevice:
     """One GPU; a failure keeps what was read before it in the device and names itself in `error`."""
-    from envcheck.facts.gpus import GpuDevice
+    from envcheck.facts.gpu_device import GpuDevice
 
     reader = _DeviceReader(nv)
     handle = reader.read(lambda: nv.nvmlDeviceGetHandleByIndex(index))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from envcheck.facts.gpus import GpuDevice
+from envcheck.facts.gpu_device import GpuDevice
 from envcheck.facts.observed import Observation
 from envcheck.facts.snapshot import Facts
 from envcheck.support.patterns import lazy

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from envcheck.facts.probe_results import PROBE_TIMEOUT_S
+from envcheck.facts.probe_statuses import PROBE_TIMEOUT_S
 from envcheck.sources.probes.catalog import PROBE_NAMES
 
 if TYPE_CHECKING:

@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 from envcheck.errors import FactsError
 from envcheck.facts._reader import Reader
-from envcheck.facts.probe_results import PROBE_TIMEOUT_S, ProbeResult
+from envcheck.facts.probe_results import ProbeResult
+from envcheck.facts.probe_statuses import PROBE_TIMEOUT_S
 from envcheck.sources.probes.catalog import BY_NAME, GPU_PROBES, ProbeSpec
 from envcheck.sources.probes.children import Spawned, kill_group
 from envcheck.support.names import inline

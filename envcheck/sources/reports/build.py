@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from envcheck.derived import nvidia_gpus
+from envcheck.facts.amd_gpu import AmdGpu
 from envcheck.facts.conda import CondaFacts
-from envcheck.facts.gpus import GpuDevice, NvmlFacts
+from envcheck.facts.gpu_device import GpuDevice
+from envcheck.facts.gpus import NvmlFacts
 from envcheck.facts.probe_results import ProbeResult
-from envcheck.facts.rocm import AmdGpu, RocmFacts, gfx_version
+from envcheck.facts.rocm import RocmFacts, gfx_version
 from envcheck.facts.snapshot import Distribution, Facts, PythonFacts, TorchBuild, canonical_name
 from envcheck.sources.reports.found import Found, Gpu, cuda_of_local_version
 from envcheck.sources.reports.gpu_names import capability_of
