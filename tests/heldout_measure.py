@@ -118,6 +118,8 @@ RULE_CATEGORY: dict[str, str | None] = {
     "EC1723": "windows-dll",
     "EC1724": "installer", "EC1725": "installer",
     "EC1726": "code",  # the code uses CUDA in a forked child
+    "EC1729": "rocm",  # a ROCm build of torch finds no AMD GPU it can use
+    "EC1730": "windows-dll",  # a DLL of another build (OpenMP, VC runtime) shadows the one torch links
     "EC0804": "multi-gpu",
     "EC0805": "build-toolchain",
     "EC0806": "macos-mps", "EC0807": "macos-mps", "EC0808": "macos-mps",
