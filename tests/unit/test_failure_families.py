@@ -138,3 +138,15 @@ def test_an_apple_gpu_out_of_memory_is_the_workload_not_the_environment(tmp_path
     assert found["EC2005"]["status"] == "info"
     assert "4.50 MB" in found["EC2005"]["summary"]
     assert not [f for f in found.values() if f["status"] in ("fail", "warn")]
+
+
+def test_a_library_of_a_split_cuda_torch_names_the_extension_not_torch(tmp_path: Path) -> None:
+    """`libtorch_cuda_cu.so` exists only in torch 1.8 to 1.13: an extension that needs it was built for another torch
+    (EC1101), while `libtorch_cuda.so` missing stays EC0501's (torch's own library)."""
+    found = findings(tmp_path, '  File ".../pytorch3d/renderer/blending.py", line 10, in <module>\n'
+                               "    from pytorch3d import _C\n"
+                               "ImportError: .../torch/lib/libtorch_cuda_cu.so: cannot open shared object file: No "
+                               "such file or directory\n")
+    assert "EC1101" in found and "EC0501" not in found
+    found = findings(tmp_path, "OSError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n")
+    assert "EC0501" in found and "EC1101" not in found
