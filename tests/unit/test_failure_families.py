@@ -150,3 +150,18 @@ def test_a_library_of_a_split_cuda_torch_names_the_extension_not_torch(tmp_path:
     assert "EC1101" in found and "EC0501" not in found
     found = findings(tmp_path, "OSError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n")
     assert "EC0501" in found and "EC1101" not in found
+
+
+@pytest.mark.parametrize(("text", "rule_id", "named"), [
+    # Installers: a wheel named by URL for another Python, behind pip's own "Ignoring" line; PEP 668's refusal.
+    pytest.param("Ignoring torch: markers 'platform_system != \"Windows\"' don't match your environment\n"
+                 "ERROR: torch-2.1.2+cu121-cp311-cp311-win_amd64.whl is not a supported wheel on this platform.\n",
+                 "EC1731", "cp311", id="wheel-tags"),
+    pytest.param("$ pip install torch torchvision torchaudio --extra-index-url https://download.pytorch.org/whl/cu121\n"
+                 "error: externally-managed-environment\n\n× This environment is externally managed\n", "EC0201",
+                 "PEP 668", id="pep-668"),
+])
+def test_an_installer_refusal_is_its_rule_s_finding(tmp_path: Path, text: str, rule_id: str, named: str) -> None:
+    found = findings(tmp_path, text)
+    assert rule_id in found, sorted(found)
+    assert named in found[rule_id]["summary"]
