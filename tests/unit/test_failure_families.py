@@ -165,3 +165,14 @@ def test_an_installer_refusal_is_its_rule_s_finding(tmp_path: Path, text: str, r
     found = findings(tmp_path, text)
     assert rule_id in found, sorted(found)
     assert named in found[rule_id]["summary"]
+
+
+@pytest.mark.parametrize(("text", "rule_id"), [
+    # Older HIP runtimes gave the error code's name as its text; torch quoted it as it came.
+    pytest.param("RuntimeError: HIP error: hipErrorNoDevice\nHIP kernel errors might be asynchronously reported at "
+                 "some other API call,so the stacktrace below might be incorrect.\n", "EC1729", id="hip-no-device"),
+    pytest.param("RuntimeError: HIP error: hipErrorInvalidDeviceFunction\n", "EC1401", id="hip-invalid-function-name"),
+    pytest.param("RuntimeError: HIP error: hipErrorNoBinaryForGpu\n", "EC1401", id="hip-no-binary-name"),
+])
+def test_a_hip_error_code_s_name_is_its_family(tmp_path: Path, text: str, rule_id: str) -> None:
+    assert rule_id in findings(tmp_path, text)
