@@ -176,3 +176,13 @@ def test_an_installer_refusal_is_its_rule_s_finding(tmp_path: Path, text: str, r
 ])
 def test_a_hip_error_code_s_name_is_its_family(tmp_path: Path, text: str, rule_id: str) -> None:
     assert rule_id in findings(tmp_path, text)
+
+
+def test_mmcv_without_its_ops_is_named_as_such(tmp_path: Path) -> None:
+    """mmcv's missing compiled ops, at the end of an OpenMMLab import chain, are EC1816's: the lite package or a build
+    without ops, not a release of mmdet that does not fit."""
+    found = findings(tmp_path, '  File "/usr/lib/python3.8/importlib/__init__.py", line 127, in import_module\n'
+                               "    return _bootstrap._gcd_import(name[level:], package, level)\n"
+                               "ModuleNotFoundError: No module named 'mmcv._ext'\n")
+    assert "EC1816" in found
+    assert "EC1816" not in findings(tmp_path, "ModuleNotFoundError: No module named 'mmcv._ext_ops'\n")
