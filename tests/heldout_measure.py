@@ -121,6 +121,7 @@ RULE_CATEGORY: dict[str, str | None] = {
     "EC1729": "rocm",  # a ROCm build of torch finds no AMD GPU it can use
     "EC1730": "windows-dll",  # a DLL of another build (OpenMP, VC runtime) shadows the one torch links
     "EC1731": "installer",  # pip refuses a wheel named by file or URL for another Python or platform
+    "EC1732": "multi-gpu",  # NCCL over InfiniBand under a low locked-memory limit
     "EC1813": "apex", "EC1814": "apex", "EC1815": "apex",  # apex built for another CUDA or torch, or before torch 2
     "EC0804": "multi-gpu",
     "EC0805": "build-toolchain",

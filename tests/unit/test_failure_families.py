@@ -186,3 +186,13 @@ def test_mmcv_without_its_ops_is_named_as_such(tmp_path: Path) -> None:
                                "ModuleNotFoundError: No module named 'mmcv._ext'\n")
     assert "EC1816" in found
     assert "EC1816" not in findings(tmp_path, "ModuleNotFoundError: No module named 'mmcv._ext_ops'\n")
+
+
+def test_nccl_s_infiniband_registration_failing_names_the_locked_memory_limit(tmp_path: Path) -> None:
+    """ibv_reg_mr's ENOMEM in NCCL's WARN line, under a host:pid:tid prefix, is EC1732's; another verbs call's ENOMEM
+    (a completion queue) is not."""
+    found = findings(tmp_path, "node1:2918546:2958981 [0] misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 "
+                               "failed with error Cannot allocate memory\n")
+    assert "EC1732" in found
+    assert "EC1732" not in findings(tmp_path, "node1:1:2 [0] misc/ibvwrap.cc:160 NCCL WARN Call to ibv_create_cq "
+                                              "failed with error Cannot allocate memory\n")
