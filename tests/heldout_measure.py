@@ -120,6 +120,11 @@ RULE_CATEGORY: dict[str, str | None] = {
     "EC1723": "windows-dll",
     "EC1724": "installer", "EC1725": "installer",
     "EC1726": "code",  # the code uses CUDA in a forked child
+    "EC1729": "rocm",  # a ROCm build of torch finds no AMD GPU it can use
+    "EC1730": "windows-dll",  # a DLL of another build (OpenMP, VC runtime) shadows the one torch links
+    "EC1731": "installer",  # pip refuses a wheel named by file or URL for another Python or platform
+    "EC1732": "multi-gpu",  # NCCL over InfiniBand under a low locked-memory limit
+    "EC1813": "apex", "EC1814": "apex", "EC1815": "apex",  # apex built for another CUDA or torch, or before torch 2
     "EC0804": "multi-gpu",
     "EC0805": "build-toolchain",
     "EC0806": "macos-mps", "EC0807": "macos-mps", "EC0808": "macos-mps",

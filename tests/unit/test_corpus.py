@@ -22,7 +22,7 @@ from envcheck.support.toml import loads
 CORPUS = Path(__file__).parents[1] / "fixtures" / "corpus"
 # Measured recall, rounded down. NOTE: the floor only goes up: raise it when rules or readers find more, never lower
 # it to make a change pass (a change that loses a thread must say why in the README's table of misses).
-RECALL_FLOOR = 0.72
+RECALL_FLOOR = 0.76
 FOUND = frozenset({"fail", "warn", "info"})  # a finding; pass, n/a and skipped are not
 _URL = re.compile(r"https://github\.com/[A-Za-z0-9][\w.-]*/[\w.-]+/(?:issues|pull)/\d+")
 _NAME = re.compile(r"\d{3}-[a-z0-9]+(?:-[a-z0-9]+)*\.md")
