@@ -42,9 +42,10 @@ SKIPPED = frozenset({".git", ".venv", "__pycache__", "node_modules", ".mypy_cach
 # Measured on each round (tests/fixtures/heldout/README.md, "Figures"). NOTE: a floor only goes up and a ceiling only
 # goes down: raise a round's floor when rules or readers name more causes, never lower it to let a change pass, and
 # never edit the set to raise it.
-TEST_RECALL_FLOOR = 0.72  # round 1: 53/73 = 72.6% named (rounded down); 36/73 before the families and release-name work
+TEST_RECALL_FLOOR = 0.78  # round 1: 57/73 = 78.1% named (rounded down); 53/73 before the second families, 36/73 at first
 CODE_BLAMED_CEILING = 0  # round 1: code-caused threads with a fail or warn finding: 0/21
-ROUND2_TEST_RECALL_FLOOR = 0.67  # round 2, measured once when it was complete: 29/43 = 67.4% named (rounded down)
+ROUND2_TEST_RECALL_FLOOR = 0.74  # round 2: 29/43 = 67.4% when it was complete and first measured; 32/43 = 74.4% after
+# the second families, written without reading it
 ROUND2_CODE_BLAMED_CEILING = 0  # round 2: 0/12
 # Each round's (test recall floor, code-blamed ceiling), and the size it was gathered at: (environment-caused,
 # code-caused) threads at least. A new round adds a line to both when it is measured, or the tests below fail.
