@@ -24,7 +24,7 @@ from envcheck.rules.model import Rule, Severity
 from envcheck.sources.project.config import Config, requirement_problem
 
 if TYPE_CHECKING:
-    from envcheck.rules.declared import Declared
+    from envcheck.rules.policy_declared import Declared
 
 RESERVED = registry.POLICY  # ids in this range belong to project policy; the rule pack never uses them
 AREA = "project"
@@ -45,7 +45,7 @@ def _declared(config: Config, key: str, extra: Sequence[str], option: str) -> li
     items: list[Declared] = []
     if not getattr(config, key.replace("-", "_")) and not extra:
         return items  # nothing declared: the class is never defined (most checks declare nothing)
-    from envcheck.rules.declared import Declared
+    from envcheck.rules.policy_declared import Declared
 
     for i, text in enumerate(getattr(config, key.replace("-", "_"))):
         where = f"{config.key(key)}[{i}] in {config.file}"
