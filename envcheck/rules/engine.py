@@ -200,9 +200,7 @@ def _with_lines_it_explains(rule: Rule, ctx: Context, judged: list[Finding], by_
     for finding in judged:
         lines = [o for o in seen if finding.status.is_finding and _names(finding, [o])]
         if lines:
-            shown = "; ".join(f"{o.where()}: «{o.text}»" for o in lines[:3])
-            more = f"; and {len(lines) - 3} more" if len(lines) > 3 else ""
-            said = f"the error output shows it ({shown}{more})"
+            said = _shows(lines)
             finding = dataclasses.replace(finding, evidence=f"{said}; {finding.evidence}" if finding.evidence
                                           else said, observed=True)
         out.append(finding)
@@ -226,6 +224,12 @@ def _confirmed_first(pack: RulePack, facts: Facts, findings: list[Finding]) -> l
     return [f for f in findings if f.rule_id not in general]
 
 
+def _shows(seen: Sequence[Observation]) -> str:
+    """The evidence the lines give: "the error output shows it (FILE, line N: «text»; ...)", three at most."""
+    shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
+    return f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"
+
+
 def _observed(rule: Rule, ctx: Context, seen: list[Observation], elsewhere: str = "",
               contradicted: bool = False) -> list[Finding]:
     """The verdicts of a rule whose failure the error output shows: that is a finding whatever the other facts
@@ -235,8 +239,7 @@ def _observed(rule: Rule, ctx: Context, seen: list[Observation], elsewhere: str 
     not fire, so nothing of the rule's own text, which would state it of them, is used."""
     from envcheck.rules.templates import stated
 
-    shown = "; ".join(f"{o.where()}: «{o.text}»" for o in seen[:3])
-    said = f"the error output shows it ({shown}{f'; and {len(seen) - 3} more' if len(seen) > 3 else ''})"
+    said = _shows(seen)
     if elsewhere:
         said = f"{said}; judged on what the error output states alone ({elsewhere})"
     judged = [] if rule.evidence_only or contradicted else _judged(rule, ctx)
